@@ -1,0 +1,79 @@
+"""Errors and warnings that point at a place in the source text."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """A 1-based line and column in a named source."""
+
+    file: str
+    line: int
+    column: int = 1
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+@dataclass(slots=True)
+class Diagnostic:
+    severity: str  # "error", "warning" or "note"
+    message: str
+    location: Location | None = None
+    source_line: str | None = None
+
+    def render(self) -> str:
+        """`file:line:col: error: message`, then the source line and a caret under the column."""
+        head = f"{self.location}: " if self.location else ""
+        text = f"{head}{self.severity}: {self.message}"
+        if self.location and self.source_line is not None:
+            line = self.source_line.rstrip("\r\n").expandtabs(1)
+            caret = " " * (max(self.location.column, 1) - 1) + "^"
+            text += f"\n{line}\n{caret}"
+        return text
+
+
+class MgxError(Exception):
+    """An error in the user's input or request; tools print it and exit with status 1."""
+
+    def __init__(self, message: str, location: Location | None = None, source_line: str | None = None):
+        super().__init__(message)
+        self.diagnostic = Diagnostic("error", message, location, source_line)
+
+    @property
+    def message(self) -> str:
+        return self.diagnostic.message
+
+    @property
+    def location(self) -> Location | None:
+        return self.diagnostic.location
+
+    def render(self) -> str:
+        return self.diagnostic.render()
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+@dataclass
+class DiagnosticSink:
+    """Collects warnings; errors are raised as MgxError."""
+
+    warnings: list[Diagnostic] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+
+    def warn(self, message: str, location: Location | None = None, source_line: str | None = None, once_key: str | None = None) -> None:
+        if once_key is not None:
+            if once_key in self.seen:
+                return
+            self.seen.add(once_key)
+        self.warnings.append(Diagnostic("warning", message, location, source_line))
+
+    def flush(self, stream=None) -> None:
+        stream = stream or sys.stderr
+        for w in self.warnings:
+            print(w.render(), file=stream)
+        self.warnings.clear()

@@ -1,0 +1,3 @@
+"""Imports every operator family so that each registers its definitions."""
+
+from mgxir.ops import builtin, control, elementwise, layout, memory, nn  # noqa: F401

@@ -1,0 +1,176 @@
+"""The declarative operator definition that the parser, printer, verifier and interpreter all read.
+
+An operator is a subclass of `OpDef` registered once (see `registry.py`): its name, its reflected
+attributes in MIGraphX's print order, its input and module arity, the flags passes need, its shape
+rule and its reference compute. An `Operation` is one use of a definition with attribute values;
+operations are immutable and hashable, so instructions can share them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from mgxir.ops.attributes import Attr, AttributeError_
+from mgxir.text.values import OpNode
+
+if TYPE_CHECKING:
+    from mgxir.ir.module import Module
+    from mgxir.ir.shape import Shape
+
+
+class ShapeError(ValueError):
+    """An operator's shape rule rejects its inputs; the message names the op and the problem."""
+
+
+class OpDef:
+    """One operator. Subclasses set the class attributes and override `shape` (and `compute`)."""
+
+    name: ClassVar[str] = ""
+    attributes: ClassVar[tuple[Attr, ...]] = ()
+    # old attribute name -> new name, or None where the attribute was dropped
+    legacy_attributes: ClassVar[Mapping[str, str | None]] = {}
+    # number of inputs: (minimum, maximum or None for any)
+    arity: ClassVar[tuple[int, int | None]] = (0, None)
+    # number of module inputs (then/else of `if`, the body of `loop` or `pointwise`)
+    module_arity: ClassVar[tuple[int, int | None]] = (0, 0)
+    pointwise: ClassVar[bool] = False  # elementwise on scalars: fuse_pointwise may fuse it
+    commutative: ClassVar[bool] = False
+    is_view: ClassVar[bool] = False  # the output aliases input 0's memory
+    has_side_effects: ClassVar[bool] = False  # never removed by dead-code elimination
+    is_opaque: ClassVar[bool] = False  # an operator mgxir does not know; printed as read
+    is_builtin: ClassVar[bool] = False  # @param, @literal, @return
+
+    def __init__(self) -> None:
+        self.attribute_index = {a.name: i for i, a in enumerate(self.attributes)}
+        self.defaults = tuple(a.kind.coerce(a.default) if a.default is not None else None for a in self.attributes)
+        self._no_attributes: Operation | None = None
+
+    # -- construction -----------------------------------------------------------------------
+
+    def make(self, **values: Any) -> Operation:
+        """An operation with these attribute values, the rest at their defaults."""
+        if not values:
+            if self._no_attributes is None:
+                self._no_attributes = Operation(self, self.defaults)
+            return self._no_attributes
+        out = list(self.defaults)
+        for key, x in values.items():
+            i = self.attribute_index.get(key)
+            if i is None:
+                raise KeyError(f"{self.name} has no attribute '{key}'")
+            out[i] = self.attributes[i].kind.coerce(x)
+        return Operation(self, tuple(out))
+
+    def from_node(self, node: OpNode, raw_attributes: str) -> Operation:
+        """Reads attribute values as printed (any order, older names); raises AttributeError_."""
+        out = list(self.defaults)
+        for key, value in node.attributes:
+            if key in self.legacy_attributes:
+                renamed = self.legacy_attributes[key]
+                if renamed is None:
+                    continue
+                key = renamed
+            i = self.attribute_index.get(key)
+            if i is None:
+                raise UnknownAttribute(key)
+            try:
+                out[i] = self.attributes[i].kind.read(value)
+            except AttributeError_ as e:
+                raise AttributeError_(f"attribute '{key}' of {self.name}: {e}") from None
+        return Operation(self, tuple(out))
+
+    def complete(self, op: Operation, declared: Shape | None) -> Operation:
+        """Lets an op whose attributes live in its result shape (`load`) take that shape."""
+        return op
+
+    # -- text -------------------------------------------------------------------------------
+
+    def format(self, op: Operation) -> str:
+        if not self.attributes:
+            return self.name
+        parts = [f"{a.name}={a.kind.format(v) if v is not None else ''}" for a, v in zip(self.attributes, op.values)]
+        return f"{self.name}[{','.join(parts)}]"
+
+    # -- semantics --------------------------------------------------------------------------
+
+    def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape | None:
+        """The result shape, or None where the rule is unknown and the printed shape is trusted."""
+        return None
+
+    def check_arity(self, n_inputs: int, n_modules: int) -> str | None:
+        lo, hi = self.arity
+        if n_inputs < lo or (hi is not None and n_inputs > hi):
+            want = str(lo) if lo == hi else (f"at least {lo}" if hi is None else f"{lo} to {hi}")
+            return f"'{self.name}' takes {want} argument{'s' if want != '1' else ''}, got {n_inputs}"
+        lo, hi = self.module_arity
+        if n_modules < lo or (hi is not None and n_modules > hi):
+            want = str(lo) if lo == hi else (f"at least {lo}" if hi is None else f"{lo} to {hi}")
+            return f"'{self.name}' takes {want} module input{'s' if want != '1' else ''}, got {n_modules}"
+        return None
+
+    def __repr__(self) -> str:
+        return f"<OpDef {self.name}>"
+
+
+class UnknownAttribute(Exception):
+    """An attribute the definition does not declare: the op is kept opaque instead."""
+
+
+class Operation:
+    """An operator with its attribute values. Immutable; equal operations compare and hash equal."""
+
+    __slots__ = ("defn", "values", "_hash", "_text")
+
+    def __init__(self, defn: OpDef, values: tuple):
+        self.defn = defn
+        self.values = values
+        self._hash: int | None = None
+        self._text: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.defn.name
+
+    @property
+    def text(self) -> str:
+        """The operator as MIGraphX prints it: `name[attr=value,...]`."""
+        if self._text is None:
+            self._text = self.defn.format(self)
+        return self._text
+
+    @property
+    def attributes(self) -> dict[str, Any]:
+        return {a.name: v for a, v in zip(self.defn.attributes, self.values)}
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[self.defn.attribute_index[key]]
+
+    def get(self, key: str, default: Any = None) -> Any:
+        i = self.defn.attribute_index.get(key)
+        return default if i is None else self.values[i]
+
+    def replace(self, **changes: Any) -> Operation:
+        values = list(self.values)
+        for key, x in changes.items():
+            i = self.defn.attribute_index[key]
+            values[i] = self.defn.attributes[i].kind.coerce(x)
+        return Operation(self.defn, tuple(values))
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, Operation):
+            return NotImplemented
+        return self.defn is other.defn and self.values == other.values
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            try:
+                self._hash = hash((self.defn.name, self.values))
+            except TypeError:
+                self._hash = id(self)
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"Operation({self.text})"

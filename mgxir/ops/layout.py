@@ -1,0 +1,406 @@
+"""Operators that change shapes and layouts: views (transpose, broadcast, slice, ...) and copies."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from mgxir.ir.shape import DynamicDimension, Shape, find_common_permutation, standard_strides
+from mgxir.ops.attributes import DYN_DIMS, INT, INTS, Attr
+from mgxir.ops.common import fail, lens_text, normalize_axes, normalize_axis, require_static, same_type
+from mgxir.ops.definition import OpDef, Operation
+from mgxir.ops.registry import register
+
+if TYPE_CHECKING:
+    from mgxir.ir.module import Module
+
+Shapes = Sequence[Shape]
+Modules = Sequence["Module"]
+
+
+@register
+class Contiguous(OpDef):
+    name = "contiguous"
+    arity = (1, 1)
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        s = inputs[0]
+        if s.is_dynamic:
+            return s
+        return Shape.make(s.dtype, s.lens)
+
+
+@register
+class Identity(OpDef):
+    name = "identity"
+    arity = (1, 1)
+    is_view = True
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        return inputs[0]
+
+
+@register
+class Undefined(OpDef):
+    name = "undefined"
+    arity = (0, 0)
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        from mgxir.ir.dtype import DType
+
+        return Shape.make(DType.float, (), ())
+
+
+@register
+class Transpose(OpDef):
+    name = "transpose"
+    attributes = (Attr("permutation", INTS, ()),)
+    legacy_attributes = {"dims": "permutation"}
+    arity = (1, 1)
+    is_view = True
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        s = inputs[0]
+        perm = op["permutation"]
+        if len(perm) != s.ndim:
+            raise fail(self.name, f"permutation {lens_text(perm)} has {len(perm)} axes, the input has rank {s.ndim}")
+        if sorted(perm) != list(range(s.ndim)):
+            raise fail(self.name, f"{lens_text(perm)} is not a permutation of the axes")
+        if s.is_dynamic:
+            return Shape.dynamic(s.dtype, [s.dyn_dims[p] for p in perm])
+        return Shape.make(s.dtype, [s.lens[p] for p in perm], [s.strides[p] for p in perm])
+
+
+@register
+class Broadcast(OpDef):
+    name = "broadcast"
+    attributes = (
+        Attr("axis", INT, 0),
+        Attr("out_lens", INTS, ()),
+        Attr("out_dyn_dims", DYN_DIMS, ()),
+    )
+    legacy_attributes = {"dims": "out_lens", "broadcast_lens": "out_lens"}
+    arity = (1, 2)
+    is_view = True
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        s0 = inputs[0]
+        axis = op["axis"]
+        if len(inputs) == 2:
+            s1 = inputs[1]
+            if s1.is_dynamic or s0.is_dynamic:
+                return Shape.dynamic(s0.dtype, s1.dyn_dims) if s1.is_dynamic else Shape.make(s0.dtype, s1.lens)
+            target = s1.lens
+        else:
+            require_static(self.name, s0)
+            target = op["out_lens"]
+        if axis >= len(target):
+            raise fail(self.name, f"axis {axis} is out of range for output rank {len(target)}")
+        if len(target) - axis < len(s0.lens):
+            raise fail(self.name, f"input rank {len(s0.lens)} does not fit output {lens_text(target)} from axis {axis}")
+        for i, n in enumerate(s0.lens):
+            if target[axis + i] != n:
+                raise fail(
+                    self.name,
+                    f"input dimension {i} is {n} but output dimension {axis + i} is {target[axis + i]}",
+                )
+        strides = [0] * len(target)
+        strides[axis : axis + len(s0.strides)] = s0.strides
+        return Shape.make(s0.dtype, target, strides)
+
+
+def broadcast_to(op_name: str, s0: Shape, target: Sequence[int]) -> Shape:
+    if len(s0.lens) > len(target):
+        raise fail(op_name, f"input rank {len(s0.lens)} is larger than output rank {len(target)}")
+    offset = len(target) - len(s0.lens)
+    strides = [0] * len(target)
+    for i, n in enumerate(s0.lens):
+        out = target[i + offset]
+        if out != n and n != 1:
+            raise fail(
+                op_name,
+                f"input shape {lens_text(s0.lens)} cannot be broadcast to {lens_text(target)} "
+                f"(dimension {i + offset}: {n} vs {out})",
+            )
+        if out == n:
+            strides[i + offset] = s0.strides[i]
+    return Shape.make(s0.dtype, target, strides)
+
+
+def common_lens(op_name: str, shapes: Shapes) -> tuple[int, ...]:
+    rank = max(len(s.lens) for s in shapes)
+    out = [1] * rank
+    for s in shapes:
+        off = rank - len(s.lens)
+        for i, n in enumerate(s.lens):
+            j = i + off
+            if out[j] == 1:
+                out[j] = n
+            elif n != 1 and n != out[j]:
+                raise fail(op_name, f"dimension {j} does not broadcast: {out[j]} vs {n}")
+    return tuple(out)
+
+
+@register
+class Multibroadcast(OpDef):
+    name = "multibroadcast"
+    attributes = (Attr("out_lens", INTS, ()), Attr("out_dyn_dims", DYN_DIMS, ()))
+    legacy_attributes = {"output_lens": "out_lens", "output_dyn_dims": "out_dyn_dims"}
+    arity = (1, None)
+    is_view = True
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        s0 = inputs[0]
+        if s0.ndim < 1:
+            raise fail(self.name, "input rank must be at least 1")
+        if len(inputs) == 1:
+            require_static(self.name, s0)
+            return broadcast_to(self.name, s0, op["out_lens"])
+        if any(s.is_dynamic for s in inputs):
+            if op["out_dyn_dims"]:
+                return Shape.dynamic(s0.dtype, op["out_dyn_dims"])
+            return Shape.dynamic(s0.dtype, _common_dyn_dims(self.name, inputs))
+        return broadcast_to(self.name, s0, common_lens(self.name, inputs))
+
+
+def _common_dyn_dims(op_name: str, shapes: Shapes) -> list[DynamicDimension]:
+    dims = [s.dyn_dims if s.is_dynamic else tuple(DynamicDimension(n, n) for n in s.lens) for s in shapes]
+    rank = max(len(d) for d in dims)
+    out = [DynamicDimension(1, 1)] * rank
+    for d in dims:
+        off = rank - len(d)
+        for i, x in enumerate(d):
+            cur = out[i + off]
+            if cur == DynamicDimension(1, 1):
+                out[i + off] = x
+            elif x != DynamicDimension(1, 1) and x != cur:
+                raise fail(op_name, f"dynamic dimension {i + off} does not broadcast")
+    return out
+
+
+def _nocopy_strides(s: Shape, new_lens: Sequence[int]) -> list[int] | None:
+    """Strides that view `s` as `new_lens` without copying, or None (numpy's rule)."""
+    old = [(n, st) for n, st in zip(s.lens, s.strides) if n != 1]
+    new_strides = [0] * len(new_lens)
+    oi = oj = ni = nj = 0
+    old_lens = [n for n, _ in old]
+    old_strides = [st for _, st in old]
+    if not old:
+        return [0 if n == 1 else 0 for n in new_lens] if math.prod(new_lens) == 1 else None
+    nnew = len(new_lens)
+    nold = len(old_lens)
+    while ni < nnew and oi < nold:
+        np_ = new_lens[ni]
+        op_ = old_lens[oi]
+        nj, oj = ni + 1, oi + 1
+        while np_ != op_:
+            if np_ < op_:
+                if nj >= nnew:
+                    return None
+                np_ *= new_lens[nj]
+                nj += 1
+            else:
+                if oj >= nold:
+                    return None
+                op_ *= old_lens[oj]
+                oj += 1
+        for k in range(oi, oj - 1):
+            if old_strides[k] != old_lens[k + 1] * old_strides[k + 1]:
+                return None
+        new_strides[nj - 1] = old_strides[oj - 1]
+        for k in range(nj - 1, ni, -1):
+            new_strides[k - 1] = new_strides[k] * new_lens[k]
+        ni, oi = nj, oj
+    last = new_strides[ni - 1] if ni >= 1 else 1
+    for k in range(ni, nnew):
+        new_strides[k] = last
+    return new_strides
+
+
+@register
+class Reshape(OpDef):
+    name = "reshape"
+    attributes = (Attr("dims", INTS, ()),)
+    arity = (1, 2)
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        s = inputs[0]
+        dims = op["dims"]
+        if list(dims).count(-1) > 1:
+            raise fail(self.name, "at most one dimension may be -1")
+        if s.is_dynamic:
+            if len(inputs) == 2:
+                return inputs[1]
+            raise fail(self.name, "dynamic input shapes need the two-input form here")
+        lens = [s.lens[i] if d == 0 else (1 if d == -1 else d) for i, d in enumerate(dims)]
+        if -1 in dims:
+            known = math.prod(lens)
+            if known == 0 or s.elements % known:
+                raise fail(self.name, f"cannot infer the -1 dimension of {lens_text(dims)} from {s.elements} elements")
+            lens[list(dims).index(-1)] = s.elements // known
+        if math.prod(lens) != s.elements:
+            raise fail(
+                self.name,
+                f"{lens_text(lens)} has {math.prod(lens)} elements but the input {lens_text(s.lens)} has {s.elements}",
+            )
+        if s.standard:
+            return Shape.make(s.dtype, lens)
+        strides = _nocopy_strides(s, lens)
+        if strides is None:
+            return Shape.make(s.dtype, lens)
+        return Shape.make(s.dtype, lens, strides)
+
+
+@register
+class Squeeze(OpDef):
+    name = "squeeze"
+    attributes = (Attr("axes", INTS, ()),)
+    arity = (1, 1)
+    is_view = True
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        s = inputs[0]
+        axes = normalize_axes(self.name, op["axes"], s.ndim)
+        if s.is_dynamic:
+            dims = [d for i, d in enumerate(s.dyn_dims) if (i not in axes if axes else not (d.min == d.max == 1))]
+            return Shape.dynamic(s.dtype, dims)
+        for a in axes:
+            if s.lens[a] != 1:
+                raise fail(self.name, f"axis {a} has size {s.lens[a]}, not 1")
+        keep = [i for i in range(s.ndim) if (i not in axes if axes else s.lens[i] != 1)]
+        lens = [s.lens[i] for i in keep]
+        strides = [s.strides[i] for i in keep]
+        if not lens:
+            return Shape.make(s.dtype, (1,), (0,) if s.scalar else (1,))
+        return Shape.make(s.dtype, lens, strides)
+
+
+@register
+class Unsqueeze(OpDef):
+    name = "unsqueeze"
+    attributes = (Attr("axes", INTS, ()), Attr("steps", INTS, ()))
+    arity = (1, 1)
+    is_view = True
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        s = inputs[0]
+        new_rank = s.ndim + len(op["axes"])
+        axes = normalize_axes(self.name, op["axes"], new_rank)
+        if s.is_dynamic:
+            it = iter(s.dyn_dims)
+            return Shape.dynamic(s.dtype, [DynamicDimension(1, 1) if i in axes else next(it) for i in range(new_rank)])
+        is_scalar = s.scalar
+        if is_scalar and s.lens == (1,):
+            return Shape.make(s.dtype, s.lens)
+        steps = op["steps"]
+        if len(steps) > len(axes):
+            raise fail(self.name, "steps given for axes that do not exist")
+        old_lens = list(s.lens)
+        lens = [0] * new_rank
+        strides = [0] * new_rank
+        p = 0
+        for i in range(new_rank):
+            if i in axes:
+                j = axes.index(i)
+                step = steps[j] if j < len(steps) else 1
+                if step == 0:
+                    raise fail(self.name, "a step must be non-zero")
+                lens[i] = step
+                if p < len(old_lens):
+                    if old_lens[p] % step:
+                        raise fail(self.name, f"dimension {p} ({old_lens[p]}) is not divisible by step {step}")
+                    old_lens[p] //= step
+                    strides[i] = 1 if is_scalar else s.strides[p] * old_lens[p]
+                else:
+                    if step != 1:
+                        raise fail(self.name, "a step must be 1 for an axis past the input's rank")
+                    strides[i] = 1
+            else:
+                lens[i] = old_lens[p]
+                strides[i] = s.strides[p]
+                p += 1
+        return Shape.make(s.dtype, lens, strides)
+
+
+@register
+class Flatten(OpDef):
+    name = "flatten"
+    attributes = (Attr("axis", INT, 1),)
+    arity = (1, 1)
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        s = inputs[0]
+        require_static(self.name, s)
+        axis = op["axis"]
+        if not -s.ndim <= axis <= s.ndim:
+            raise fail(self.name, f"axis {axis} is out of range for rank {s.ndim}")
+        axis = axis + s.ndim if axis < 0 else axis
+        return Shape.make(s.dtype, (math.prod(s.lens[:axis]), math.prod(s.lens[axis:])))
+
+
+@register
+class Slice(OpDef):
+    name = "slice"
+    attributes = (Attr("axes", INTS, ()), Attr("starts", INTS, ()), Attr("ends", INTS, ()))
+    arity = (1, 4)
+    is_view = True
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        s = inputs[0]
+        axes, starts, ends = op["axes"], op["starts"], op["ends"]
+        if not (len(axes) == len(starts) == len(ends)):
+            raise fail(self.name, "axes, starts and ends must have the same length")
+        axes = normalize_axes(self.name, axes, s.ndim)
+        if len(inputs) > 1:
+            raise fail(self.name, "the variable-input form has no static shape rule here")
+        if s.is_dynamic:
+            dims = list(s.dyn_dims)
+            for a, b, e in zip(axes, starts, ends):
+                d = dims[a]
+                if not d.is_fixed:
+                    raise fail(self.name, f"cannot slice non-fixed dynamic axis {a}")
+                n = _slice_len(d.min, b, e)
+                dims[a] = DynamicDimension(n, n)
+            return Shape.dynamic(s.dtype, dims)
+        lens = list(s.lens)
+        for a, b, e in zip(axes, starts, ends):
+            lens[a] = _slice_len(s.lens[a], b, e)
+        return Shape.make(s.dtype, lens, s.strides)
+
+
+def _slice_len(n: int, start: int, end: int) -> int:
+    start = max(0, min(n, start + n if start < 0 else start))
+    end = max(0, min(n, end + n if end < 0 else end))
+    return max(0, end - start)
+
+
+@register
+class Concat(OpDef):
+    name = "concat"
+    attributes = (Attr("axis", INT, 0),)
+    arity = (1, None)
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        same_type(self.name, inputs)
+        first = inputs[0]
+        rank = first.ndim
+        for i, s in enumerate(inputs):
+            if s.ndim != rank:
+                raise fail(self.name, f"input {i} has rank {s.ndim}, input 0 has rank {rank}")
+        axis = normalize_axis(self.name, op["axis"], rank)
+        if all(s.is_dynamic for s in inputs):
+            dims = list(first.dyn_dims)
+            dims[axis] = DynamicDimension(sum(s.dyn_dims[axis].min for s in inputs), sum(s.dyn_dims[axis].max for s in inputs))
+            return Shape.dynamic(first.dtype, dims)
+        require_static(self.name, *inputs)
+        for i, s in enumerate(inputs):
+            for d in range(rank):
+                if d != axis and s.lens[d] != first.lens[d]:
+                    raise fail(self.name, f"input {i} has size {s.lens[d]} in dimension {d}, input 0 has {first.lens[d]}")
+        lens = list(first.lens)
+        lens[axis] = sum(s.lens[axis] for s in inputs)
+        return Shape.from_permutation(first.dtype, lens, find_common_permutation(inputs))
+
+
+__all__ = ["broadcast_to", "common_lens", "standard_strides"]

@@ -1,0 +1,77 @@
+"""Memory planning operators: `allocate` and `load` (a view into a scratch buffer)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from mgxir.ir.shape import Shape
+from mgxir.ops.attributes import INT, SHAPE, TYPE, Attr, AttributeError_, OptionalKind
+from mgxir.ops.common import fail
+from mgxir.ops.definition import OpDef, Operation
+from mgxir.ops.registry import register
+from mgxir.text.values import OpNode
+
+if TYPE_CHECKING:
+    from mgxir.ir.module import Module
+
+
+@register
+class Allocate(OpDef):
+    name = "allocate"
+    attributes = (Attr("shape", OptionalKind(SHAPE), None), Attr("buf_type", OptionalKind(TYPE), None))
+    arity = (0, 1)
+
+    def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
+        s = op["shape"]
+        if s is None:
+            raise fail(self.name, "needs a shape attribute")
+        return s
+
+
+@register
+class Load(OpDef):
+    """Printed as `load[offset=O,end=E]`: the shape is the instruction's own, `end` is derived."""
+
+    name = "load"
+    attributes = (Attr("shape", OptionalKind(SHAPE), None), Attr("offset", INT, 0))
+    arity = (1, 1)
+    is_view = True
+
+    def from_node(self, node: OpNode, raw_attributes: str) -> Operation:
+        values = dict(node.attributes)
+        offset = INT.read(values.pop("offset", "0"))
+        end = INT.read(values["end"]) if "end" in values else None
+        values.pop("end", None)
+        shape = SHAPE.read(values.pop("shape")) if "shape" in values else None
+        if values:
+            raise AttributeError_(f"load has no attribute '{next(iter(values))}'")
+        return _PendingLoad(self, (shape, offset), end)
+
+    def complete(self, op: Operation, declared: Shape | None) -> Operation:
+        shape = op.values[0] if op.values[0] is not None else declared
+        end = getattr(op, "end", None)
+        if shape is not None and end is not None and end != op.values[1] + shape.bytes:
+            raise AttributeError_(f"load end={end} is not offset {op.values[1]} plus the {shape.bytes} bytes of its shape")
+        return Operation(self, (shape, op.values[1]))
+
+    def format(self, op: Operation) -> str:
+        shape, offset = op.values
+        end = offset + (shape.bytes if shape is not None else 0)
+        return f"load[offset={offset},end={end}]"
+
+    def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
+        shape, offset = op.values
+        if shape is None:
+            raise fail(self.name, "needs a shape")
+        if inputs[0].bytes < offset + shape.bytes:
+            raise fail(self.name, f"bytes {offset}..{offset + shape.bytes} are outside the {inputs[0].bytes}-byte buffer")
+        return shape
+
+
+class _PendingLoad(Operation):
+    __slots__ = ("end",)
+
+    def __init__(self, defn: OpDef, values: tuple, end: int | None):
+        super().__init__(defn, values)
+        self.end = end

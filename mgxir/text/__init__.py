@@ -1,0 +1,1 @@
+"""The text format: parsing, printing, and reading programs out of MIGraphX logs."""

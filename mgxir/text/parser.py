@@ -1,0 +1,387 @@
+"""Reads program text into the IR.
+
+The first layer of the grammar runs with an inline transformer, so no parse tree is built: each
+instruction line is turned into an `Instruction` the moment the LALR parser reduces it. Operator
+texts and tails repeat across a program, so their second-layer parses are cached per program.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+import threading
+from pathlib import Path
+
+from lark import Lark, Token, Transformer, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+
+from mgxir.diagnostics import DiagnosticSink, Location, MgxError
+from mgxir.ir.instruction import Instruction
+from mgxir.ir.module import Module
+from mgxir.ir.program import Program
+from mgxir.ir.shape import Shape
+from mgxir.ops.attributes import AttributeError_
+from mgxir.ops.builtin import make_literal, make_param
+from mgxir.ops.definition import Operation
+from mgxir.ops.registry import lookup, operation_from_node
+from mgxir.text.format import ShapeSyntaxError, shape_from_value
+from mgxir.text.literals import LiteralSyntaxError, literal_from_items
+from mgxir.text.syntax import SyntaxProblem, describe_expected, grammar_text, parse_layer2
+
+
+class SourceText:
+    """The text a program was read from, for diagnostics that quote a line."""
+
+    def __init__(self, filename: str, text: str, line_map: list[int] | None = None):
+        self.filename = filename
+        self.text = text
+        self._lines: list[str] | None = None
+        self.line_map = line_map  # parsed line -> original line (logs)
+
+    @property
+    def lines(self) -> list[str]:
+        if self._lines is None:
+            self._lines = self.text.split("\n")
+        return self._lines
+
+    def line(self, n: int) -> str:
+        lines = self.lines
+        return lines[n - 1] if 0 < n <= len(lines) else ""
+
+    def location(self, line: int, column: int = 1) -> Location:
+        shown = self.line_map[line - 1] if self.line_map and 0 < line <= len(self.line_map) else line
+        return Location(self.filename, shown, column)
+
+    def error(self, message: str, line: int, column: int = 1) -> MgxError:
+        return MgxError(message, self.location(line, column), self.line(line))
+
+
+class _Unknown:
+    """Stands for a `?` argument: a value MIGraphX printed without a name."""
+
+
+class _Builder:
+    def __init__(self, source: SourceText, base_dir: Path | None, sink: DiagnosticSink):
+        self.source = source
+        self.base_dir = base_dir
+        self.sink = sink
+        self.program = Program()
+        self.module: Module | None = None
+        self.local: dict[str, Instruction] = {}
+        self.globals: dict[str, Instruction] = {}
+        self.discarding = False
+        self.op_cache: dict[str, Operation] = {}
+        self.tail_cache: dict[str, tuple] = {}
+        self.pending_modules: list[tuple[Instruction, str, Token]] = []
+
+    # -- modules ------------------------------------------------------------------------------
+
+    def module_header(self, tok: Token) -> None:
+        text = tok.strip()
+        raw = text[text.index('"') + 1 : text.rindex('"')]
+        name = raw.replace('\\"', '"')
+        existing = self.program.get_module(name)
+        self.local = {}
+        if existing is not None:
+            if len(existing):
+                # MIGraphX prints a module once per use; later copies repeat the first
+                self.discarding = True
+                self.module = Module(name)
+                return
+            self.module = existing
+        else:
+            self.module = self.program.create_module(name)
+        self.discarding = False
+
+    # -- instructions -------------------------------------------------------------------------
+
+    def instruction(self, d: Token, o: Token, a: Token | None, m: Token | None, t: Token) -> None:
+        module = self.module
+        if module is None:
+            module = self.module = self.program.create_module("main")
+        name = d[: d.index("=")].rstrip()
+
+        shape, target_id, symbols = self.tail_cache.get(t) or self._parse_tail(t)
+
+        op = self.op_cache.get(o)
+        if op is None:
+            op = self._parse_op(o, shape)
+        args: list[Instruction] = []
+        if a is not None and len(a) > 2:
+            lookup_local = self.local.get
+            lookup_global = self.globals.get
+            for arg_name in a[1:-1].split(","):
+                found = lookup_local(arg_name) or lookup_global(arg_name)
+                if found is None:
+                    found = self._missing(arg_name, a)
+                args.append(found)
+        ins = Instruction(op, args, shape)
+        ins.line = d.line
+        if target_id:
+            ins.target_id = target_id
+        if symbols:
+            ins.symbols = symbols
+        if m is not None:
+            self.pending_modules.append((ins, m, m))
+        if self.discarding:
+            return
+        if name in self.local:
+            raise self.source.error(f"redefinition of '{name}'", d.line, d.column)
+        self.local[name] = ins
+        if name not in self.globals:
+            self.globals[name] = ins
+        module.append_parsed(ins)
+
+    def _missing(self, arg_name: str, tok: Token) -> Instruction:
+        if arg_name == "?":
+            from mgxir.ops.builtin import opaque
+
+            unknown = Instruction(opaque("?").make_raw(""), (), None)
+            unknown.line = tok.line
+            return unknown
+        offset = tok.index(arg_name, 1)
+        raise self.source.error(f"use of undefined value '{arg_name}'", tok.line, tok.column + offset)
+
+    def _parse_tail(self, t: Token) -> tuple:
+        text = t.rstrip("\r\n")
+        if not text.strip():
+            result: tuple = (None, 0, ())
+        else:
+            try:
+                value, target, symbols = parse_layer2(text, "tail", "the result shape")
+                shape = shape_from_value(value) if value is not None else None
+                target_id = int(target) if target is not None else 0
+                syms = tuple(symbols.split(", ")) if symbols else ()
+            except SyntaxProblem as e:
+                raise self.source.error(e.message, t.line, t.column + e.column) from None
+            except ShapeSyntaxError as e:
+                col = t.column + max(text.find("->") + 3, 0)
+                raise self.source.error(str(e), t.line, col) from None
+            except ValueError as e:
+                raise self.source.error(f"bad target id: {e}", t.line, t.column) from None
+            result = (shape, target_id, syms)
+        self.tail_cache[t] = result
+        return result
+
+    def _parse_op(self, o: Token, shape: Shape | None) -> Operation:
+        text = str(o)
+        if text.startswith("@param:"):
+            if shape is None:
+                raise self.source.error(f"parameter '{text[7:]}' needs a shape: '-> TYPE, {{lens}}, {{strides}}'", o.line, o.column)
+            return make_param(text[7:])  # unique per instruction: not cached
+        if text.startswith("@literal{"):
+            if shape is None:
+                raise self.source.error("a literal needs a shape: '-> TYPE, {lens}, {strides}'", o.line, o.column)
+            try:
+                items = parse_layer2(text[8:], "literal_body", "the literal")
+                lit = literal_from_items(items, shape, self.base_dir)
+            except SyntaxProblem as e:
+                raise self.source.error(e.message, o.line, o.column + 8 + e.column) from None
+            except LiteralSyntaxError as e:
+                raise self.source.error(str(e), o.line, o.column + 8) from None
+            return make_literal(lit)
+        bracket = text.find("[")
+        raw_attributes = text[bracket:] if bracket >= 0 else ""
+        name = text if bracket < 0 else text[:bracket]
+        defn = lookup(name)
+        try:
+            if defn is not None and not raw_attributes and not defn.attributes:
+                op = defn.make()
+            else:
+                node = parse_layer2(text, "op_text", "the operator")
+                op = operation_from_node(node, raw_attributes)
+            if defn is not None and not op.defn.is_opaque:
+                op = op.defn.complete(op, shape)
+        except SyntaxProblem as e:
+            raise self.source.error(e.message, o.line, o.column + e.column) from None
+        except AttributeError_ as e:
+            raise self.source.error(str(e), o.line, o.column + max(bracket, 0)) from None
+        if op.defn.is_opaque:
+            if defn is None:
+                why = f"unknown operator '{name}'"
+            else:
+                why = f"operator '{name}' has attributes mgxir does not know"
+            self.sink.warn(
+                f"{why}: kept as written; its shape is not checked",
+                self.source.location(o.line, o.column),
+                self.source.line(o.line),
+                once_key=f"opaque:{name}",
+            )
+        if op.defn.name != "load":  # load carries its own shape, so it cannot be shared
+            self.op_cache[o] = op
+        return op
+
+    def resolve_modules(self) -> None:
+        for ins, text, tok in self.pending_modules:
+            names = text[3:-1].split(", ") if len(text) > 4 else []
+            mods = []
+            for n in names:
+                found = self.program.get_module(n)
+                if found is None:
+                    offset = text.index(n)
+                    raise self.source.error(f"unknown module '{n}'", tok.line, tok.column + offset)
+                mods.append(found)
+            ins.module_args = mods
+
+
+class _Callbacks(Transformer):
+    """Routes the first layer's reductions to the builder of the parse in progress."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.local = threading.local()
+
+    def module_header(self, children: list) -> None:
+        self.local.builder.module_header(children[0])
+
+    def instruction(self, children: list) -> None:
+        self.local.builder.instruction(*children)
+
+    def program(self, children: list) -> None:
+        return None
+
+    def module(self, children: list) -> None:
+        return None
+
+    def body(self, children: list) -> None:
+        return None
+
+
+@functools.cache
+def _program_parser() -> tuple[Lark, _Callbacks]:
+    callbacks = _Callbacks()
+    parser = Lark(
+        grammar_text(),
+        parser="lalr",
+        lexer="contextual",
+        start="program",
+        maybe_placeholders=True,
+        transformer=callbacks,
+        cache=True,
+    )
+    return parser, callbacks
+
+
+def parse_program(
+    text: str,
+    filename: str = "<input>",
+    *,
+    base_dir: Path | None = None,
+    sink: DiagnosticSink | None = None,
+    line_map: list[int] | None = None,
+) -> Program:
+    """Parses program text; raises MgxError pointing at the first syntax error."""
+    if not text.endswith("\n"):
+        text += "\n"
+    source = SourceText(filename, text, line_map)
+    sink = sink if sink is not None else DiagnosticSink()
+    builder = _Builder(source, base_dir, sink)
+    parser, callbacks = _program_parser()
+    callbacks.local.builder = builder
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        parser.parse(text)
+    except UnexpectedInput as e:
+        raise _syntax_error(e, source) from None
+    finally:
+        callbacks.local.builder = None
+        if gc_was_enabled:
+            gc.enable()
+    builder.resolve_modules()
+    program = builder.program
+    program.source = source  # type: ignore[attr-defined]
+    if not program.modules:
+        program.create_module("main")
+    return program
+
+
+def _syntax_error(e: UnexpectedInput, source: SourceText) -> MgxError:
+    if isinstance(e, UnexpectedCharacters):
+        line_text = source.line(e.line)
+        col0 = e.column - 1
+        message, col0 = _diagnose(line_text, col0, set(e.allowed or ()))
+        return source.error(message, e.line, col0 + 1)
+    if isinstance(e, UnexpectedToken):
+        tok = e.token
+        if tok.type == "$END":
+            last = len(source.lines)
+            return source.error(f"unexpected end of input: expected {describe_expected(e.expected)}", last, 1)
+        message, col0 = _diagnose(source.line(tok.line), tok.column - 1, set(e.expected))
+        return source.error(message, tok.line, col0 + 1)
+    return source.error("syntax error", getattr(e, "line", 1) or 1, getattr(e, "column", 1) or 1)
+
+
+def _diagnose(line: str, col: int, allowed: set[str]) -> tuple[str, int]:
+    """A specific message for a line the coarse tokens could not match, and where it points."""
+    rest = line[col:]
+    if "ARGS" in allowed and rest.startswith("("):
+        close = rest.find(")")
+        for i, ch in enumerate(rest[1:], 1):
+            if ch == ")":
+                break
+            if ch.isspace() or ch in "([]=":
+                return "expected ',' or ')' in the argument list", col + i
+            if ch == "," and (i + 1 >= len(rest) or rest[i + 1] in ",)"):
+                return "expected an argument name after ','", col + i + 1
+        if close < 0:
+            return "expected ')' after arguments", len(line.rstrip())
+    if "MODULES" in allowed and rest.startswith(", ["):
+        if "]" not in rest:
+            return "expected ']' after module names", len(line.rstrip())
+        return "expected module names separated by ', ' inside '[...]'", col + 3
+    if "OP" in allowed:
+        if not rest.strip():
+            return "expected an operator after '='", col
+        if rest[:1].isalpha() or rest[:1] in "_@":
+            depth = 0
+            for ch in rest:
+                if ch == "[":
+                    depth += 1
+                elif ch == "]":
+                    depth -= 1
+            if depth > 0:
+                return "expected ']' to close the attribute list", len(line.rstrip())
+            if rest.startswith("@literal{"):
+                return "expected '}' to close the literal", len(line.rstrip())
+        return "expected an operator after '='", col
+    if "DEF" in allowed or "MODULE" in allowed:
+        stripped = rest.lstrip()
+        if stripped.startswith("module"):
+            return "expected 'module: \"NAME\"'", col
+        if "=" not in rest:
+            return "expected an instruction 'NAME = OP(args) -> shape'", col
+        return "expected an instruction name before '='", col
+    if "TAIL" in allowed:
+        if rest.startswith("("):
+            return "expected ' -> ' and a shape, or the end of the line", col
+        return "expected ' -> ' and a shape, or the end of the line", col
+    return f"expected {describe_expected(allowed)}", col
+
+
+def read_program(
+    path: str | Path,
+    sink: DiagnosticSink | None = None,
+    *,
+    from_log: bool = False,
+    log_pass: str | None = None,
+) -> Program:
+    """Parses a file (`-` reads standard input); with `from_log`, the program inside a log."""
+    import sys
+
+    if str(path) == "-":
+        text, filename, base_dir = sys.stdin.read(), "<stdin>", None
+    else:
+        p = Path(path)
+        try:
+            text = p.read_text()
+        except OSError as e:
+            raise MgxError(f"cannot read {p}: {e.strerror or e}") from None
+        except UnicodeDecodeError:
+            raise MgxError(f"{p} is not UTF-8 text") from None
+        filename, base_dir = str(path), p.parent
+    if from_log:
+        from mgxir.text.log import program_from_log
+
+        text, line_map = program_from_log(text, log_pass)
+        return parse_program(text, filename, base_dir=base_dir, sink=sink, line_map=line_map)
+    return parse_program(text, filename, base_dir=base_dir, sink=sink)

@@ -1,0 +1,77 @@
+"""Writes programs exactly as MIGraphX prints them, or losslessly (every literal value kept)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mgxir.ir.instruction import Instruction
+from mgxir.ir.module import Module
+from mgxir.ir.program import Program
+from mgxir.text.format import format_shape, format_shape_lossless
+from mgxir.text.literals import format_lossless, format_migraphx
+
+
+@dataclass
+class PrintOptions:
+    lossless: bool = False
+    # with lossless: arrays for the sidecar .npz are collected here, named as `sidecar_name`
+    sidecar_name: str | None = None
+    sidecar: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def print_program(program: Program, options: PrintOptions | None = None) -> str:
+    options = options or PrintOptions()
+    out: list[str] = []
+    names: dict[Instruction, str] = {}
+    for module in program.print_order():
+        out.append(f'module: "{module.name}"')
+        _print_module(module, names, out, options)
+        out.append("")
+    # MIGraphX ends every module with a blank line, and `migraphx-driver` adds one more
+    return "\n".join(out) + "\n\n" if out else ""
+
+
+def print_module(module: Module, options: PrintOptions | None = None) -> str:
+    out: list[str] = []
+    _print_module(module, {}, out, options or PrintOptions())
+    return "\n".join(out) + "\n"
+
+
+def _print_module(module: Module, names: dict[Instruction, str], out: list[str], options: PrintOptions) -> None:
+    prefix = f"{module.name}:" if names and module.name else ""
+    lossless = options.lossless
+    shape_text = format_shape_lossless if lossless else format_shape
+    count = 0
+    append = out.append
+    get = names.get
+    for ins in module:
+        op = ins.op
+        if op.defn.name == "@param":
+            name = prefix + op.values[0]
+        else:
+            name = f"{prefix}@{count}"
+        count += 1
+        name = names.setdefault(ins, name)
+        text = op._text if op._text is not None else op.text
+        if op.defn.name == "@literal":
+            lit = op.values[0]
+            if lossless:
+                key = name.replace(":", "_")
+                sidecar = options.sidecar if options.sidecar_name else None
+                text += format_lossless(lit, sidecar, options.sidecar_name, key)
+            else:
+                text += format_migraphx(lit)
+        if ins.args:
+            text += "(" + ",".join([get(a) or "?" for a in ins.args]) + ")"
+        if ins.module_args:
+            text += ", [" + ", ".join([m.name for m in ins.module_args]) + "]"
+        if op.defn.name != "@return":
+            shape = ins.shape
+            text += " -> " + (shape.text if shape.text is not None and not lossless else shape_text(shape))
+        if ins.target_id:
+            text += f", target_id={ins.target_id}"
+        if ins.symbols:
+            text += " # " + ", ".join(ins.symbols)
+        append(f"{name} = {text}")

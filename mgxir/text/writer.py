@@ -1,0 +1,74 @@
+"""Writes program text to files: atomically, with an optional sidecar .npz for lossless data."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from mgxir.ir.program import Program
+from mgxir.text.printer import PrintOptions, print_program
+
+SIDECAR_THRESHOLD = 1 << 20  # bytes of literal data past which `-o FILE --lossless` uses a sidecar
+
+
+def write_atomically(path: str | Path, data: str | bytes) -> None:
+    """Writes through a temporary file in the same folder and a rename: a reader never sees a
+    half-written file, and a failure leaves whatever was there before."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def literal_bytes(program: Program) -> int:
+    return sum(
+        ins.literal.data.nbytes
+        for m in program.modules.values()
+        for ins in m
+        if ins.is_literal and ins.literal.data is not None
+    )
+
+
+def render(program: Program, lossless: bool = False, output: str | None = None, sidecar: str | None = None) -> tuple[str, dict]:
+    """The text to write, and the sidecar arrays (empty when everything is inline)."""
+    options = PrintOptions(lossless=lossless or sidecar is not None)
+    if options.lossless:
+        if sidecar is None and output not in (None, "-") and literal_bytes(program) > SIDECAR_THRESHOLD:
+            sidecar = str(Path(output).with_suffix(".npz"))
+        if sidecar is not None:
+            if output not in (None, "-"):
+                options.sidecar_name = os.path.relpath(sidecar, Path(output).parent)
+            else:
+                options.sidecar_name = sidecar
+    text = print_program(program, options)
+    return text, (options.sidecar if options.sidecar_name else {})
+
+
+def write_program(program: Program, output: str | None, lossless: bool = False, sidecar: str | None = None) -> None:
+    """Prints to standard output (`output` None or `-`) or writes the file atomically."""
+    text, arrays = render(program, lossless, output, sidecar)
+    if arrays:
+        target = sidecar if sidecar is not None else str(Path(output).with_suffix(".npz"))  # type: ignore[arg-type]
+        buf = io.BytesIO()
+        np.savez(buf, **arrays)
+        write_atomically(target, buf.getvalue())
+    if output is None or output == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        write_atomically(output, text)

@@ -1,0 +1,148 @@
+"""Checks a program: definitions before uses, module references, arity, and every shape rule.
+
+An instruction read without a result shape gets the one its shape rule gives.
+"""
+
+from __future__ import annotations
+
+from mgxir.diagnostics import DiagnosticSink, Location, MgxError
+from mgxir.ir.instruction import Instruction
+from mgxir.ir.module import Module
+from mgxir.ir.program import Program
+from mgxir.ir.shape import Shape
+from mgxir.ops.definition import ShapeError
+from mgxir.text.format import format_shape
+
+
+class _Where:
+    """Turns an instruction into a source location for messages (or a description if unparsed)."""
+
+    def __init__(self, program: Program):
+        self.source = getattr(program, "source", None)
+
+    def error(self, ins: Instruction, message: str, column_hint: str | None = None) -> MgxError:
+        if self.source is not None and ins.line:
+            line = self.source.line(ins.line)
+            col = 1
+            if column_hint:
+                found = line.find(column_hint)
+                if found >= 0:
+                    col = found + 1 + (len(column_hint) if column_hint == " -> " else 0)
+            return self.source.error(message, ins.line, col)
+        return MgxError(f"{message} (in {ins.op.text})")
+
+    def location(self, ins: Instruction) -> tuple[Location | None, str | None]:
+        if self.source is not None and ins.line:
+            return self.source.location(ins.line, 1), self.source.line(ins.line)
+        return None, None
+
+
+def verify(program: Program, sink: DiagnosticSink | None = None) -> None:
+    """Raises MgxError at the first problem; warnings go to `sink`."""
+    sink = sink if sink is not None else DiagnosticSink()
+    where = _Where(program)
+    _check_module_graph(program, where)
+    cache: dict[tuple, Shape] = {}
+    visible_outer: dict[int, set[int]] = {}
+    ordered = program.reachable_modules()
+    reached = {id(m) for m in ordered}
+    ordered += [m for m in program.modules.values() if id(m) not in reached]
+    for module in ordered:
+        outer = visible_outer.get(id(module), set())
+        _verify_module(module, outer, where, sink, cache, visible_outer)
+
+
+def _check_module_graph(program: Program, where: _Where) -> None:
+    state: dict[int, int] = {}  # 1 = on the current path, 2 = done
+
+    def visit(m: Module) -> None:
+        state[id(m)] = 1
+        for ins in m:
+            for sub in ins.module_args:
+                if state.get(id(sub)) == 1:
+                    raise where.error(ins, f"module '{sub.name}' refers back to itself through '{m.name}'", sub.name)
+                if id(sub) not in state:
+                    visit(sub)
+        state[id(m)] = 2
+
+    for m in program.modules.values():
+        if id(m) not in state:
+            visit(m)
+
+
+def _verify_module(
+    module: Module,
+    outer: set[int],
+    where: _Where,
+    sink: DiagnosticSink,
+    cache: dict[tuple, Shape],
+    visible_outer: dict[int, set[int]],
+) -> None:
+    defined: set[int] = set()
+    last = module.last
+    for ins in module:
+        defn = ins.op.defn
+        for arg in ins.args:
+            key = id(arg)
+            if key in defined or key in outer:
+                continue
+            if arg.parent is None and arg.op.defn.name == "?":
+                loc, src = where.location(ins)
+                sink.warn("an argument printed as '?' has no definition; its shape is unknown", loc, src, once_key="?")
+                continue
+            if arg.parent is module:
+                raise where.error(ins, "an argument is used before its definition", "(")
+            raise where.error(
+                ins,
+                f"an argument comes from module '{arg.parent.name if arg.parent else '?'}', "
+                f"which does not enclose '{module.name}'",
+                "(",
+            )
+        if ins.is_return and ins is not last:
+            raise where.error(ins, "@return must be the last instruction of its module")
+        if defn.is_opaque:
+            if ins.shape is None:
+                raise where.error(ins, f"'{defn.name}' is not a known operator, so it needs an explicit result shape")
+        else:
+            problem = defn.check_arity(len(ins.args), len(ins.module_args))
+            if problem:
+                raise where.error(ins, problem, "(")
+            if any(a.shape is None for a in ins.args):
+                if ins.shape is None:
+                    raise where.error(ins, "the result shape cannot be inferred from an unknown argument")
+            else:
+                expected = _rule(ins, cache, where)
+                if ins.shape is None:
+                    ins.shape = expected
+                elif expected is not None and expected != ins.shape:
+                    raise where.error(
+                        ins,
+                        f"result shape {format_shape(ins.shape)} disagrees with the shape rule of "
+                        f"'{defn.name}': {format_shape(expected)}",
+                        " -> ",
+                    )
+        defined.add(id(ins))
+        if ins.module_args:
+            inner = outer | defined
+            for sub in ins.module_args:
+                visible_outer.setdefault(id(sub), set()).update(inner)
+
+
+def _rule(ins: Instruction, cache: dict[tuple, Shape], where: _Where) -> Shape | None:
+    op = ins.op
+    if ins.module_args:
+        key = None
+    else:
+        key = (op, *[a.shape for a in ins.args])
+        found = cache.get(key)
+        if found is not None:
+            return found
+    try:
+        shape = op.defn.shape(op, [a.shape for a in ins.args], ins.module_args)
+    except ShapeError as e:
+        raise where.error(ins, str(e)) from None
+    except (IndexError, KeyError, ValueError, TypeError, ZeroDivisionError) as e:
+        raise where.error(ins, f"{op.name}: the shape rule rejects these inputs ({type(e).__name__}: {e})") from None
+    if key is not None and shape is not None:
+        cache[key] = shape
+    return shape

@@ -1,0 +1,50 @@
+"""mgx-translate: convert programs between formats."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated, Optional
+
+import typer
+
+from mgxir.diagnostics import DiagnosticSink
+from mgxir.text.parser import read_program
+from mgxir.text.writer import write_program
+from mgxir.tools.common import run_guarded
+from mgxir.verifier import verify
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
+
+
+class Target(str, Enum):
+    mgx = "mgx"
+    mgx_lossless = "mgx-lossless"
+
+
+@app.command(context_settings={"help_option_names": ["-h", "--help"]})
+def mgx_translate(
+    input: Annotated[str, typer.Argument(help="Program text to read ('-' for standard input).")] = "-",
+    to: Annotated[Target, typer.Option("--to", help="Output format.")] = Target.mgx,
+    output: Annotated[Optional[str], typer.Option("-o", "--output", help="Write here (atomically) instead of standard output.")] = None,
+    from_log: Annotated[bool, typer.Option("--from-log", help="The input is MIGraphX log output.")] = False,
+) -> None:
+    """Translate a MIGraphX program to another format.
+
+    Formats available now: mgx (MIGraphX's text), mgx-lossless (text keeping every literal value).
+    """
+
+    def body(sink: DiagnosticSink) -> int:
+        program = read_program(input, sink, from_log=from_log)
+        verify(program, sink)
+        write_program(program, output, lossless=to is Target.mgx_lossless)
+        return 0
+
+    raise typer.Exit(run_guarded(body))
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
