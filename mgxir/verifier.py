@@ -42,14 +42,13 @@ def verify(program: Program, sink: DiagnosticSink | None = None) -> None:
     sink = sink if sink is not None else DiagnosticSink()
     where = _Where(program)
     _check_module_graph(program, where)
-    cache: dict[tuple, Shape] = {}
-    visible_outer: dict[int, set[int]] = {}
-    ordered = program.reachable_modules()
-    reached = {id(m) for m in ordered}
-    ordered += [m for m in program.modules.values() if id(m) not in reached]
-    for module in ordered:
-        outer = visible_outer.get(id(module), set())
-        _verify_module(module, outer, where, sink, cache, visible_outer)
+    checker = _Checker(where, sink)
+    main = program.modules.get("main")
+    if main is not None:
+        checker.module(main, set())
+    for m in program.modules.values():
+        if id(m) not in checker.done:
+            checker.module(m, set())
 
 
 def _check_module_graph(program: Program, where: _Where) -> None:
@@ -70,62 +69,68 @@ def _check_module_graph(program: Program, where: _Where) -> None:
             visit(m)
 
 
-def _verify_module(
-    module: Module,
-    outer: set[int],
-    where: _Where,
-    sink: DiagnosticSink,
-    cache: dict[tuple, Shape],
-    visible_outer: dict[int, set[int]],
-) -> None:
-    defined: set[int] = set()
-    last = module.last
-    for ins in module:
-        defn = ins.op.defn
-        for arg in ins.args:
-            key = id(arg)
-            if key in defined or key in outer:
-                continue
-            if arg.parent is None and arg.op.defn.name == "?":
-                loc, src = where.location(ins)
-                sink.warn("an argument printed as '?' has no definition; its shape is unknown", loc, src, once_key="?")
-                continue
-            if arg.parent is module:
-                raise where.error(ins, "an argument is used before its definition", "(")
-            raise where.error(
-                ins,
-                f"an argument comes from module '{arg.parent.name if arg.parent else '?'}', "
-                f"which does not enclose '{module.name}'",
-                "(",
-            )
-        if ins.is_return and ins is not last:
-            raise where.error(ins, "@return must be the last instruction of its module")
-        if defn.is_opaque:
-            if ins.shape is None:
-                raise where.error(ins, f"'{defn.name}' is not a known operator, so it needs an explicit result shape")
-        else:
-            problem = defn.check_arity(len(ins.args), len(ins.module_args))
-            if problem:
-                raise where.error(ins, problem, "(")
-            if any(a.shape is None for a in ins.args):
+class _Checker:
+    """Checks modules depth first: a submodule before the instruction that uses it, so that
+    its result shapes are known, with the values of the enclosing modules visible to it."""
+
+    def __init__(self, where: _Where, sink: DiagnosticSink):
+        self.where = where
+        self.sink = sink
+        self.cache: dict[tuple, Shape] = {}
+        self.done: set[int] = set()
+
+    def module(self, module: Module, outer: set[int]) -> None:
+        self.done.add(id(module))
+        where = self.where
+        defined: set[int] = set()
+        last = module.last
+        for ins in module:
+            defn = ins.op.defn
+            for arg in ins.args:
+                key = id(arg)
+                if key in defined or key in outer:
+                    continue
+                if arg.parent is None and arg.op.defn.name == "?":
+                    loc, src = where.location(ins)
+                    self.sink.warn("an argument printed as '?' has no definition; its shape is unknown", loc, src, once_key="?")
+                    continue
+                if arg.parent is module:
+                    raise where.error(ins, "an argument is used before its definition", "(")
+                raise where.error(
+                    ins,
+                    f"an argument comes from module '{arg.parent.name if arg.parent else '?'}', "
+                    f"which does not enclose '{module.name}'",
+                    "(",
+                )
+            if ins.is_return and ins is not last:
+                raise where.error(ins, "@return must be the last instruction of its module")
+            if ins.module_args:
+                inner = outer | defined
+                for sub in ins.module_args:
+                    if id(sub) not in self.done:
+                        self.module(sub, inner)
+            if defn.is_opaque:
                 if ins.shape is None:
-                    raise where.error(ins, "the result shape cannot be inferred from an unknown argument")
+                    raise where.error(ins, f"'{defn.name}' is not a known operator, so it needs an explicit result shape")
             else:
-                expected = _rule(ins, cache, where)
-                if ins.shape is None:
-                    ins.shape = expected
-                elif expected is not None and expected != ins.shape:
-                    raise where.error(
-                        ins,
-                        f"result shape {format_shape(ins.shape)} disagrees with the shape rule of "
-                        f"'{defn.name}': {format_shape(expected)}",
-                        " -> ",
-                    )
-        defined.add(id(ins))
-        if ins.module_args:
-            inner = outer | defined
-            for sub in ins.module_args:
-                visible_outer.setdefault(id(sub), set()).update(inner)
+                problem = defn.check_arity(len(ins.args), len(ins.module_args))
+                if problem:
+                    raise where.error(ins, problem, "(")
+                if any(a.shape is None for a in ins.args):
+                    if ins.shape is None:
+                        raise where.error(ins, "the result shape cannot be inferred from an unknown argument")
+                else:
+                    expected = _rule(ins, self.cache, where)
+                    if ins.shape is None:
+                        ins.shape = expected
+                    elif expected is not None and expected != ins.shape:
+                        raise where.error(
+                            ins,
+                            f"result shape {format_shape(ins.shape)} disagrees with the shape rule of "
+                            f"'{defn.name}': {format_shape(expected)}",
+                            " -> ",
+                        )
+            defined.add(id(ins))
 
 
 def _rule(ins: Instruction, cache: dict[tuple, Shape], where: _Where) -> Shape | None:

@@ -1,0 +1,44 @@
+# lit configuration for mgxir's tool tests (test/text, test/opt, test/translate, test/run).
+import os
+import shutil
+import subprocess
+import sys
+
+import lit.formats
+
+config.name = "mgxir"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".mgx", ".test"]
+config.excludes = ["Inputs", "unit", "lit.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.test_source_root, "Output")
+
+repo = os.path.dirname(config.test_source_root)
+shared = os.path.join(os.path.dirname(repo), "shared")
+config.environment["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+for key in ("HOME", "TMPDIR", "MGXIR_TRACEBACK"):
+    if key in os.environ:
+        config.environment[key] = os.environ[key]
+
+config.substitutions.append(("%shared", shared))
+config.substitutions.append(("%examples", os.path.join(shared, "reference", "migraphx-examples")))
+config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
+config.substitutions.append(("%python", sys.executable))
+# print, parse the printed text, print again: fails unless both prints are identical
+config.substitutions.append(("%roundtrip", f"{sys.executable} -m mgxir.tools.roundtrip"))
+
+
+def _has_gpu() -> bool:
+    tool = shutil.which("nvidia-smi") or shutil.which("rocm-smi")
+    if not tool:
+        return False
+    try:
+        return subprocess.run([tool], capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+if _has_gpu():
+    config.available_features.add("gpu")
+if os.path.isdir(shared):
+    config.available_features.add("shared")
