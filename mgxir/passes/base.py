@@ -1,0 +1,93 @@
+"""What every pass is: a small class with a MIGraphX name, a description and typed option fields."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from typing import ClassVar
+
+from mgxir.ir.module import Module
+from mgxir.ir.program import Program
+
+
+@dataclasses.dataclass
+class PassContext:
+    """What a pass reports while it runs: named counters for `--pass-statistics`."""
+
+    statistics: Counter[str] = dataclasses.field(default_factory=Counter)
+    main_only: bool = False  # run module passes on the main module only (`read -O` does)
+
+    def count(self, what: str, n: int = 1) -> None:
+        self.statistics[what] += n
+
+
+@dataclasses.dataclass
+class Pass:
+    """A program pass. Subclasses are dataclasses; their fields are the pass's options."""
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+
+    def apply(self, program: Program, context: PassContext) -> None:
+        raise NotImplementedError
+
+    @classmethod
+    def options(cls) -> list[dataclasses.Field]:
+        return list(dataclasses.fields(cls))
+
+    def pipeline_text(self) -> str:
+        """`name` or `name{option=value ...}` for the options that differ from their defaults."""
+        changed = [
+            f"{f.name}={_format_option(getattr(self, f.name))}"
+            for f in self.options()
+            if getattr(self, f.name) != f.default
+        ]
+        return f"{self.name}{{{' '.join(changed)}}}" if changed else self.name
+
+
+def _format_option(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+@dataclasses.dataclass
+class ModulePass(Pass):
+    """A pass that rewrites one module at a time, run as MIGraphX runs module passes: on the
+    submodules of main (innermost last listed first) and then main, skipping bypass modules."""
+
+    def apply(self, program: Program, context: PassContext) -> None:
+        for module in modules_to_run(program, context.main_only):
+            self.apply_module(module, context)
+
+    def apply_module(self, module: Module, context: PassContext) -> None:
+        raise NotImplementedError
+
+
+def modules_to_run(program: Program, main_only: bool) -> list[Module]:
+    main = program.main
+    if main_only:
+        return [main]
+    order = [main, *_submodules_depth_first(main)]
+    seen: set[int] = set()
+    result: list[Module] = []
+    for module in reversed(order):
+        if module.bypass or id(module) in seen:
+            continue
+        seen.add(id(module))
+        result.append(module)
+    return result
+
+
+def _submodules_depth_first(root: Module) -> list[Module]:
+    out: list[Module] = []
+    seen = {id(root)}
+    stack = [root]
+    while stack:
+        module = stack.pop()
+        for sub in module.submodules():
+            if id(sub) not in seen:
+                seen.add(id(sub))
+                out.append(sub)
+                stack.append(sub)
+    return out

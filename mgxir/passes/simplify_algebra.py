@@ -1,0 +1,206 @@
+"""simplify_algebra: MIGraphX's algebraic rewrites, tried in MIGraphX's order on each instruction,
+repeated (with dead-code elimination between) while anything changes, at most 8 times.
+
+Written so far: find_inner_broadcast (the same-broadcast case), find_double_add_lit_broadcast,
+find_add_lit_broadcast and find_mul_add."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from mgxir.ir.instruction import Instruction
+from mgxir.ir.module import Module
+from mgxir.ops.registry import make_op
+from mgxir.passes.base import ModulePass, PassContext
+from mgxir.passes.dead_code_elimination import eliminate_dead_code
+
+_BROADCASTS = ("broadcast", "multibroadcast")
+
+
+class _Constants:
+    """Which instructions MIGraphX can evaluate at compile time (`can_eval`), memoised."""
+
+    def __init__(self) -> None:
+        self.known: dict[Instruction, bool] = {}
+
+    def __call__(self, ins: Instruction) -> bool:
+        found = self.known.get(ins)
+        if found is not None:
+            return found
+        stack = [ins]
+        while stack:
+            top = stack[-1]
+            if top in self.known:
+                stack.pop()
+                continue
+            if top.is_literal:
+                self.known[top] = True
+            elif top.is_param or not top.args or top.op.defn.has_side_effects or top.op.defn.is_opaque:
+                self.known[top] = False
+            else:
+                pending = [a for a in top.args if a not in self.known]
+                if pending:
+                    stack.extend(pending)
+                    continue
+                self.known[top] = all(self.known[a] for a in top.args)
+            stack.pop()
+        return self.known[ins]
+
+
+def _lit_broadcast(ins: Instruction, constant: _Constants) -> bool:
+    return constant(ins) or ins.op.defn.name == "broadcast"
+
+
+def _op_lit_broadcast(ins: Instruction, name: str, constant: _Constants) -> tuple[Instruction, Instruction] | None:
+    """`name(a, x)` in either order with `a` a constant or broadcast and `x` not: (a, x)."""
+    if ins.op.defn.name != name or len(ins.args) != 2:
+        return None
+    for a, x in ((ins.args[0], ins.args[1]), (ins.args[1], ins.args[0])):
+        if _lit_broadcast(a, constant) and not _lit_broadcast(x, constant):
+            return a, x
+    return None
+
+
+def _non_broadcast_input(ins: Instruction) -> Instruction:
+    while len(ins.args) == 1 and "broadcast" in ins.args[0].op.defn.name:
+        ins = ins.args[0]
+    return ins.args[0] if len(ins.args) == 1 else ins
+
+
+def _insert_common_op(module: Module, pos: Instruction, op, inputs: list[Instruction]) -> Instruction:
+    """`op(inputs)` with every input multibroadcast to the common lens (numpy's rule)."""
+    ndim = max(i.shape.ndim for i in inputs)
+    lens = [1] * ndim
+    for i in inputs:
+        for k, n in enumerate(i.shape.lens):
+            at = ndim - i.shape.ndim + k
+            lens[at] = max(lens[at], n)
+    common = tuple(lens)
+    args = [
+        i if tuple(i.shape.lens) == common else module.insert(pos, make_op("multibroadcast", out_lens=common), [i])
+        for i in inputs
+    ]
+    return module.insert(pos, op, args)
+
+
+def find_inner_broadcast(module: Module, ins: Instruction, constant: _Constants) -> bool:
+    if not ins.op.defn.pointwise or not ins.args or ins.op.defn.name == "layout":
+        return False
+    broadcasts = ins.args
+    if any(b.op.defn.name not in _BROADCASTS or not b.args for b in broadcasts):
+        return False
+    if any(b.shape.dtype != broadcasts[0].shape.dtype for b in broadcasts):
+        return False
+    if not all(b.args[0].shape.elements < ins.shape.elements for b in broadcasts):
+        return False
+    first = next((b for b in broadcasts if not b.shape.scalar), None)
+    rest = broadcasts[broadcasts.index(first):] if first is not None else []
+    same = all(
+        b.op == first.op
+        and (
+            _non_broadcast_input(b).shape.elements == 1
+            or _non_broadcast_input(b).shape.lens == _non_broadcast_input(first).shape.lens
+        )
+        for b in rest
+    ) if first is not None else True
+    if not same:
+        return False  # MIGraphX's apply_diff_broadcasts is not written yet
+    max_ndim = max(broadcasts, key=lambda b: _non_broadcast_input(b).shape.ndim).shape.ndim
+    inputs = []
+    for b in broadcasts:
+        inner = _non_broadcast_input(b)
+        s = inner.shape
+        if s.elements == 1 and s.ndim > 1 and s.ndim != max_ndim:
+            inner = module.insert(b, make_op("squeeze"), [inner])
+        inputs.append(inner)
+    inner_op = _insert_common_op(module, ins, ins.op, inputs)
+    outer = first if first is not None else broadcasts[0]
+    module.replace(ins, outer.op, [inner_op])
+    return True
+
+
+def find_double_add_lit_broadcast(module: Module, ins: Instruction, constant: _Constants) -> bool:
+    if ins.op.defn.name != "add" or len(ins.args) != 2:
+        return False
+    left = _op_lit_broadcast(ins.args[0], "add", constant)
+    right = _op_lit_broadcast(ins.args[1], "add", constant)
+    if left is None or right is None:
+        return False
+    (a, x), (b, y) = left, right
+    add = make_op("add")
+    if a.op.defn.name == "broadcast" and b.op.defn.name == "broadcast":
+        if a.args[0].shape != b.args[0].shape:
+            return False
+        presum = module.insert(ins, add, [a.args[0], b.args[0]])
+        sum_ab = module.insert(ins, a.op, [presum])
+    else:
+        sum_ab = module.insert(ins, add, [a, b])
+    sum_xy = module.insert(ins, add, [x, y])
+    module.replace(ins, add, [sum_xy, sum_ab])
+    return True
+
+
+def find_add_lit_broadcast(module: Module, ins: Instruction, constant: _Constants) -> bool:
+    if ins.op.defn.name != "add" or len(ins.args) != 2:
+        return False
+    for inner, b in ((ins.args[0], ins.args[1]), (ins.args[1], ins.args[0])):
+        found = _op_lit_broadcast(inner, "add", constant)
+        if found is not None and _lit_broadcast(b, constant):
+            a, x = found
+            sum_ab = module.insert(ins, make_op("add"), [a, b])
+            module.replace(ins, make_op("add"), [x, sum_ab])
+            return True
+    return False
+
+
+def find_mul_add(module: Module, ins: Instruction, constant: _Constants) -> bool:
+    if ins.op.defn.name != "mul" or len(ins.args) != 2:
+        return False
+    for add, a in ((ins.args[0], ins.args[1]), (ins.args[1], ins.args[0])):
+        if add.op.defn.name != "add" or len(add.args) != 2 or len(add.users) != 1 or not constant(a):
+            continue
+        if constant(add.args[0]) and constant(add.args[1]):
+            continue
+        for x, b in ((add.args[0], add.args[1]), (add.args[1], add.args[0])):
+            if constant(b):
+                mul = make_op("mul")
+                ax = module.insert(ins, mul, [a, x])
+                ab = module.insert(ins, mul, [a, b])
+                module.replace(ins, make_op("add"), [ax, ab])
+                return True
+    return False
+
+
+Rewrite = Callable[[Module, Instruction, _Constants], bool]
+
+# MIGraphX's order; the first that applies to an instruction wins
+REWRITES: tuple[Rewrite, ...] = (
+    find_inner_broadcast,
+    find_double_add_lit_broadcast,
+    find_add_lit_broadcast,
+    find_mul_add,
+)
+
+
+@dataclasses.dataclass
+class SimplifyAlgebra(ModulePass):
+    name = "simplify_algebra"
+    description = "Algebraic rewrites: move broadcasts out, fold constant adds, distribute mul over add."
+    max_rounds: int = 8
+
+    def apply_module(self, module: Module, context: PassContext) -> None:
+        for _ in range(self.max_rounds):
+            changed = False
+            constant = _Constants()
+            for ins in module:
+                if ins.parent is not module:
+                    continue
+                for rewrite in REWRITES:
+                    if rewrite(module, ins, constant):
+                        context.count(f"{rewrite.__name__} applied")
+                        changed = True
+                        break
+            eliminate_dead_code(module, context)
+            if not changed:
+                break
