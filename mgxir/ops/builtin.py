@@ -6,9 +6,11 @@ import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from mgxir.ir.shape import Shape
 from mgxir.ops.attributes import STRING, Attr
-from mgxir.ops.definition import OpDef, Operation
+from mgxir.ops.definition import OpDef, Operation, RunModule
 from mgxir.ops.registry import register
 
 if TYPE_CHECKING:
@@ -113,6 +115,10 @@ class RefLoweredDef(OpDef):
         self.module_arity = inner.module_arity  # type: ignore[misc]
         self.is_view = inner.is_view  # type: ignore[misc]
         self.has_side_effects = inner.has_side_effects  # type: ignore[misc]
+        self.pointwise = inner.pointwise  # type: ignore[misc]
+        self.commutative = inner.commutative  # type: ignore[misc]
+        self.axis_attributes = inner.axis_attributes  # type: ignore[misc]
+        self.padding_attributes = inner.padding_attributes  # type: ignore[misc]
         super().__init__()
 
     def _inner_op(self, op: Operation) -> Operation:
@@ -123,6 +129,19 @@ class RefLoweredDef(OpDef):
 
     def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape | None:
         return self.inner.shape(self._inner_op(op), inputs, modules)
+
+    def compute(self, op: Operation, inputs: list[np.ndarray], modules: Sequence[Module], run_module: RunModule):
+        return self.inner.compute(self._inner_op(op), inputs, modules, run_module)
+
+    def kernel(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module], run_module: RunModule):
+        return self.inner.kernel(self._inner_op(op), inputs, modules, run_module)
+
+    @property
+    def has_compute(self) -> bool:
+        return self.inner.has_compute
+
+    def normalize(self, op: Operation, inputs: Sequence[Shape]) -> Operation:
+        return Operation(self, self.inner.normalize(self._inner_op(op), inputs).values)
 
     def complete(self, op: Operation, declared: Shape | None) -> Operation:
         done = self.inner.complete(self._inner_op(op), declared)

@@ -5,16 +5,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from mgxir.ir.shape import Shape, find_common_permutation
-from mgxir.ops.attributes import INT, INTS, Attr
+import numpy as np
+
+from mgxir.ir.shape import Shape, find_common_permutation, find_permutation
+from mgxir.ops.attributes import INT, INTS, SHAPE, Attr
 from mgxir.ops.common import fail, same_dims
-from mgxir.ops.definition import OpDef, Operation, ShapeError
+from mgxir.ops.definition import OpDef, Operation, RunModule, RuntimeValue, ShapeError
 from mgxir.ops.registry import register
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module
 
 Shapes = Sequence[Shape]
+Arrays = list[np.ndarray]
 Modules = Sequence["Module"]
 
 
@@ -30,6 +33,10 @@ class If(OpDef):
         if then_shapes != else_shapes:
             raise fail(self.name, f"modules '{modules[0].name}' and '{modules[1].name}' return different shapes")
         return Shape.tuple_of(then_shapes)
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
+        branch = modules[0] if bool(inputs[0].reshape(-1)[0]) else modules[1]
+        return tuple(run_module(branch, []))
 
 
 @register
@@ -49,6 +56,33 @@ class Loop(OpDef):
             result.append(Shape.make(s.dtype, (op["max_iterations"], *s.lens)))
         return Shape.tuple_of(result)
 
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
+        # inputs: trip count, condition, carried values; the body takes (iteration, condition,
+        # carried...) and returns (condition, carried..., scan outputs...)
+        from mgxir.interp.interpreter import current_interpreter
+
+        interp = current_interpreter(run_module)
+        body = modules[0]
+        max_iterations = op["max_iterations"]
+        trip_count = min(int(inputs[0].reshape(-1)[0]), max_iterations)
+        condition = inputs[1].reshape(-1)[:1].copy()
+        carried = list(inputs[2:])
+        scan_shapes = body.output_shapes()[1 + len(carried) :]
+        scans = [np.zeros((max_iterations, *s.lens), s.dtype.numpy) for s in scan_shapes]
+        directions = op["scan_output_directions"]
+        iteration = 0
+        while iteration < trip_count and bool(condition[0]):
+            counter = np.array([iteration], dtype=inputs[0].dtype)
+            interp.bind_in_order(body, [counter, condition, *carried])
+            outs = run_module(body, [])
+            condition = np.asarray(outs[0]).reshape(-1)[:1].copy()
+            carried = [np.array(v, copy=True) for v in outs[1 : 1 + len(carried)]]
+            for k, value in enumerate(outs[1 + len(carried) :]):
+                reverse = bool(directions[k]) if k < len(directions) else False
+                scans[k][trip_count - 1 - iteration if reverse else iteration] = value
+            iteration += 1
+        return (*carried, *scans)
+
 
 @register
 class GetTupleElem(OpDef):
@@ -65,6 +99,9 @@ class GetTupleElem(OpDef):
         if not 0 <= i < len(s.sub_shapes):
             raise fail(self.name, f"index {i} is out of range for a tuple of {len(s.sub_shapes)}")
         return s.sub_shapes[i]
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
+        return inputs[0][op["index"]]
 
 
 def evaluate_module_shapes(module: Module, inputs: Shapes, scalar_const_lens: Sequence[int] | None) -> list[Shape]:
@@ -115,3 +152,55 @@ class Pointwise(OpDef):
             inputs = [Shape.from_permutation(s.dtype, s.lens, perm) if s.broadcasted else s for s in inputs]
         outs = evaluate_module_shapes(modules[0], inputs, None if first.is_dynamic else first.lens)
         return outs[0] if len(outs) == 1 else Shape.tuple_of(outs)
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
+        outs = run_module(modules[0], list(inputs))
+        lens = np.broadcast_shapes(*(x.shape for x in inputs))
+        results = tuple(o if o.shape == lens else np.broadcast_to(o, lens).copy() for o in outs)
+        return results[0] if len(results) == 1 else results
+
+
+@register
+class FusedReduce(OpDef):
+    """A reduction fused with pointwise producers and consumers; the body works on whole tensors."""
+
+    name = "fused_reduce"
+    attributes = (Attr("axes", INTS, ()),)
+    arity = (1, None)
+    module_arity = (1, 1)
+    axis_attributes = {"axes": "input"}
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        outs = modules[0].output_shapes()
+        if len(outs) != 1:
+            raise fail(self.name, f"body '{modules[0].name}' must return one value, returns {len(outs)}")
+        rank = inputs[0].ndim
+        for i, s in enumerate(inputs):
+            if s.ndim != rank:
+                raise fail(self.name, f"input {i} has rank {s.ndim}, input 0 has rank {rank}")
+        out = outs[0]
+        if out.is_dynamic:
+            return out
+        return Shape.from_permutation(out.dtype, out.lens, find_permutation(inputs[0]))
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
+        return run_module(modules[0], list(inputs))[0]
+
+
+@register
+class Outline(OpDef):
+    """A placeholder with a shape and no value."""
+
+    name = "outline"
+    aliases = ("@outline",)
+    attributes = (Attr("shape", SHAPE, None),)
+    arity = (0, None)
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        if op["shape"] is None:
+            raise fail(self.name, "needs a shape attribute")
+        return op["shape"]
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
+        s = op["shape"]
+        return np.zeros(s.lens, s.dtype.numpy)

@@ -8,8 +8,10 @@ operations are immutable and hashable, so instructions can share them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
 
 from mgxir.ops.attributes import Attr, AttributeError_
 from mgxir.text.values import OpNode
@@ -21,6 +23,15 @@ if TYPE_CHECKING:
 
 class ShapeError(ValueError):
     """An operator's shape rule rejects its inputs; the message names the op and the problem."""
+
+
+class ComputeError(ValueError):
+    """The reference compute cannot evaluate an operation (no implementation, bad runtime values)."""
+
+
+# run_module(module, args) -> the module's returned values: how if/loop/pointwise evaluate bodies
+RunModule = Callable[["Module", list[np.ndarray]], list[np.ndarray]]
+RuntimeValue = np.ndarray | tuple[np.ndarray, ...]
 
 
 class OpDef:
@@ -40,6 +51,11 @@ class OpDef:
     has_side_effects: ClassVar[bool] = False  # never removed by dead-code elimination
     is_opaque: ClassVar[bool] = False  # an operator mgxir does not know; printed as read
     is_builtin: ClassVar[bool] = False  # @param, @literal, @return
+    # attributes holding axes that normalize_ops makes non-negative: name -> whose rank bounds
+    # them ("input": input 0's rank, "output": the result's rank as for unsqueeze)
+    axis_attributes: ClassVar[Mapping[str, str]] = {}
+    # attributes holding padding that may be symmetric (k values) or begin/end (2k values)
+    padding_attributes: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self) -> None:
         self.attribute_index = {a.name: i for i, a in enumerate(self.attributes)}
@@ -98,6 +114,51 @@ class OpDef:
         """The result shape, or None where the rule is unknown and the printed shape is trusted."""
         return None
 
+    def compute(
+        self, op: Operation, inputs: list[np.ndarray], modules: Sequence[Module], run_module: RunModule
+    ) -> RuntimeValue:
+        """The reference result on numpy arrays whose `.shape` is each input shape's lens."""
+        raise ComputeError(f"no reference implementation for '{self.name}'")
+
+    def kernel(
+        self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module], run_module: RunModule
+    ) -> Callable:
+        """A callable taking the input arrays positionally, for the interpreter's loop. Families whose
+        compute is one numpy call return that call directly to keep interpretation cheap."""
+        compute = self.compute
+
+        def run(*args: np.ndarray) -> RuntimeValue:
+            return compute(op, list(args), modules, run_module)
+
+        return run
+
+    @property
+    def has_compute(self) -> bool:
+        return type(self).compute is not OpDef.compute
+
+    def normalize(self, op: Operation, inputs: Sequence[Shape]) -> Operation:
+        """`op` with non-negative axes and begin/end padding (what normalize_ops rewrites to)."""
+        changes: dict[str, Any] = {}
+        for attr, rank_of in self.axis_attributes.items():
+            value = op.get(attr)
+            if value is None or not inputs or inputs[0].is_tuple:
+                continue
+            rank = inputs[0].ndim
+            if rank_of == "output":
+                rank += len(value) if isinstance(value, tuple) else 1
+            if isinstance(value, tuple):
+                fixed: Any = tuple(a + rank if a < 0 else a for a in value)
+            else:
+                fixed = value + rank if value < 0 else value
+            if fixed != value:
+                changes[attr] = fixed
+        for attr in self.padding_attributes:
+            pads = op.get(attr)
+            spatial = inputs[0].ndim - 2 if inputs else 0
+            if pads is not None and spatial > 0 and len(pads) == spatial:
+                changes[attr] = (*pads, *pads)
+        return op.replace(**changes) if changes else op
+
     def check_arity(self, n_inputs: int, n_modules: int) -> str | None:
         lo, hi = self.arity
         if n_inputs < lo or (hi is not None and n_inputs > hi):
@@ -120,7 +181,7 @@ class UnknownAttribute(Exception):
 class Operation:
     """An operator with its attribute values. Immutable; equal operations compare and hash equal."""
 
-    __slots__ = ("defn", "values", "_hash", "_text")
+    __slots__ = ("_hash", "_text", "defn", "values")
 
     def __init__(self, defn: OpDef, values: tuple):
         self.defn = defn

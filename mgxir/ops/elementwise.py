@@ -9,28 +9,78 @@ import numpy as np
 
 from mgxir.ir.dtype import DType
 from mgxir.ir.shape import Shape
-from mgxir.ops.attributes import FLOAT, TYPE, Attr
+from mgxir.ops.attributes import FLOAT, TYPE, Attr, OptionalKind
 from mgxir.ops.common import elementwise_result, fail, require_static, same_dims, same_type, unary_result
-from mgxir.ops.definition import OpDef, Operation
+from mgxir.ops.definition import OpDef, Operation, RunModule
 from mgxir.ops.registry import register
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module
 
+Arrays = list[np.ndarray]
+Shapes = Sequence[Shape]
+Modules = Sequence["Module"]
 
-class Unary(OpDef):
+
+# numpy computes these dtypes natively; others (bf16, fp8) are computed in float32 and rounded back
+NATIVE_FLOATS = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
+
+
+def _apply(fn: Callable[..., np.ndarray], out_dtype: np.dtype, *xs: np.ndarray) -> np.ndarray:
+    """`fn` on arrays of any MIGraphX type, the result in `out_dtype` (the shape rule's type)."""
+    if xs[0].dtype.kind == "V" or xs[0].dtype.name.startswith(("float8", "bfloat")):
+        xs = tuple(x.astype(np.float32) for x in xs)
+    result = np.asarray(fn(*xs))
+    return result if result.dtype == out_dtype else result.astype(out_dtype)
+
+
+class _TableOp(OpDef):
+    """An elementwise op whose compute is one numpy function applied with MIGraphX's result type."""
+
+    fn: ClassVar[Callable[..., np.ndarray]]
+
+    def function(self, op: Operation) -> Callable[..., np.ndarray]:
+        """The numpy function for this operation's attribute values."""
+        return self.fn
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        out = self.shape(op, [_runtime_shape(x) for x in inputs], modules)
+        return _apply(self.function(op), out.dtype.numpy, *inputs)
+
+    def kernel(self, op: Operation, inputs: Shapes, modules: Modules, run_module: RunModule) -> Callable:
+        out_dtype = self.shape(op, inputs, modules).dtype.numpy
+        fn = self.function(op)
+        native = out_dtype in NATIVE_FLOATS and all(s.dtype.numpy == out_dtype for s in inputs)
+        if native and _keeps_dtype(fn, out_dtype, len(inputs)):
+            return fn
+        return lambda *xs: _apply(fn, out_dtype, *xs)
+
+
+def _keeps_dtype(fn: Callable[..., np.ndarray], dtype: np.dtype, arity: int) -> bool:
+    with np.errstate(all="ignore"):
+        probe = fn(*[np.ones(2, dtype)] * arity)
+    return isinstance(probe, np.ndarray) and probe.dtype == dtype and probe.shape == (2,)
+
+
+def _runtime_shape(x: np.ndarray) -> Shape:
+    from mgxir.ir.dtype import DType
+
+    return Shape.make(DType.from_numpy(x.dtype), x.shape or (1,))
+
+
+class Unary(_TableOp):
     arity = (1, 1)
     pointwise = True
-    fn: ClassVar[Callable[..., np.ndarray]]
+    result_type: ClassVar[DType | None] = None
 
     def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
-        return unary_result(inputs[0])
+        s = unary_result(inputs[0])
+        return s if self.result_type is None else s.with_type(self.result_type)
 
 
-class Binary(OpDef):
+class Binary(_TableOp):
     arity = (2, 2)
     pointwise = True
-    fn: ClassVar[Callable[..., np.ndarray]]
 
     def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
         same_type(self.name, inputs)
@@ -49,7 +99,30 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 def _erf(x: np.ndarray) -> np.ndarray:
     import math
 
-    return np.vectorize(math.erf, otypes=[x.dtype])(x) if x.size else x.copy()
+    return np.vectorize(math.erf, otypes=[np.float64])(x).astype(x.dtype) if x.size else x.copy()
+
+
+def _truncating_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C division: floats divide, integers truncate toward zero."""
+    if a.dtype.kind in "iub":
+        with np.errstate(all="ignore"):
+            q = np.floor_divide(a, b)
+            r = np.remainder(a, b)
+        return np.where((r != 0) & ((a < 0) != (b < 0)), q + 1, q).astype(a.dtype)
+    return np.divide(a, b)
+
+
+def _python_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """MIGraphX's mod: fmod(remainder(a, b) + b, b), the sign of the divisor as in Python."""
+    return np.mod(a, b)
+
+
+def _sign(x: np.ndarray) -> np.ndarray:
+    return np.sign(x)
+
+
+def _not(x: np.ndarray) -> np.ndarray:
+    return x == 0
 
 
 UNARY: dict[str, Callable] = {
@@ -66,18 +139,16 @@ UNARY: dict[str, Callable] = {
     "erf": _erf,
     "exp": np.exp,
     "floor": np.floor,
-    "isinf": np.isinf,
-    "isnan": np.isnan,
     "log": np.log,
     "log2": np.log2,
-    "nearbyint": np.rint,
+    "nearbyint": np.rint,  # rounds half to even, as std::nearbyint in the default rounding mode
     "neg": np.negative,
-    "not": np.logical_not,
+    "not": _not,
     "recip": np.reciprocal,
     "relu": lambda x: np.maximum(x, np.zeros((), x.dtype)),
     "rsqrt": lambda x: 1 / np.sqrt(x),
     "sigmoid": _sigmoid,
-    "sign": np.sign,
+    "sign": _sign,
     "sin": np.sin,
     "sinh": np.sinh,
     "sqrt": np.sqrt,
@@ -85,19 +156,26 @@ UNARY: dict[str, Callable] = {
     "tanh": np.tanh,
 }
 
+# elementwise tests whose result is bool_type whatever the input type
+UNARY_PREDICATES: dict[str, Callable] = {
+    "isinf": np.isinf,
+    "isnan": np.isnan,
+}
+
 BINARY: dict[str, tuple[Callable, bool]] = {
     # name: (compute, commutative)
     "add": (np.add, True),
     "sub": (np.subtract, False),
     "mul": (np.multiply, True),
-    "div": (np.divide, False),
+    "div": (_truncating_divide, False),
     "pow": (np.power, False),
     "max": (np.maximum, True),
     "min": (np.minimum, True),
-    "mod": (np.mod, False),
+    "mod": (_python_mod, False),
     "fmod": (np.fmod, False),
     "sqdiff": (lambda a, b: (a - b) * (a - b), True),
     "prelu": (lambda x, s: np.where(x < 0, x * s, x), False),
+    # comparisons and logic return the input type (MIGraphX's binary shape rule)
     "equal": (np.equal, True),
     "greater": (np.greater, False),
     "less": (np.less, False),
@@ -109,6 +187,8 @@ BINARY: dict[str, tuple[Callable, bool]] = {
 
 for _name, _fn in UNARY.items():
     _define(Unary, _name, _fn)
+for _name, _fn in UNARY_PREDICATES.items():
+    _define(Unary, _name, _fn, result_type=DType.bool)
 for _name, (_fn, _comm) in BINARY.items():
     _define(Binary, _name, _fn, commutative=_comm)
 
@@ -118,11 +198,54 @@ class LeakyRelu(Unary):
     name = "leaky_relu"
     attributes = (Attr("alpha", FLOAT, 0.01),)
 
+    def function(self, op: Operation) -> Callable[..., np.ndarray]:
+        alpha = op["alpha"]
+        return lambda x: np.where(x < 0, x * x.dtype.type(alpha), x)
+
 
 @register
 class Elu(Unary):
     name = "elu"
     attributes = (Attr("alpha", FLOAT, 1.0),)
+
+    def function(self, op: Operation) -> Callable[..., np.ndarray]:
+        alpha = op["alpha"]
+        return lambda x: np.where(x < 0, x.dtype.type(alpha) * np.expm1(x), x)
+
+
+def convert_values(x: np.ndarray, target: DType) -> np.ndarray:
+    """MIGraphX's convert: NaN stays NaN (0 for integers), finite values saturate to the target's
+    range, floats truncate toward zero into integers; bool is `x >= 1 or 0 < x < 1`, i.e. x > 0."""
+    want = target.numpy
+    if x.dtype == want:
+        return x.copy()
+    if target is DType.bool:
+        return np.asarray(x.astype(np.float64) > 0) if x.dtype.kind != "b" else x.copy()
+    if x.dtype.kind in "iub" and want.kind in "iu":
+        info = np.iinfo(want)
+        wide = x.astype(np.int64) if x.dtype != np.uint64 else x
+        return np.clip(wide, max(info.min, np.iinfo(wide.dtype).min), info.max).astype(want)
+    dx = x.astype(np.float64)
+    if want.kind in "iu":
+        info = np.iinfo(want)
+        nan = np.isnan(dx)
+        with np.errstate(invalid="ignore"):
+            out = np.where(dx >= float(info.max), info.max, np.where(dx <= float(info.min), info.min, 0))
+            inside = ~nan & (dx < float(info.max)) & (dx > float(info.min))
+            out = np.where(inside, np.trunc(np.where(inside, dx, 0)), out)
+        return np.where(nan, 0, out).astype(want)
+    if want.kind == "b":
+        return dx > 0
+    finfo = _float_range(target)
+    finite = np.isfinite(dx)
+    clipped = np.where(finite, np.clip(dx, -finfo, finfo), dx)
+    return clipped.astype(want)
+
+
+def _float_range(t: DType) -> float:
+    import ml_dtypes
+
+    return float(ml_dtypes.finfo(t.numpy).max)
 
 
 @register
@@ -133,6 +256,32 @@ class Convert(Unary):
     def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
         s = unary_result(inputs[0])
         return s.with_type(op["target_type"])
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        return convert_values(inputs[0], op["target_type"])
+
+    def kernel(self, op: Operation, inputs: Shapes, modules: Modules, run_module: RunModule) -> Callable:
+        target = op["target_type"]
+        return lambda x: convert_values(x, target)
+
+
+@register
+class BitCast(Unary):
+    name = "bit_cast"
+    attributes = (Attr("target_type", TYPE, DType.half),)
+
+    def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
+        s = unary_result(inputs[0])
+        if s.dtype.itemsize != op["target_type"].itemsize:
+            raise fail(self.name, f"{s.dtype.type_name} and {op['target_type'].type_name} differ in size")
+        return s.with_type(op["target_type"])
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        return np.ascontiguousarray(inputs[0]).view(op["target_type"].numpy)
+
+    def kernel(self, op: Operation, inputs: Shapes, modules: Modules, run_module: RunModule) -> Callable:
+        want = op["target_type"].numpy
+        return lambda x: np.ascontiguousarray(x).view(want)
 
 
 @register
@@ -145,6 +294,10 @@ class Clip(OpDef):
         same_type(self.name, inputs)
         same_dims(self.name, inputs)
         return inputs[0]
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        x, lo, hi = inputs
+        return _apply(lambda a, b, c: np.minimum(np.maximum(a, b), c), x.dtype, x, lo, hi)
 
 
 @register
@@ -171,3 +324,57 @@ class Where(OpDef):
         if s1.broadcasted != s2.broadcasted:
             return s2.with_lens(s1.lens) if s1.broadcasted else s1.with_lens(s1.lens)
         return Shape.make(s1.dtype, s1.lens)
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        cond, a, b = inputs
+        if cond.size == 1:
+            cond = cond.reshape(())
+        return np.where(cond.astype(bool), a, b)
+
+
+def _quantize_round(x: np.ndarray) -> np.ndarray:
+    return np.rint(x)
+
+
+@register
+class Quantizelinear(OpDef):
+    name = "quantizelinear"
+    attributes = (Attr("out_type", OptionalKind(TYPE), None),)
+    arity = (2, 3)
+
+    def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
+        x = inputs[0]
+        if op["out_type"] is not None:
+            out = op["out_type"]
+        elif len(inputs) == 3:
+            out = inputs[2].dtype
+        else:
+            out = DType.uint8
+        return unary_result(x).with_type(out)
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        x = inputs[0].astype(np.float64)
+        scale = inputs[1].astype(np.float64)
+        out = self.shape(op, [_runtime_shape(a) for a in inputs], modules).dtype
+        q = _quantize_round(x / scale)
+        if len(inputs) == 3:
+            q = q + inputs[2].astype(np.float64)
+        if out.is_float:
+            return convert_values(q, out)
+        info = np.iinfo(out.numpy)
+        return np.clip(q, info.min, info.max).astype(out.numpy)
+
+
+@register
+class Dequantizelinear(OpDef):
+    name = "dequantizelinear"
+    arity = (2, 3)
+
+    def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
+        return unary_result(inputs[0]).with_type(inputs[1].dtype)
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        x = inputs[0].astype(np.float64)
+        if len(inputs) == 3:
+            x = x - inputs[2].astype(np.float64)
+        return (x * inputs[1].astype(np.float64)).astype(inputs[1].dtype)

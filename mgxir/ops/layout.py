@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from mgxir.ir.shape import DynamicDimension, Shape, find_common_permutation, standard_strides
 from mgxir.ops.attributes import DYN_DIMS, INT, INTS, Attr
 from mgxir.ops.common import fail, lens_text, normalize_axes, normalize_axis, require_static, same_type
-from mgxir.ops.definition import OpDef, Operation
+from mgxir.ops.definition import OpDef, Operation, RunModule
 from mgxir.ops.registry import register
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module
 
 Shapes = Sequence[Shape]
+Arrays = list[np.ndarray]
 Modules = Sequence["Module"]
 
 
@@ -30,6 +34,9 @@ class Contiguous(OpDef):
             return s
         return Shape.make(s.dtype, s.lens)
 
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        return np.array(inputs[0], order="C", copy=True)
+
 
 @register
 class Identity(OpDef):
@@ -38,6 +45,9 @@ class Identity(OpDef):
     is_view = True
 
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        return inputs[0]
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
         return inputs[0]
 
 
@@ -50,6 +60,9 @@ class Undefined(OpDef):
         from mgxir.ir.dtype import DType
 
         return Shape.make(DType.float, (), ())
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        return np.zeros((), np.float32)
 
 
 @register
@@ -70,6 +83,9 @@ class Transpose(OpDef):
         if s.is_dynamic:
             return Shape.dynamic(s.dtype, [s.dyn_dims[p] for p in perm])
         return Shape.make(s.dtype, [s.lens[p] for p in perm], [s.strides[p] for p in perm])
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        return inputs[0].transpose(op["permutation"])
 
 
 @register
@@ -108,6 +124,14 @@ class Broadcast(OpDef):
         strides = [0] * len(target)
         strides[axis : axis + len(s0.strides)] = s0.strides
         return Shape.make(s0.dtype, target, strides)
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        x = inputs[0]
+        target = inputs[1].shape if len(inputs) == 2 else op["out_lens"]
+        axis = op["axis"]
+        strides = [0] * len(target)
+        strides[axis : axis + x.ndim] = x.strides
+        return as_strided(x, shape=tuple(target), strides=tuple(strides), writeable=False)
 
 
 def broadcast_to(op_name: str, s0: Shape, target: Sequence[int]) -> Shape:
@@ -163,6 +187,11 @@ class Multibroadcast(OpDef):
             return Shape.dynamic(s0.dtype, _common_dyn_dims(self.name, inputs))
         return broadcast_to(self.name, s0, common_lens(self.name, inputs))
 
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        x = inputs[0]
+        target = np.broadcast_shapes(*(a.shape for a in inputs)) if len(inputs) > 1 else tuple(op["out_lens"])
+        return np.broadcast_to(x, target)
+
 
 def _common_dyn_dims(op_name: str, shapes: Shapes) -> list[DynamicDimension]:
     dims = [s.dyn_dims if s.is_dynamic else tuple(DynamicDimension(n, n) for n in s.lens) for s in shapes]
@@ -187,7 +216,7 @@ def _nocopy_strides(s: Shape, new_lens: Sequence[int]) -> list[int] | None:
     old_lens = [n for n, _ in old]
     old_strides = [st for _, st in old]
     if not old:
-        return [0 if n == 1 else 0 for n in new_lens] if math.prod(new_lens) == 1 else None
+        return [0] * len(new_lens) if math.prod(new_lens) == 1 else None
     nnew = len(new_lens)
     nold = len(old_lens)
     while ni < nnew and oi < nold:
@@ -251,6 +280,11 @@ class Reshape(OpDef):
             return Shape.make(s.dtype, lens)
         return Shape.make(s.dtype, lens, strides)
 
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        x = inputs[0]
+        lens = [x.shape[i] if d == 0 else d for i, d in enumerate(op["dims"])]
+        return x.reshape(lens)
+
 
 @register
 class Squeeze(OpDef):
@@ -274,6 +308,12 @@ class Squeeze(OpDef):
         if not lens:
             return Shape.make(s.dtype, (1,), (0,) if s.scalar else (1,))
         return Shape.make(s.dtype, lens, strides)
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        x = inputs[0]
+        axes = tuple(normalize_axes(self.name, op["axes"], x.ndim)) or tuple(i for i, n in enumerate(x.shape) if n == 1)
+        out = x.squeeze(axes)
+        return out if out.ndim else out.reshape(1)
 
 
 @register
@@ -322,6 +362,13 @@ class Unsqueeze(OpDef):
                 p += 1
         return Shape.make(s.dtype, lens, strides)
 
+    def kernel(self, op: Operation, inputs: Shapes, modules: Modules, run_module: RunModule) -> Callable:
+        lens = self.shape(op, inputs, modules).lens
+        return lambda x: x.reshape(lens)
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        return self.kernel(op, [_runtime_shape(x) for x in inputs], modules, run_module)(inputs[0])
+
 
 @register
 class Flatten(OpDef):
@@ -337,6 +384,11 @@ class Flatten(OpDef):
             raise fail(self.name, f"axis {axis} is out of range for rank {s.ndim}")
         axis = axis + s.ndim if axis < 0 else axis
         return Shape.make(s.dtype, (math.prod(s.lens[:axis]), math.prod(s.lens[axis:])))
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        x = inputs[0]
+        axis = op["axis"] + x.ndim if op["axis"] < 0 else op["axis"]
+        return x.reshape(math.prod(x.shape[:axis]), math.prod(x.shape[axis:]))
 
 
 @register
@@ -368,6 +420,16 @@ class Slice(OpDef):
             lens[a] = _slice_len(s.lens[a], b, e)
         return Shape.make(s.dtype, lens, s.strides)
 
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        x = inputs[0]
+        index = [slice(None)] * x.ndim
+        for a, b, e in zip(normalize_axes(self.name, op["axes"], x.ndim), op["starts"], op["ends"]):
+            n = x.shape[a]
+            b = max(0, min(n, b + n if b < 0 else b))
+            e = max(0, min(n, e + n if e < 0 else e))
+            index[a] = slice(b, max(b, e))
+        return x[tuple(index)]
+
 
 def _slice_len(n: int, start: int, end: int) -> int:
     start = max(0, min(n, start + n if start < 0 else start))
@@ -391,16 +453,27 @@ class Concat(OpDef):
         axis = normalize_axis(self.name, op["axis"], rank)
         if all(s.is_dynamic for s in inputs):
             dims = list(first.dyn_dims)
-            dims[axis] = DynamicDimension(sum(s.dyn_dims[axis].min for s in inputs), sum(s.dyn_dims[axis].max for s in inputs))
+            low = sum(s.dyn_dims[axis].min for s in inputs)
+            dims[axis] = DynamicDimension(low, sum(s.dyn_dims[axis].max for s in inputs))
             return Shape.dynamic(first.dtype, dims)
         require_static(self.name, *inputs)
         for i, s in enumerate(inputs):
             for d in range(rank):
                 if d != axis and s.lens[d] != first.lens[d]:
-                    raise fail(self.name, f"input {i} has size {s.lens[d]} in dimension {d}, input 0 has {first.lens[d]}")
+                    message = f"input {i} has size {s.lens[d]} in dimension {d}, input 0 has {first.lens[d]}"
+                    raise fail(self.name, message)
         lens = list(first.lens)
         lens[axis] = sum(s.lens[axis] for s in inputs)
         return Shape.from_permutation(first.dtype, lens, find_common_permutation(inputs))
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        return np.concatenate(inputs, axis=op["axis"])
+
+
+def _runtime_shape(x: np.ndarray) -> Shape:
+    from mgxir.ir.dtype import DType
+
+    return Shape.make(DType.from_numpy(x.dtype), x.shape or (1,), [st // x.itemsize for st in x.strides] or (0,))
 
 
 __all__ = ["broadcast_to", "common_lens", "standard_strides"]

@@ -5,15 +5,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
 from mgxir.ir.shape import Shape
 from mgxir.ops.attributes import INT, SHAPE, TYPE, Attr, AttributeError_, OptionalKind
 from mgxir.ops.common import fail
-from mgxir.ops.definition import OpDef, Operation
+from mgxir.ops.definition import OpDef, Operation, RunModule
 from mgxir.ops.registry import register
 from mgxir.text.values import OpNode
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module
+
+Arrays = list[np.ndarray]
+Modules = Sequence["Module"]
 
 
 @register
@@ -27,6 +33,10 @@ class Allocate(OpDef):
         if s is None:
             raise fail(self.name, "needs a shape attribute")
         return s
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        s = self.shape(op, [], modules)
+        return np.zeros(s.lens, s.dtype.numpy)
 
 
 @register
@@ -52,7 +62,9 @@ class Load(OpDef):
         shape = op.values[0] if op.values[0] is not None else declared
         end = getattr(op, "end", None)
         if shape is not None and end is not None and end != op.values[1] + shape.bytes:
-            raise AttributeError_(f"load end={end} is not offset {op.values[1]} plus the {shape.bytes} bytes of its shape")
+            raise AttributeError_(
+                f"load end={end} is not offset {op.values[1]} plus the {shape.bytes} bytes of its shape"
+            )
         return Operation(self, (shape, op.values[1]))
 
     def format(self, op: Operation) -> str:
@@ -65,8 +77,16 @@ class Load(OpDef):
         if shape is None:
             raise fail(self.name, "needs a shape")
         if inputs[0].bytes < offset + shape.bytes:
-            raise fail(self.name, f"bytes {offset}..{offset + shape.bytes} are outside the {inputs[0].bytes}-byte buffer")
+            message = f"bytes {offset}..{offset + shape.bytes} are outside the {inputs[0].bytes}-byte buffer"
+            raise fail(self.name, message)
         return shape
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        shape, offset = op.values
+        buffer = np.ascontiguousarray(inputs[0]).reshape(-1).view(np.uint8)
+        data = buffer[offset : offset + shape.bytes].view(shape.dtype.numpy)
+        itemsize = shape.dtype.itemsize
+        return as_strided(data, shape=shape.lens, strides=[st * itemsize for st in shape.strides])
 
 
 class _PendingLoad(Operation):

@@ -1,0 +1,184 @@
+"""A plain loop over a module's instructions, each evaluated by its operator's reference compute.
+
+Each module is compiled once into a list of steps `(instruction, kernel, arguments)`; running it is
+one dictionary store per instruction. Values are numpy arrays (views where the op is a view) or
+tuples of them. Submodules read their parent's values directly (the `if` branches refer to `main`'s
+instructions by name), so all modules of one run share one environment.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from mgxir.diagnostics import DiagnosticSink, MgxError
+from mgxir.ir.shape import Shape
+from mgxir.ops.definition import ComputeError, RuntimeValue, ShapeError
+
+if TYPE_CHECKING:
+    from mgxir.ir.instruction import Instruction
+    from mgxir.ir.module import Module
+    from mgxir.ir.program import Program
+
+Step = tuple["Instruction", Callable[..., RuntimeValue], tuple["Instruction", ...]]
+
+
+def generated_literal(shape: Shape, seed: int) -> np.ndarray:
+    """Deterministic stand-in data for an elided literal: small values that are valid indices too."""
+    rng = np.random.default_rng(seed)
+    dtype = shape.dtype.numpy
+    if shape.dtype.is_float:
+        data = rng.uniform(-1.0, 1.0, size=shape.lens).astype(np.float32)
+    elif shape.dtype.name == "bool":
+        data = rng.integers(0, 2, size=shape.lens).astype(bool)
+    else:
+        data = rng.integers(0, 2, size=shape.lens)
+    return np.asarray(data).astype(dtype)
+
+
+class Interpreter:
+    """Runs a program's modules on numpy. `run(params)` evaluates `main` (or another module)."""
+
+    def __init__(self, program: Program, sink: DiagnosticSink | None = None):
+        self.program = program
+        self.sink = sink or DiagnosticSink()
+        self._plans: dict[int, tuple[list[Step], list[Instruction], list[Instruction]]] = {}
+        self.env: dict[Instruction, RuntimeValue] = {}
+
+    # -- compilation ------------------------------------------------------------------------
+
+    def _plan(self, module: Module) -> tuple[list[Step], list[Instruction], list[Instruction]]:
+        plan = self._plans.get(id(module))
+        if plan is not None:
+            return plan
+        steps: list[Step] = []
+        params: list[Instruction] = []
+        outputs: list[Instruction] = []
+        last: Instruction | None = None
+        for index, ins in enumerate(module):
+            if ins.is_param:
+                params.append(ins)
+                continue
+            if ins.is_return:
+                outputs = list(ins.args)
+                break
+            last = ins
+            if ins.is_literal:
+                steps.append((ins, _constant(self._literal_value(module, ins, index)), ()))
+                continue
+            defn = ins.op.defn
+            if defn.is_opaque:
+                message = f"no reference implementation for '{defn.name}' (unknown operator)"
+                steps.append((ins, _fails(ins, message), ()))
+                continue
+            if not defn.has_compute:
+                steps.append((ins, _fails(ins, f"no reference implementation for '{defn.name}'"), ()))
+                continue
+            kernel = defn.kernel(ins.op, [a.shape for a in ins.args], ins.module_args, self.run_module)
+            steps.append((ins, kernel, tuple(ins.args)))
+        else:
+            if last is not None:
+                outputs = [last]
+        plan = (steps, params, outputs)
+        self._plans[id(module)] = plan
+        return plan
+
+    def _literal_value(self, module: Module, ins: Instruction, index: int) -> np.ndarray:
+        literal = ins.literal
+        if literal.data is not None:
+            return literal.data
+        self.sink.warn(
+            f"literal {_where(ins)} in module '{module.name}' was printed elided ({{ ... }}); "
+            "using deterministic generated values"
+        )
+        return generated_literal(literal.shape, index)
+
+    # -- evaluation -------------------------------------------------------------------------
+
+    def run(self, params: Mapping[str, np.ndarray], module: Module | None = None) -> list[RuntimeValue]:
+        """Evaluates `module` (default `main`) with parameters by name; returns its outputs."""
+        module = module or self.program.main
+        _, param_instructions, _ = self._plan(module)
+        env = self.env
+        for p in param_instructions:
+            if p.param_name not in params:
+                raise MgxError(f"no value for parameter '{p.param_name}' of module '{module.name}'")
+            env[p] = params[p.param_name]
+        return self._execute(module)
+
+    def run_module(self, module: Module, args: list[RuntimeValue]) -> list[RuntimeValue]:
+        """Evaluates a submodule whose parameters, sorted by name, take `args` (pointwise and
+        fused_reduce bodies); `if` branches have no parameters and read their parent's values."""
+        _, param_instructions, _ = self._plan(module)
+        if args:
+            by_name = sorted(param_instructions, key=lambda p: p.param_name)
+            if len(by_name) != len(args):
+                raise ComputeError(f"module '{module.name}' has {len(by_name)} parameters but gets {len(args)} values")
+            for p, value in zip(by_name, args):
+                self.env[p] = value
+        return self._execute(module)
+
+    def bind_in_order(self, module: Module, args: Sequence[RuntimeValue]) -> None:
+        """Binds `args` to a module's parameters in MIGraphX's creation order (the reverse of
+        the printed order, since MIGraphX inserts each new parameter at the front): loop bodies."""
+        _, param_instructions, _ = self._plan(module)
+        for p, value in zip(reversed(param_instructions), args):
+            self.env[p] = value
+
+    def _execute(self, module: Module) -> list[RuntimeValue]:
+        steps, _, outputs = self._plan(module)
+        env = self.env
+        ins = None
+        try:
+            for ins, kernel, args in steps:
+                n = len(args)
+                if n == 1:
+                    env[ins] = kernel(env[args[0]])
+                elif n == 2:
+                    env[ins] = kernel(env[args[0]], env[args[1]])
+                else:
+                    env[ins] = kernel(*[env[a] for a in args])
+        except (ComputeError, ShapeError) as e:
+            raise MgxError(f"{_where(ins)}: {e}") from None
+        except MgxError:
+            raise
+        except (ValueError, TypeError, IndexError, FloatingPointError, ZeroDivisionError) as e:
+            raise MgxError(f"{_where(ins)}: {ins.op.name if ins is not None else '?'} failed: {e}") from None
+        return [env[o] for o in outputs]
+
+
+def _where(ins: Instruction | None) -> str:
+    if ins is None:
+        return "?"
+    name = ins.symbols[0] if getattr(ins, "symbols", ()) else ins.op.name
+    return f"'{name}' (line {ins.line})" if ins.line else f"'{name}'"
+
+
+def _constant(value: np.ndarray) -> Callable[[], np.ndarray]:
+    def literal() -> np.ndarray:
+        return value
+
+    return literal
+
+
+def _fails(ins: Instruction, message: str) -> Callable[..., RuntimeValue]:
+    def missing(*_: np.ndarray) -> RuntimeValue:
+        raise ComputeError(message)
+
+    return missing
+
+
+def run_program(
+    program: Program, params: Mapping[str, np.ndarray], sink: DiagnosticSink | None = None
+) -> list[RuntimeValue]:
+    return Interpreter(program, sink).run(params)
+
+
+def current_interpreter(run_module: Callable) -> Interpreter:
+    """The interpreter behind a `run_module` callback (loop binds its body's parameters itself)."""
+    interpreter = getattr(run_module, "__self__", None)
+    if not isinstance(interpreter, Interpreter):
+        raise ComputeError("loop needs the reference interpreter's run_module")
+    return interpreter
