@@ -22,7 +22,6 @@ for key in ("HOME", "TMPDIR", "MGXIR_TRACEBACK"):
 
 config.substitutions.append(("%shared", shared))
 config.substitutions.append(("%examples", os.path.join(shared, "reference", "migraphx-examples")))
-config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
 config.substitutions.append(("%python", sys.executable))
 # print, parse the printed text, print again: fails unless both prints are identical
 config.substitutions.append(("%roundtrip", f"{sys.executable} -m mgxir.tools.roundtrip"))

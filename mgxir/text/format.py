@@ -138,6 +138,9 @@ def _take_shape(items: list[Value], i: int) -> tuple[Shape, int]:
     lens_v = items[i + 1]
     if not isinstance(lens_v, Braces):
         raise ShapeSyntaxError(f"expected '{{lens}}' after {head}, got {_describe(lens_v)}")
+    if any(isinstance(x, Brackets) for x in lens_v.items):
+        # an old dynamic shape printed without the `dynamic, ` prefix
+        return Shape.dynamic(dtype, [_dynamic_dimension(d) for d in lens_v.items]), i + 2
     lens = [_int(x) for x in lens_v.items]
     strides_v = items[i + 2] if i + 2 < len(items) else None
     if isinstance(strides_v, Braces):

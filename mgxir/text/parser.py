@@ -352,8 +352,8 @@ def _diagnose(line: str, col: int, allowed: set[str]) -> tuple[str, int]:
             return "expected an instruction 'NAME = OP(args) -> shape'", col
         return "expected an instruction name before '='", col
     if "TAIL" in allowed:
-        if rest.startswith("("):
-            return "expected ' -> ' and a shape, or the end of the line", col
+        if rest.startswith("["):
+            return "expected ']' to close the attribute list", len(line.rstrip())
         return "expected ' -> ' and a shape, or the end of the line", col
     return f"expected {describe_expected(allowed)}", col
 
