@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gen import chain_program  # noqa: E402
+from gen import chain_program
 
-from mgxir import parse_program, print_program, verify  # noqa: E402
+from mgxir import parse_program, print_program, verify
 
 
 def mlir_chain(n: int) -> str:
@@ -61,7 +61,7 @@ def main(sizes: list[int]) -> None:
     for n in sizes:
         text = chain_program(n)
 
-        def ours() -> None:
+        def ours(text: str = text) -> None:
             program = parse_program(text)
             verify(program)
             out = print_program(program)
@@ -72,7 +72,7 @@ def main(sizes: list[int]) -> None:
         if ir is not None:
             mtext = mlir_chain(n)
 
-            def theirs() -> None:
+            def theirs(mtext: str = mtext) -> None:
                 with ir.Context() as ctx:
                     ctx.allow_unregistered_dialects = False
                     module = ir.Module.parse(mtext)

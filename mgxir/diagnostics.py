@@ -65,7 +65,13 @@ class DiagnosticSink:
     warnings: list[Diagnostic] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)
 
-    def warn(self, message: str, location: Location | None = None, source_line: str | None = None, once_key: str | None = None) -> None:
+    def warn(
+        self,
+        message: str,
+        location: Location | None = None,
+        source_line: str | None = None,
+        once_key: str | None = None,
+    ) -> None:
         if once_key is not None:
             if once_key in self.seen:
                 return

@@ -92,7 +92,9 @@ class _Checker:
                     continue
                 if arg.parent is None and arg.op.defn.name == "?":
                     loc, src = where.location(ins)
-                    self.sink.warn("an argument printed as '?' has no definition; its shape is unknown", loc, src, once_key="?")
+                    self.sink.warn(
+                        "an argument printed as '?' has no definition; its shape is unknown", loc, src, once_key="?"
+                    )
                     continue
                 if arg.parent is module:
                     raise where.error(ins, "an argument is used before its definition", "(")
@@ -111,7 +113,9 @@ class _Checker:
                         self.module(sub, inner)
             if defn.is_opaque:
                 if ins.shape is None:
-                    raise where.error(ins, f"'{defn.name}' is not a known operator, so it needs an explicit result shape")
+                    raise where.error(
+                        ins, f"'{defn.name}' is not a known operator, so it needs an explicit result shape"
+                    )
             else:
                 problem = defn.check_arity(len(ins.args), len(ins.module_args))
                 if problem:

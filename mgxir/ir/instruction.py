@@ -17,18 +17,18 @@ class Instruction:
     """One node of a module. Use lists are kept right by the module's editing methods."""
 
     __slots__ = (
-        "op",
-        "shape",
+        "__weakref__",
         "args",
+        "line",
         "module_args",
-        "users",
+        "next",
+        "op",
         "parent",
         "prev",
-        "next",
-        "line",
-        "target_id",
+        "shape",
         "symbols",
-        "__weakref__",
+        "target_id",
+        "users",
     )
 
     op: Operation

@@ -14,7 +14,7 @@ class Literal:
     keeps its shape, and prints back elided.
     """
 
-    __slots__ = ("shape", "data", "source")
+    __slots__ = ("data", "shape", "source")
 
     def __init__(self, shape: Shape, data: np.ndarray | None, source: str | None = None):
         self.shape = shape

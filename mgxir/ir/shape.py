@@ -42,14 +42,14 @@ class Shape:
     """A tensor shape: static (lens + strides), dynamic (intervals per dimension) or a tuple."""
 
     __slots__ = (
+        "_hash",
+        "_key",
+        "_standard",
         "dtype",
+        "dyn_dims",
         "lens",
         "strides",
-        "dyn_dims",
         "sub_shapes",
-        "_key",
-        "_hash",
-        "_standard",
         "text",
     )
 

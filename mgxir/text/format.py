@@ -14,7 +14,7 @@ def format_float(x: float) -> str:
     """C++ `os << x` with the default precision: `%g` with 6 significant digits, `-nan` kept."""
     if x != x:
         return "-nan" if math.copysign(1.0, x) < 0 else "nan"
-    return "%g" % x
+    return "%g" % x  # noqa: UP031 (printf %g is exactly what C++ streams print)
 
 
 def format_int_list(values: Sequence[int]) -> str:

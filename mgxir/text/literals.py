@@ -156,5 +156,7 @@ def _from_sidecar(ref: str, shape: Shape, base_dir: Path | None) -> Literal:
         else:
             raise LiteralSyntaxError(f"sidecar array '{key}' has dtype {data.dtype}, the shape needs {dtype.type_name}")
     if data.size != shape.elements:
-        raise LiteralSyntaxError(f"sidecar array '{key}' has {data.size} values, the shape has {shape.elements} elements")
+        raise LiteralSyntaxError(
+            f"sidecar array '{key}' has {data.size} values, the shape has {shape.elements} elements"
+        )
     return Literal(shape, data, source=str(path))

@@ -166,7 +166,9 @@ class _Builder:
         text = str(o)
         if text.startswith("@param:"):
             if shape is None:
-                raise self.source.error(f"parameter '{text[7:]}' needs a shape: '-> TYPE, {{lens}}, {{strides}}'", o.line, o.column)
+                raise self.source.error(
+                    f"parameter '{text[7:]}' needs a shape: '-> TYPE, {{lens}}, {{strides}}'", o.line, o.column
+                )
             return make_param(text[7:])  # unique per instruction: not cached
         if text.startswith("@literal{"):
             if shape is None:

@@ -8,7 +8,6 @@ a struct (`dict`, from `{k=v,...}`) or an `OpNode` (`name[k=v,...]`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +31,7 @@ class OpNode:
     attributes: tuple  # ((key, value), ...)
 
 
-Value = Union[str, Seq, Braces, Brackets, OpNode, dict]
+Value = str | Seq | Braces | Brackets | OpNode | dict
 
 
 def atoms_of(v: Value) -> tuple:

@@ -44,7 +44,9 @@ def literal_bytes(program: Program) -> int:
     )
 
 
-def render(program: Program, lossless: bool = False, output: str | None = None, sidecar: str | None = None) -> tuple[str, dict]:
+def render(
+    program: Program, lossless: bool = False, output: str | None = None, sidecar: str | None = None
+) -> tuple[str, dict]:
     """The text to write, and the sidecar arrays (empty when everything is inline)."""
     options = PrintOptions(lossless=lossless or sidecar is not None)
     if options.lossless:
