@@ -1,3 +1,3 @@
 """Imports every operator family so that each registers its definitions."""
 
-from mgxir.ops import builtin, control, elementwise, layout, memory, nn  # noqa: F401
+from mgxir.ops import builtin, control, elementwise, layout, memory, nn, tensor  # noqa: F401

@@ -289,6 +289,7 @@ class Reshape(OpDef):
 @register
 class Squeeze(OpDef):
     name = "squeeze"
+    axis_attributes = {"axes": "input"}
     attributes = (Attr("axes", INTS, ()),)
     arity = (1, 1)
     is_view = True
@@ -319,6 +320,7 @@ class Squeeze(OpDef):
 @register
 class Unsqueeze(OpDef):
     name = "unsqueeze"
+    axis_attributes = {"axes": "output"}
     attributes = (Attr("axes", INTS, ()), Attr("steps", INTS, ()))
     arity = (1, 1)
     is_view = True
@@ -394,6 +396,7 @@ class Flatten(OpDef):
 @register
 class Slice(OpDef):
     name = "slice"
+    axis_attributes = {"axes": "input"}
     attributes = (Attr("axes", INTS, ()), Attr("starts", INTS, ()), Attr("ends", INTS, ()))
     arity = (1, 4)
     is_view = True
@@ -440,6 +443,7 @@ def _slice_len(n: int, start: int, end: int) -> int:
 @register
 class Concat(OpDef):
     name = "concat"
+    axis_attributes = {"axis": "input"}
     attributes = (Attr("axis", INT, 0),)
     arity = (1, None)
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from mgxir.ir.dtype import DType
 from mgxir.ir.shape import DynamicDimension, Shape
@@ -19,13 +22,14 @@ from mgxir.ops.attributes import (
     Attr,
 )
 from mgxir.ops.common import fail, lens_text, normalize_axes, normalize_axis, require_static, same_type
-from mgxir.ops.definition import OpDef, Operation
+from mgxir.ops.definition import OpDef, Operation, RunModule
 from mgxir.ops.registry import register
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module
 
 Shapes = Sequence[Shape]
+Arrays = list[np.ndarray]
 Modules = Sequence["Module"]
 
 
@@ -53,12 +57,20 @@ class Dot(OpDef):
             )
         return Shape.make(a.dtype, (*a.lens[:-2], a.lens[-2], b.lens[-1]))
 
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        a, b = inputs
+        return np.matmul(a, b).astype(a.dtype)
 
-def _window_out(op_name: str, n: int, pad: int, kernel: int, stride: int, dilation: int, ceil_mode: bool, dim: int) -> int:
+
+def _window_out(
+    op_name: str, n: int, pad: int, kernel: int, stride: int, dilation: int, ceil_mode: bool, dim: int
+) -> int:
     dilated = 1 + dilation * (kernel - 1)
     span = n + pad - dilated
     if span < 0:
-        raise fail(op_name, f"kernel size {kernel} (dilated {dilated}) is larger than padded input dimension {dim} ({n + pad})")
+        raise fail(
+            op_name, f"kernel size {kernel} (dilated {dilated}) is larger than padded input dimension {dim} ({n + pad})"
+        )
     q = -(-span // stride) if ceil_mode else span // stride
     return q + 1
 
@@ -95,9 +107,23 @@ class _Convolution(OpDef):
         lens = [x.lens[0], w.lens[0]]
         for i in range(k):
             lens.append(
-                _window_out(self.name, x.lens[i + 2], _pad_total(padding, i, k), w.lens[i + 2], stride[i], dilation[i], False, i + 2)
+                _window_out(
+                    self.name,
+                    x.lens[i + 2],
+                    _pad_total(padding, i, k),
+                    w.lens[i + 2],
+                    stride[i],
+                    dilation[i],
+                    False,
+                    i + 2,
+                )
             )
         return x.with_lens(lens)
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        x, w = inputs
+        out_dtype = self.shape(op, [_runtime_shape(x), _runtime_shape(w)], modules).dtype.numpy
+        return convolve(x, w, op["padding"], op["stride"], op["dilation"], op["group"]).astype(out_dtype)
 
 
 _CONV_ATTRS = (
@@ -112,6 +138,7 @@ _CONV_ATTRS = (
 @register
 class Convolution(_Convolution):
     name = "convolution"
+    padding_attributes = ("padding",)
     attributes = _CONV_ATTRS
     legacy_attributes = {"use_dynamic_same_auto_pad": None}
 
@@ -119,6 +146,7 @@ class Convolution(_Convolution):
 @register
 class QuantConvolution(_Convolution):
     name = "quant_convolution"
+    padding_attributes = ("padding",)
     attributes = (
         Attr("padding", INTS, (0, 0)),
         Attr("stride", INTS, (1, 1)),
@@ -136,6 +164,7 @@ class QuantConvolution(_Convolution):
 @register
 class Pooling(OpDef):
     name = "pooling"
+    padding_attributes = ("padding",)
     attributes = (
         Attr("mode", POOLING_MODE, 0),
         Attr("padding", INTS, (0, 0)),
@@ -176,14 +205,25 @@ class Pooling(OpDef):
             for i in range(k):
                 lens.append(
                     _window_out(
-                        self.name, x.lens[i + 2], _pad_total(padding, i, k), lengths[i], stride[i], dilations[i], op["ceil_mode"], i + 2
+                        self.name,
+                        x.lens[i + 2],
+                        _pad_total(padding, i, k),
+                        lengths[i],
+                        stride[i],
+                        dilations[i],
+                        op["ceil_mode"],
+                        i + 2,
                     )
                 )
         return x.with_lens(lens)
 
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        return pool(inputs[0], op)
+
 
 class _AxisSoftmax(OpDef):
     attributes = (Attr("axis", INT, 1),)
+    axis_attributes = {"axis": "input"}
     arity = (1, 1)
 
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
@@ -192,6 +232,18 @@ class _AxisSoftmax(OpDef):
         if s.packed or s.is_dynamic:
             return s
         return s.with_lens(s.lens)
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        x = inputs[0]
+        axis = op["axis"]
+        wide = x.astype(np.float64)
+        shifted = wide - wide.max(axis=axis, keepdims=True)
+        if self.name == "logsoftmax":
+            out = shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+        else:
+            e = np.exp(shifted)
+            out = e / e.sum(axis=axis, keepdims=True)
+        return out.astype(x.dtype)
 
 
 @register
@@ -206,6 +258,7 @@ class Logsoftmax(_AxisSoftmax):
 
 class _Reduce(OpDef):
     attributes = (Attr("axes", INTS, ()),)
+    axis_attributes = {"axes": "input"}
     arity = (1, 2)
 
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
@@ -217,8 +270,27 @@ class _Reduce(OpDef):
             dims = [DynamicDimension(1, 1) if i in axes else d for i, d in enumerate(s.dyn_dims)]
             return Shape.dynamic(s.dtype, dims)
         lens = [1 if i in axes else n for i, n in enumerate(s.lens)]
-        return s.with_lens(lens)
+        return Shape.make(s.dtype, lens)  # MIGraphX: reductions give a standard shape
 
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        x = inputs[0]
+        axes = tuple(normalize_axes(self.name, op["axes"], x.ndim))
+        if not axes:
+            return x.copy()
+        wide = x.astype(np.float64) if x.dtype.kind == "f" or x.dtype.kind == "V" else x
+        out = REDUCTIONS[self.name](wide, axis=axes, keepdims=True)
+        return np.asarray(out).astype(x.dtype)
+
+
+REDUCTIONS = {
+    "reduce_sum": np.sum,
+    "reduce_mean": np.mean,
+    "reduce_max": np.max,
+    "reduce_min": np.min,
+    "reduce_prod": np.prod,
+    "reduce_any": np.any,
+    "reduce_all": np.all,
+}
 
 for _name in ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any", "reduce_all"):
     register(type(_name.title().replace("_", ""), (_Reduce,), {"name": _name}))
@@ -226,6 +298,7 @@ for _name in ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_p
 
 class _ArgReduce(OpDef):
     attributes = (Attr("axis", INT, 0), Attr("select_last_index", BOOL, False))
+    axis_attributes = {"axis": "input"}
     arity = (1, 1)
 
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
@@ -235,6 +308,17 @@ class _ArgReduce(OpDef):
         lens = list(s.lens)
         lens[axis] = 1
         return Shape.make(DType.int64, lens)
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        x = inputs[0]
+        axis = normalize_axis(self.name, op["axis"], x.ndim)
+        pick = np.argmax if self.name == "argmax" else np.argmin
+        if op["select_last_index"]:
+            flipped = np.flip(x, axis)
+            index = x.shape[axis] - 1 - pick(flipped, axis=axis)
+        else:
+            index = pick(x, axis=axis)
+        return np.expand_dims(index, axis).astype(np.int64)
 
 
 @register
@@ -266,10 +350,28 @@ class Gathernd(OpDef):
             lens = [1]
         return Shape.make(data.dtype, lens)
 
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        data, indices = inputs
+        b = op["batch_dims"]
+        k = indices.shape[-1]
+        batch = data.shape[:b]
+        nb = math.prod(batch)
+        flat_data = data.reshape(nb, *data.shape[b:])
+        flat_index = indices.reshape(nb, -1, k).astype(np.int64)
+        rows = []
+        for i in range(nb):
+            idx = flat_index[i]
+            idx = np.where(idx < 0, idx + np.array(data.shape[b : b + k]), idx)
+            rows.append(flat_data[i][tuple(idx.T)])
+        out = np.stack(rows)
+        lens = list(indices.shape[:-1]) + list(data.shape[b + k :])
+        return out.reshape(lens or [1])
+
 
 @register
 class Gather(OpDef):
     name = "gather"
+    axis_attributes = {"axis": "input"}
     attributes = (Attr("axis", INT, 0),)
     arity = (2, 2)
 
@@ -284,6 +386,16 @@ class Gather(OpDef):
         if not lens:
             return Shape.make(data.dtype, (1,), (0,))
         return Shape.make(data.dtype, lens)
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        data, indices = inputs
+        axis = normalize_axis(self.name, op["axis"], data.ndim)
+        index = indices.astype(np.int64)
+        index = np.where(index < 0, index + data.shape[axis], index)
+        if indices.ndim == 1 and indices.strides == (0,) and indices.shape == (1,):
+            index = index.reshape(())
+        out = np.take(data, index, axis=axis)
+        return out.reshape(1) if out.ndim == 0 else out
 
 
 @register
@@ -315,3 +427,86 @@ class Resize(OpDef):
 
         lens = [int(np.float32(n) * np.float32(f)) for n, f in zip(x.lens, scales)]
         return Shape.make(x.dtype, lens)
+
+
+def _runtime_shape(x: np.ndarray) -> Shape:
+    return Shape.make(DType.from_numpy(x.dtype), x.shape or (1,))
+
+
+def _pads(padding: Sequence[int], k: int) -> list[tuple[int, int]]:
+    """Begin/end padding per spatial axis from the symmetric (k) or begin..., end... (2k) form."""
+    if len(padding) == 2 * k:
+        return [(padding[i], padding[i + k]) for i in range(k)]
+    return [(p, p) for p in padding]
+
+
+def _windows(x: np.ndarray, lengths: Sequence[int], stride: Sequence[int], dilation: Sequence[int]) -> np.ndarray:
+    """View of x (N, C, *spatial) as (N, C, *out, *kernel) sliding windows."""
+    k = len(lengths)
+    spans = [1 + d * (n - 1) for n, d in zip(lengths, dilation)]
+    view = np.lib.stride_tricks.sliding_window_view(x, spans, axis=tuple(range(2, 2 + k)))
+    view = view[(Ellipsis, *[slice(None, None, d) for d in dilation])]
+    return view[(slice(None), slice(None), *[slice(None, None, s) for s in stride])]
+
+
+def convolve(
+    x: np.ndarray, w: np.ndarray, padding: Sequence[int], stride: Sequence[int], dilation: Sequence[int], group: int
+) -> np.ndarray:
+    k = x.ndim - 2
+    wide = np.int64 if x.dtype.kind in "iu" else np.float64
+    padded = np.pad(x.astype(wide), [(0, 0), (0, 0), *_pads(padding, k)])
+    windows = _windows(padded, w.shape[2:], stride, dilation)
+    cin = x.shape[1] // group
+    cout = w.shape[0] // group
+    letters = "defghijk"[:k]
+    kern = "pqrstuvw"[:k]
+    parts = []
+    for g in range(group):
+        xs = windows[:, g * cin : (g + 1) * cin]
+        ws = w[g * cout : (g + 1) * cout].astype(wide)
+        parts.append(np.einsum(f"nc{letters}{kern},oc{kern}->no{letters}", xs, ws))
+    return np.concatenate(parts, axis=1)
+
+
+def pool(x: np.ndarray, op: Operation) -> np.ndarray:
+    k = x.ndim - 2
+    mode = op["mode"]
+    if op["dyn_global"]:
+        lengths = list(x.shape[2:])
+        stride = [1] * k
+        dilation = [1] * k
+        pads = [(0, 0)] * k
+    else:
+        lengths, stride, dilation = op["lengths"], op["stride"], op["dilations"]
+        pads = _pads(op["padding"], k)
+    out_lens = []
+    extra = []
+    for i in range(k):
+        span = 1 + dilation[i] * (lengths[i] - 1)
+        total = x.shape[2 + i] + pads[i][0] + pads[i][1] - span
+        n = (-(-total // stride[i]) if op["ceil_mode"] else total // stride[i]) + 1
+        out_lens.append(n)
+        extra.append(max(0, (n - 1) * stride[i] + span - (x.shape[2 + i] + pads[i][0] + pads[i][1])))
+    full = [(0, 0), (0, 0), *[(b, e + x_) for (b, e), x_ in zip(pads, extra)]]
+    wide = x.astype(np.float64)
+    inside = np.pad(np.ones(x.shape[2:]), full[2:])
+    in_bounds = _windows(inside[None, None], lengths, stride, dilation)
+    axes = tuple(range(-k, 0))
+    if mode == 1:  # max
+        windows = _windows(np.pad(wide, full, constant_values=-np.inf), lengths, stride, dilation)
+        out = windows.max(axis=axes)
+    elif mode == 2:  # lpnorm
+        p = op["lp_order"]
+        windows = _windows(np.pad(np.abs(wide) ** p, full), lengths, stride, dilation)
+        out = windows.sum(axis=axes) ** (1.0 / p)
+    else:
+        windows = _windows(np.pad(wide, full), lengths, stride, dilation)
+        total = windows.sum(axis=axes)
+        if op["count_include_pad"]:
+            declared = np.pad(np.ones(x.shape[2:]), [(b, e) for b, e in pads])
+            declared = np.pad(declared, [(0, e) for e in extra])
+            count = _windows(declared[None, None], lengths, stride, dilation).sum(axis=axes)
+        else:
+            count = in_bounds.sum(axis=axes)
+        out = total / np.maximum(count, 1)
+    return out.astype(x.dtype)
