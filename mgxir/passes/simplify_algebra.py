@@ -95,15 +95,19 @@ def find_inner_broadcast(module: Module, ins: Instruction, constant: _Constants)
     if not all(b.args[0].shape.elements < ins.shape.elements for b in broadcasts):
         return False
     first = next((b for b in broadcasts if not b.shape.scalar), None)
-    rest = broadcasts[broadcasts.index(first):] if first is not None else []
-    same = all(
-        b.op == first.op
-        and (
-            _non_broadcast_input(b).shape.elements == 1
-            or _non_broadcast_input(b).shape.lens == _non_broadcast_input(first).shape.lens
+    rest = broadcasts[broadcasts.index(first) :] if first is not None else []
+    same = (
+        all(
+            b.op == first.op
+            and (
+                _non_broadcast_input(b).shape.elements == 1
+                or _non_broadcast_input(b).shape.lens == _non_broadcast_input(first).shape.lens
+            )
+            for b in rest
         )
-        for b in rest
-    ) if first is not None else True
+        if first is not None
+        else True
+    )
     if not same:
         return False  # MIGraphX's apply_diff_broadcasts is not written yet
     max_ndim = max(broadcasts, key=lambda b: _non_broadcast_input(b).shape.ndim).shape.ndim

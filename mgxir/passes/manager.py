@@ -1,0 +1,149 @@
+"""Runs a pipeline of passes with mlir-opt's instrumentation: verify after each pass, IR dumps,
+timing, statistics, disabled passes, and a reproducer file when a pass fails."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import TextIO
+
+from mgxir.diagnostics import DiagnosticSink, MgxError
+from mgxir.ir.program import Program
+from mgxir.passes.base import Pass, PassContext
+from mgxir.passes.registry import ALIASES, format_pipeline
+from mgxir.text.printer import PrintOptions, print_program
+from mgxir.verifier import verify
+
+DISABLE_ENV = "MIGRAPHX_DISABLE_PASSES"
+
+
+@dataclasses.dataclass
+class Instrumentation:
+    verify_each: bool = True
+    print_before: frozenset[str] = frozenset()
+    print_after: frozenset[str] = frozenset()
+    print_before_all: bool = False
+    print_after_all: bool = False
+    print_after_change: bool = False
+    tree_dir: str | None = None
+    timing: bool = False
+    statistics: bool = False
+    disabled: frozenset[str] = frozenset()
+    reproducer: str | None = None  # where to write the reproducer if a pass fails
+    main_only: bool = False
+    stream: TextIO = dataclasses.field(default_factory=lambda: sys.stderr)
+
+
+def disabled_passes(flag: str | None) -> frozenset[str]:
+    """Names from `--disable-passes=a,b` and MIGRAPHX_DISABLE_PASSES (aliases resolved)."""
+    names = [n for text in (flag or "", os.environ.get(DISABLE_ENV, "")) for n in text.split(",")]
+    return frozenset(ALIASES.get(n.strip(), n.strip()) for n in names if n.strip())
+
+
+def _ir(program: Program) -> str:
+    return print_program(program, PrintOptions(lossless=True))
+
+
+class PassManager:
+    def __init__(self, passes: list[Pass], instrumentation: Instrumentation | None = None):
+        self.passes = passes
+        self.options = instrumentation or Instrumentation()
+        self.times: list[tuple[str, float]] = []
+        self.statistics: list[tuple[str, Counter[str], int, int]] = []
+
+    def run(self, program: Program, sink: DiagnosticSink | None = None) -> None:
+        o = self.options
+        keep_snapshot = o.reproducer is not None or o.print_after_change
+        for index, p in enumerate(self.passes):
+            if p.name in o.disabled:
+                continue
+            if o.print_before_all or p.name in o.print_before:
+                self._dump(f"Before {p.name}", _ir(program))
+            before = _ir(program) if keep_snapshot else None
+            count_before = _instruction_count(program) if o.statistics else 0
+            context = PassContext(main_only=o.main_only)
+            start = time.perf_counter()
+            try:
+                p.apply(program, context)
+                if o.verify_each:
+                    verify(program, sink)
+            except Exception as e:
+                message = e.message if isinstance(e, MgxError) else f"{type(e).__name__}: {e}"
+                problem = "left invalid IR" if isinstance(e, MgxError) else "failed"
+                text = f"pass '{p.name}' {problem}: {message}"
+                if before is not None and o.reproducer:
+                    self._write_reproducer(before, index)
+                    text += f"\nreproducer written to {o.reproducer} (run it with mgx-opt --run-reproducer)"
+                raise MgxError(text) from e
+            self.times.append((p.name, time.perf_counter() - start))
+            if o.statistics:
+                self.statistics.append((p.name, context.statistics, count_before, _instruction_count(program)))
+            after: str | None = None
+            if o.print_after_all or p.name in o.print_after:
+                after = _ir(program)
+                self._dump(f"After {p.name}", after)
+            elif o.print_after_change:
+                after = _ir(program)
+                if after != before:
+                    self._dump(f"After {p.name}", after)
+            if o.tree_dir:
+                Path(o.tree_dir).mkdir(parents=True, exist_ok=True)
+                path = Path(o.tree_dir) / f"{index:03d}_{p.name}.mgx"
+                path.write_text(after if after is not None else _ir(program))
+        if o.timing:
+            self._print_timing()
+        if o.statistics:
+            self._print_statistics()
+
+    def _dump(self, title: str, text: str) -> None:
+        print(f"// -----// IR Dump {title} //----- //", file=self.options.stream)
+        self.options.stream.write(text)
+
+    def _write_reproducer(self, before: str, index: int) -> None:
+        assert self.options.reproducer is not None
+        pipeline = format_pipeline(self.passes[index:])
+        scope = " -O-scope=main" if self.options.main_only else ""
+        Path(self.options.reproducer).write_text(f"// mgx-opt -p '{pipeline}'{scope}\n{before}")
+
+    def _print_timing(self) -> None:
+        total = sum(t for _, t in self.times) or 1e-12
+        out = self.options.stream
+        print("===-------------------------------------------------------------------------===", file=out)
+        print("                         ... Execution time report ...", file=out)
+        print("===-------------------------------------------------------------------------===", file=out)
+        print(f"  Total Execution Time: {total:.4f} seconds", file=out)
+        print("", file=out)
+        print("  ----Wall Time----  ----Name----", file=out)
+        for name, t in self.times:
+            print(f"  {t:8.4f} ({100 * t / total:5.1f}%)  {name}", file=out)
+        print(f"  {total:8.4f} (100.0%)  Total", file=out)
+
+    def _print_statistics(self) -> None:
+        out = self.options.stream
+        print("===-------------------------------------------------------------------------===", file=out)
+        print("                         ... Pass statistics report ...", file=out)
+        print("===-------------------------------------------------------------------------===", file=out)
+        for name, counts, before, after in self.statistics:
+            print(f"{name}", file=out)
+            print(f"  (S) {before} instructions before, {after} after", file=out)
+            for what, n in sorted(counts.items()):
+                print(f"  (S) {n} {what}", file=out)
+
+
+def _instruction_count(program: Program) -> int:
+    return sum(len(m) for m in program.modules.values())
+
+
+def read_reproducer(text: str) -> tuple[str, bool]:
+    """The pipeline (and whether it ran on main only) from a reproducer's first line."""
+    first = text.split("\n", 1)[0]
+    prefix = "// mgx-opt -p '"
+    if not first.startswith(prefix) or "'" not in first[len(prefix) :]:
+        raise MgxError("not a reproducer: the first line must be // mgx-opt -p '<pipeline>'")
+    rest = first[len(prefix) :]
+    pipeline, _, tail = rest.partition("'")
+    return pipeline, "-O-scope=main" in tail
