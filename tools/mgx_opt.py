@@ -123,7 +123,7 @@ def mgx_opt(
             sys.stdout.write(list_passes())
             return 0
         text = _read_text(input) if not from_log and log_pass is None else None
-        pipeline_text = ",".join(t for t in ([("O" if optimize else "")] + [pipeline or ""] + list(passes or [])) if t)
+        pipeline_text = ",".join(t for t in ("O" if optimize else "", pipeline or "", *(passes or [])) if t)
         main_only = optimize
         if run_reproducer:
             assert text is not None
