@@ -8,11 +8,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from gen import chain_program  # noqa: E402
+from gen import chain_program
 
-from mgxir.passes.manager import Instrumentation, PassManager  # noqa: E402
-from mgxir.passes.registry import parse_pipeline  # noqa: E402
-from mgxir.text.parser import parse_program  # noqa: E402
+from mgxir.passes.manager import Instrumentation, PassManager
+from mgxir.passes.registry import parse_pipeline
+from mgxir.text.parser import parse_program
 
 
 def time_pipeline(pipeline: str, n: int, main_only: bool) -> float:
