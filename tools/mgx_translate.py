@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -25,7 +25,7 @@ class Target(str, Enum):
 def mgx_translate(
     input: Annotated[str, typer.Argument(help="Program text to read ('-' for standard input).")] = "-",
     to: Annotated[Target, typer.Option("--to", help="Output format.")] = Target.mgx,
-    output: Annotated[Optional[str], typer.Option("-o", "--output", help="Write here (atomically) instead of standard output.")] = None,
+    output: Annotated[str | None, typer.Option("-o", "--output", help="Write here (atomically) instead of standard output.")] = None,
     from_log: Annotated[bool, typer.Option("--from-log", help="The input is MIGraphX log output.")] = False,
 ) -> None:
     """Translate a MIGraphX program to another format.
