@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from typing import Annotated
 
 import typer
@@ -16,7 +16,7 @@ from mgxir.verifier import verify
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
 
 
-class Target(str, Enum):
+class Target(StrEnum):
     mgx = "mgx"
     mgx_lossless = "mgx-lossless"
 
@@ -25,7 +25,9 @@ class Target(str, Enum):
 def mgx_translate(
     input: Annotated[str, typer.Argument(help="Program text to read ('-' for standard input).")] = "-",
     to: Annotated[Target, typer.Option("--to", help="Output format.")] = Target.mgx,
-    output: Annotated[str | None, typer.Option("-o", "--output", help="Write here (atomically) instead of standard output.")] = None,
+    output: Annotated[
+        str | None, typer.Option("-o", "--output", help="Write here (atomically) instead of standard output.")
+    ] = None,
     from_log: Annotated[bool, typer.Option("--from-log", help="The input is MIGraphX log output.")] = False,
 ) -> None:
     """Translate a MIGraphX program to another format.
