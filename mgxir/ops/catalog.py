@@ -1,3 +1,14 @@
 """Imports every operator family so that each registers its definitions."""
 
-from mgxir.ops import builtin, control, elementwise, layout, memory, nn, tensor  # noqa: F401
+from mgxir.ops import (  # noqa: F401
+    builtin,
+    control,
+    elementwise,
+    indexing,
+    layout,
+    memory,
+    nn,
+    rnn,
+    tensor,
+    vision,
+)

@@ -22,7 +22,7 @@ from mgxir.ops.attributes import (
     Attr,
 )
 from mgxir.ops.common import fail, lens_text, normalize_axes, normalize_axis, require_static, same_type
-from mgxir.ops.definition import OpDef, Operation, RunModule
+from mgxir.ops.definition import ComputeError, OpDef, Operation, RunModule
 from mgxir.ops.registry import register
 
 if TYPE_CHECKING:
@@ -427,6 +427,63 @@ class Resize(OpDef):
 
         lens = [int(np.float32(n) * np.float32(f)) for n, f in zip(x.lens, scales)]
         return Shape.make(x.dtype, lens)
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        x = inputs[0]
+        if len(inputs) == 2:
+            given = inputs[1].reshape(-1)
+            if given.dtype.kind in "iu":
+                out_lens = [int(n) for n in given]
+                scales = [n / m if m else 1.0 for n, m in zip(out_lens, x.shape)]
+            else:
+                scales = [float(f) for f in given]
+                out_lens = [int(f * n) for f, n in zip(scales, x.shape)]
+        elif op["sizes"]:
+            out_lens = list(op["sizes"])
+            scales = [n / m if m else 1.0 for n, m in zip(out_lens, x.shape)]
+        else:
+            scales = list(op["scales"])
+            out_lens = [int(np.float32(n) * np.float32(f)) for n, f in zip(x.shape, scales)]
+        mode = op["mode"]
+        if mode not in ("nearest", "linear"):
+            raise ComputeError(f"resize: mode '{mode}' has no reference implementation")
+        coordinate = _RESIZE_COORDINATES.get(op["coordinate_transformation_mode"] or "half_pixel")
+        if coordinate is None:
+            raise ComputeError(
+                f"resize: unknown coordinate_transformation_mode '{op['coordinate_transformation_mode']}'"
+            )
+        out = x.astype(np.float64)
+        for axis, (n_in, n_out, scale) in enumerate(zip(x.shape, out_lens, scales)):
+            if n_in == n_out and scale == 1.0:
+                continue
+            source = np.clip(coordinate(np.arange(n_out, dtype=np.float64), n_in, n_out, scale), 0, n_in - 1)
+            if mode == "nearest":
+                rounding = _RESIZE_NEAREST.get(op["nearest_mode"])
+                if rounding is None:
+                    raise ComputeError(f"resize: unknown nearest_mode '{op['nearest_mode']}'")
+                out = np.take(out, rounding(source).astype(np.int64), axis=axis)
+            else:
+                low = np.floor(source).astype(np.int64)
+                high = np.minimum(low + 1, n_in - 1)
+                weight = (source - low).reshape([-1 if a == axis else 1 for a in range(x.ndim)])
+                out = np.take(out, low, axis=axis) * (1 - weight) + np.take(out, high, axis=axis) * weight
+        return out.astype(x.dtype)
+
+
+# source coordinate of each output index: (index, input length, output length, scale) -> position
+_RESIZE_COORDINATES = {
+    "half_pixel": lambda i, n_in, n_out, s: (i + 0.5) / s - 0.5,
+    "pytorch_half_pixel": lambda i, n_in, n_out, s: (i + 0.5) / s - 0.5 if n_out > 1 else 0.0 * i,
+    "align_corners": lambda i, n_in, n_out, s: 0.0 * i if n_out == 1 else i * (n_in - 1.0) / (n_out - 1.0),
+    "asymmetric": lambda i, n_in, n_out, s: i / s,
+    "tf_half_pixel_for_nn": lambda i, n_in, n_out, s: (i + 0.5) / s,
+}
+_RESIZE_NEAREST = {
+    "round_prefer_floor": lambda v: np.ceil(v - 0.5),
+    "round_prefer_ceil": lambda v: np.floor(v + 0.5),
+    "floor": np.floor,
+    "ceil": np.ceil,
+}
 
 
 def _runtime_shape(x: np.ndarray) -> Shape:

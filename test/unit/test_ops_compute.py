@@ -27,6 +27,7 @@ def onnx_node(op_type: str, inputs: list[np.ndarray], n_outputs: int = 1, **attr
     elem = {
         np.dtype(np.float32): TensorProto.FLOAT,
         np.dtype(np.int64): TensorProto.INT64,
+        np.dtype(np.int32): TensorProto.INT32,
         np.dtype(np.bool_): TensorProto.BOOL,
     }
     graph = helper.make_graph(
