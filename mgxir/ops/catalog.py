@@ -9,6 +9,7 @@ from mgxir.ops import (  # noqa: F401
     memory,
     nn,
     rnn,
+    runtime,
     tensor,
     vision,
 )

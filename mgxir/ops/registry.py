@@ -39,6 +39,8 @@ def lookup(name: str) -> OpDef | None:
     found = _REGISTRY.get(name) or _REGISTRY.get(_ALIASES.get(name, ""))
     if found is not None:
         return found
+    if name.startswith("unknown:"):
+        return _REGISTRY.get("unknown:")
     if name.startswith("ref::"):
         inner = lookup(name[5:])
         if inner is not None and not inner.is_opaque:

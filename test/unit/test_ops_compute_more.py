@@ -9,7 +9,7 @@ import pytest
 from mgxir.ops.registry import make_op
 
 pytest.importorskip("onnxruntime")
-from test_ops_compute import data, onnx_node, run  # noqa: E402
+from test_ops_compute import data, onnx_node, run
 
 RNG = np.random.default_rng(1)
 
@@ -141,9 +141,7 @@ def test_roialign(transform: str) -> None:
     rois = np.array([[0.5, 1.0, 4.0, 5.5], [1.0, 0.0, 6.5, 3.0], [-1.0, 2.0, 3.0, 8.0]], np.float32)
     batch = np.array([0, 1, 1], np.int64)
     attributes = {"output_height": 2, "output_width": 3, "sampling_ratio": 2, "spatial_scale": 0.9}
-    (want,) = onnx_node(
-        "RoiAlign", [x, rois, batch], coordinate_transformation_mode=transform, **attributes
-    )
+    (want,) = onnx_node("RoiAlign", [x, rois, batch], coordinate_transformation_mode=transform, **attributes)
     got = run("roialign", [x, rois, batch], coordinate_transformation_mode=transform, **attributes)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
@@ -185,7 +183,36 @@ def test_resize(mode: str, transform: str, nearest: str) -> None:
         coordinate_transformation_mode=transform,
         nearest_mode=nearest,
     )
-    got = run("resize", [x], scales=tuple(scales), mode=mode, coordinate_transformation_mode=transform, nearest_mode=nearest)
+    got = run(
+        "resize", [x], scales=tuple(scales), mode=mode, coordinate_transformation_mode=transform, nearest_mode=nearest
+    )
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
-    downsized = run("resize", [x, np.array([1, 2, 2, 3], np.int64)], mode=mode, coordinate_transformation_mode=transform)
+    downsized = run(
+        "resize", [x, np.array([1, 2, 2, 3], np.int64)], mode=mode, coordinate_transformation_mode=transform
+    )
     assert downsized.shape == (1, 2, 2, 3)
+
+
+def test_multinomial_int4_fp4_and_introspection() -> None:
+    cdf = np.cumsum(np.array([[0.2, 0.3, 0.5]], np.float32), axis=1)
+    samples = np.array([[0.1, 0.2, 0.45, 0.99]], np.float32)
+    np.testing.assert_array_equal(run("multinomial", [cdf, samples]), [[0, 1, 1, 2]])
+    x = np.array([[-8, 7, 3, -1]], np.int8)
+    packed = run("pack_int4", [x])
+    assert packed.shape == (1, 2) and packed.view(np.uint8)[0, 0] == 0x78
+    np.testing.assert_array_equal(run("unpack_int4", [packed]), x)
+    floats = np.array([0.5, -6.0, 1.4, 2.6], np.float32)
+    np.testing.assert_array_equal(run("unpack_fp4", [run("pack_fp4", [floats])]), [0.5, -6.0, 1.5, 3.0])
+    np.testing.assert_array_equal(run("dimensions_of", [np.zeros((2, 3, 4))], start=1, end=3), [3, 4])
+    np.testing.assert_array_equal(run("fill", [np.array([2.0]), np.zeros(3)]), [2.0, 2.0, 2.0])
+
+
+def test_unknown_prints_its_onnx_name_and_has_no_compute() -> None:
+    from mgxir.ops.registry import lookup
+
+    defn = lookup("unknown:Foo")
+    assert defn is not None
+    op = defn.make(op="Foo")
+    assert op.text == "unknown:Foo"
+    with pytest.raises(ValueError, match="unknown:Foo"):
+        op.defn.compute(op, [], [], lambda m, a: [])

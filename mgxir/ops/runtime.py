@@ -1,0 +1,391 @@
+"""Sampling, 4-bit packing, shape-introspection and target-internal operators, and `unknown:`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from mgxir.ir.dtype import DType
+from mgxir.ir.shape import Shape
+from mgxir.ops.attributes import BOOL, INT, SHAPE, STRING, TYPE, Attr, OptionalKind
+from mgxir.ops.common import fail, lens_text, normalize_axis, require_static
+from mgxir.ops.definition import ComputeError, OpDef, Operation, RunModule, RuntimeValue
+from mgxir.ops.layout import Reshape
+from mgxir.ops.registry import register
+from mgxir.text.values import OpNode
+
+if TYPE_CHECKING:
+    from mgxir.ir.module import Module
+
+Shapes = Sequence[Shape]
+Modules = Sequence["Module"]
+Arrays = list[np.ndarray]
+
+
+@register
+class Multinomial(OpDef):
+    """Inputs (cdf {batch, classes}, uniform samples {batch, n}): the class each sample falls in."""
+
+    name = "multinomial"
+    attributes = (Attr("dtype", TYPE, DType.int32),)
+    arity = (2, 2)
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        cdf, samples = inputs
+        require_static(self.name, cdf, samples)
+        if cdf.ndim != 2 or samples.ndim != 2:
+            raise fail(self.name, f"inputs need rank 2, got {lens_text(cdf.lens)} and {lens_text(samples.lens)}")
+        if op["dtype"] == DType.bool:
+            raise fail(self.name, "a boolean output type is invalid")
+        return Shape.make(op["dtype"], (cdf.lens[0], samples.lens[1]))
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
+        cdf, samples = (a.astype(np.float64) for a in inputs)
+        out = np.empty((cdf.shape[0], samples.shape[1]), op["dtype"].numpy)
+        for b in range(cdf.shape[0]):
+            out[b] = np.searchsorted(cdf[b], samples[min(b, samples.shape[0] - 1)] * cdf[b, -1], side="right")
+        return out
+
+
+@register
+class RandomSeed(OpDef):
+    name = "random_seed"
+    attributes = (Attr("dtype", TYPE, DType.uint64),)
+    arity = (0, 0)
+    has_side_effects = True
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        return Shape.scalar_of(op["dtype"])
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
+        return np.array([np.random.SeedSequence().entropy % 2**32], op["dtype"].numpy)
+
+
+@register
+class RandomUniform(OpDef):
+    """Inputs (seed, output buffer): uniform values in [0, 1) (integers: [0, max]) of the buffer's shape.
+    MIGraphX draws from std::mt19937; this draws from numpy's MT19937 with the same seed."""
+
+    name = "random_uniform"
+    arity = (2, 2)
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        return inputs[1]
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
+        seed = int(inputs[0].reshape(-1)[0])
+        generator = np.random.Generator(np.random.MT19937(seed))
+        like = inputs[1]
+        if like.dtype.kind in "iu":
+            return generator.integers(0, np.iinfo(like.dtype).max, like.shape, dtype=like.dtype, endpoint=True)
+        return generator.random(like.shape).astype(like.dtype)
+
+
+class _Int4(OpDef):
+    attributes = (Attr("axis", INT, -1),)
+    arity = (1, 1)
+    axis_attributes = {"axis": "input"}
+    factor = 2
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        x = inputs[0]
+        require_static(self.name, x)
+        if x.dtype not in (DType.int8, DType.uint8):
+            raise fail(self.name, f"only int8 or uint8 is supported, got {x.dtype.type_name}")
+        axis = normalize_axis(self.name, op["axis"], x.ndim)
+        lens = list(x.lens)
+        if self.factor == 2:
+            lens[axis] *= 2
+        elif lens[axis] % 2:
+            raise fail(self.name, f"cannot pack dimension {axis} of odd length {lens[axis]}")
+        else:
+            lens[axis] //= 2
+        return Shape.make(x.dtype, lens)
+
+
+@register
+class PackInt4(_Int4):
+    """Element 2i goes to the low nibble, element 2i+1 to the high nibble."""
+
+    name = "pack_int4"
+    factor = 0
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
+        x = inputs[0]
+        axis = normalize_axis(self.name, op["axis"], x.ndim)
+        bits = np.moveaxis(x, axis, -1).view(np.uint8).astype(np.uint16)
+        packed = ((bits[..., 1::2] << 4) | (bits[..., 0::2] & 0xF)).astype(np.uint8)
+        return np.moveaxis(packed.view(x.dtype), -1, axis)
+
+
+@register
+class UnpackInt4(_Int4):
+    name = "unpack_int4"
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
+        x = inputs[0]
+        axis = normalize_axis(self.name, op["axis"], x.ndim)
+        bits = np.moveaxis(x, axis, -1).view(np.uint8)
+        nibbles = np.stack([bits & 0xF, bits >> 4], axis=-1).reshape(*bits.shape[:-1], -1).astype(np.int16)
+        if x.dtype == np.int8:
+            nibbles = np.where(nibbles >= 8, nibbles - 16, nibbles)
+        return np.moveaxis(nibbles.astype(x.dtype), -1, axis)
+
+
+# the eight magnitudes of fp4 e2m1; bit 3 is the sign
+FP4_VALUES = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+
+
+@register
+class PackFp4(OpDef):
+    """Rounds floats to the nearest fp4 e2m1 value (saturating at 6) and packs pairs in a byte."""
+
+    name = "pack_fp4"
+    attributes = (Attr("axis", INT, -1),)
+    arity = (1, 1)
+    axis_attributes = {"axis": "input"}
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        x = inputs[0]
+        require_static(self.name, x)
+        axis = normalize_axis(self.name, op["axis"], x.ndim)
+        if x.lens[axis] % 2:
+            raise fail(self.name, f"cannot pack dimension {axis} of odd length {x.lens[axis]}")
+        lens = list(x.lens)
+        lens[axis] //= 2
+        return Shape.make(DType.fp4x2, lens)
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
+        x = np.moveaxis(inputs[0].astype(np.float64), normalize_axis(self.name, op["axis"], inputs[0].ndim), -1)
+        # nearest magnitude; argmin takes the first (even mantissa) of two equally near values
+        magnitude = np.argmin(np.abs(np.abs(x)[..., None] - FP4_VALUES), axis=-1)
+        codes = (magnitude | (np.signbit(x) << 3)).astype(np.uint8)
+        packed = (codes[..., 1::2] << 4) | codes[..., 0::2]
+        return np.moveaxis(packed.astype(np.uint8), -1, normalize_axis(self.name, op["axis"], inputs[0].ndim))
+
+
+@register
+class UnpackFp4(OpDef):
+    name = "unpack_fp4"
+    attributes = (Attr("axis", INT, -1),)
+    arity = (1, 1)
+    axis_attributes = {"axis": "input"}
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        x = inputs[0]
+        require_static(self.name, x)
+        if x.dtype != DType.fp4x2:
+            raise fail(self.name, f"expects fp4x2_type, got {x.dtype.type_name}")
+        axis = normalize_axis(self.name, op["axis"], x.ndim)
+        lens = list(x.lens)
+        lens[axis] *= 2
+        return Shape.make(DType.float, lens)
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
+        axis = normalize_axis(self.name, op["axis"], inputs[0].ndim)
+        bits = np.moveaxis(inputs[0].view(np.uint8), axis, -1)
+        codes = np.stack([bits & 0xF, bits >> 4], axis=-1).reshape(*bits.shape[:-1], -1)
+        values = np.where(codes & 8, -1.0, 1.0) * FP4_VALUES[codes & 7]
+        return np.moveaxis(values.astype(np.float32), -1, axis)
+
+
+@register
+class ReshapeLazy(Reshape):
+    """`reshape` that only ever aliases its input (the input must be standard)."""
+
+    name = "reshape_lazy"
+    arity = (1, 1)
+    is_view = True
+
+
+@register
+class DimensionsOf(OpDef):
+    name = "dimensions_of"
+    attributes = (Attr("start", INT, 0), Attr("end", INT, 0))
+    arity = (1, 1)
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        if op["start"] >= op["end"]:
+            raise fail(self.name, f"start {op['start']} must be less than end {op['end']}")
+        return Shape.make(DType.int64, (op["end"] - op["start"],))
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
+        return np.array(inputs[0].shape[op["start"] : op["end"]], np.int64)
+
+
+@register
+class Fill(OpDef):
+    """Inputs (one-element value, buffer): the buffer filled with the value."""
+
+    name = "fill"
+    arity = (2, 2)
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        if inputs[0].is_dynamic or inputs[0].elements != 1:
+            raise fail(self.name, f"the value must have one element, got {lens_text(inputs[0].lens)}")
+        if inputs[0].dtype != inputs[1].dtype:
+            raise fail(self.name, f"value is {inputs[0].dtype.type_name}, buffer is {inputs[1].dtype.type_name}")
+        return inputs[1]
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
+        return np.full(inputs[1].shape, inputs[0].reshape(-1)[0], inputs[1].dtype)
+
+
+@register
+class ScanSlice(OpDef):
+    """Inputs (data, index): the index-th slice along axis (counted from the end when direction=1)."""
+
+    name = "scan_slice"
+    attributes = (Attr("axis", INT, 0), Attr("direction", INT, 0))
+    arity = (2, 2)
+    is_view = True
+    axis_attributes = {"axis": "input"}
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        x = inputs[0]
+        require_static(self.name, x)
+        lens = list(x.lens)
+        lens[normalize_axis(self.name, op["axis"], x.ndim)] = 1
+        return Shape.make(x.dtype, lens, x.strides)
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
+        x = inputs[0]
+        axis = normalize_axis(self.name, op["axis"], x.ndim)
+        i = int(inputs[1].reshape(-1)[0])
+        if op["direction"]:
+            i = x.shape[axis] - 1 - i
+        index = [slice(None)] * x.ndim
+        index[axis] = slice(i, i + 1)
+        return x[tuple(index)]
+
+
+@register
+class ConcatPastPresent(OpDef):
+    """Target-internal KV-cache update for group-query attention; result has the cache's shape."""
+
+    name = "concat_past_present"
+    attributes = (Attr("kv_num_heads", INT, 0),)
+    arity = (3, 3)
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        return inputs[-1]
+
+
+@register
+class GqaRotaryEmbedding(OpDef):
+    """Target-internal rotary embedding for group-query attention; result has input 0's shape."""
+
+    name = "gqa_rotary_embedding"
+    attributes = (Attr("num_heads", INT, 1), Attr("kv_num_heads", INT, 1), Attr("interleaved", BOOL, False))
+    arity = (1, None)
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        return inputs[0]
+
+
+class _TrustedShape(OpDef):
+    """Dynamic-shape and target-internal ops whose result shape is taken as printed."""
+
+
+@register
+class BroadcastForDot(_TrustedShape):
+    name = "broadcast_for_dot"
+    arity = (2, 2)
+
+
+@register
+class BroadcastWithDims(_TrustedShape):
+    name = "broadcast_with_dims"
+    arity = (2, 2)
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
+        dims = [int(d) for d in inputs[1].reshape(-1)]
+        return np.broadcast_to(inputs[0], np.broadcast_shapes(inputs[0].shape, tuple(dims)))
+
+
+@register
+class FixedPad(_TrustedShape):
+    name = "fixed_pad"
+    arity = (1, 1)
+
+
+@register
+class DynamicRange(_TrustedShape):
+    name = "dynamic_range"
+    attributes = (Attr("max_output", INT, 2**31 - 1),)
+    arity = (3, 3)
+
+
+@register
+class Capture(OpDef):
+    """Int8 calibration: passes its input through (the capture callback is the target's)."""
+
+    name = "capture"
+    attributes = (Attr("ins_index", INT, 0),)
+    arity = (1, 1)
+    has_side_effects = True
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        return inputs[0]
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
+        return inputs[0]
+
+
+class _RunsModule(OpDef):
+    """Evaluates its one module on its inputs; a single result is returned unwrapped."""
+
+    module_arity = (1, 1)
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape | None:
+        return None
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
+        results = run_module(modules[0], inputs)
+        return results[0] if len(results) == 1 else tuple(results)
+
+
+@register
+class Group(_RunsModule):
+    name = "group"
+    attributes = (Attr("tag", STRING, ""),)
+
+
+@register
+class RunOnTarget(_RunsModule):
+    name = "run_on_target"
+    attributes = (Attr("target_id", INT, 0),)
+
+
+@register
+class SelectModule(OpDef):
+    """Runs the first module whose parameter shapes fit the inputs' runtime shapes."""
+
+    name = "select_module"
+    attributes = (Attr("output_dyn_shapes", OptionalKind(SHAPE), None),)
+    module_arity = (1, None)
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape | None:
+        return op["output_dyn_shapes"]
+
+
+@register
+class Unknown(OpDef):
+    """An ONNX operator MIGraphX's parser did not support, printed `unknown:OpType`."""
+
+    name = "unknown:"
+    attributes = (Attr("op", STRING, ""),)
+
+    def from_node(self, node: OpNode, raw_attributes: str) -> Operation:
+        return self.make(op=node.name.removeprefix("unknown:"))
+
+    def format(self, op: Operation) -> str:
+        return "unknown:" + op["op"]
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape | None:
+        return inputs[0] if inputs else None
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
+        raise ComputeError(f"'unknown:{op['op']}' stands for an ONNX operator MIGraphX does not support")
