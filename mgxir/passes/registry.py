@@ -11,9 +11,13 @@ from mgxir.diagnostics import MgxError
 from mgxir.passes.base import Pass
 from mgxir.passes.dead_code_elimination import DeadCodeElimination
 from mgxir.passes.eliminate_common_subexpression import EliminateCommonSubexpression
+from mgxir.passes.eliminate_convert import EliminateConvert
 from mgxir.passes.eliminate_identity import EliminateIdentity
 from mgxir.passes.fuse_pointwise import FusePointwise
+from mgxir.passes.optimize_module import OptimizeModule
+from mgxir.passes.propagate_constant import PropagateConstant
 from mgxir.passes.simplify_algebra import SimplifyAlgebra
+from mgxir.passes.simplify_reshapes import SimplifyReshapes
 
 PASSES: dict[str, type[Pass]] = {
     cls.name: cls
@@ -21,8 +25,12 @@ PASSES: dict[str, type[Pass]] = {
         DeadCodeElimination,
         EliminateCommonSubexpression,
         EliminateIdentity,
+        EliminateConvert,
         FusePointwise,
+        OptimizeModule,
+        PropagateConstant,
         SimplifyAlgebra,
+        SimplifyReshapes,
     )
 }
 
