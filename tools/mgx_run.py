@@ -12,7 +12,6 @@ from typing import Annotated
 
 import numpy as np
 import typer
-from mgxir.tools.common import run_guarded
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.interp import Interpreter
@@ -21,6 +20,7 @@ from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
 from mgxir.ops.definition import RuntimeValue
 from mgxir.text.parser import read_program
+from mgxir.tools.common import run_guarded
 from mgxir.verifier import verify
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
@@ -235,12 +235,14 @@ def format_value(array: np.ndarray, limit: int) -> str:
     return f"{head}={_nested(np.asarray(shown))}"
 
 
-def _nested(a: np.ndarray) -> str:
+def _nested(a: np.ndarray, outermost: bool = True) -> str:
+    """IREE nests brackets below the outermost level: `2x2x2xi32=[[1 2][3 4]][[5 6][7 8]]`."""
     if a.ndim == 0:
         return _number(a[()])
     if a.ndim == 1:
         return "[" + " ".join(_number(v) for v in a) + "]"
-    return "".join(_nested(sub) for sub in a)
+    inner = "".join(_nested(sub, outermost=False) for sub in a)
+    return inner if outermost else "[" + inner + "]"
 
 
 def _number(v: object) -> str:
