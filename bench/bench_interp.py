@@ -11,11 +11,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from gen import chain_program  # noqa: E402
+from gen import chain_program
 
-from mgxir.diagnostics import DiagnosticSink  # noqa: E402
-from mgxir.interp import Interpreter  # noqa: E402
-from mgxir.text.parser import parse_program  # noqa: E402
+from mgxir.diagnostics import DiagnosticSink
+from mgxir.interp import Interpreter
+from mgxir.text.parser import parse_program
 
 N = 1000
 LENS = (4, 8)
