@@ -10,7 +10,7 @@ import dataclasses
 
 from mgxir.ir.module import Module
 from mgxir.passes.base import ModulePass, PassContext
-from mgxir.passes.rewrite import replace_instruction
+from mgxir.passes.rewrite import replace_instruction, replace_op
 
 
 @dataclasses.dataclass
@@ -29,7 +29,7 @@ class EliminateConvert(ModulePass):
                 if ins.shape == source.shape:
                     replace_instruction(module, ins, source)
                 else:
-                    module.replace(ins, ins.op, [source])
+                    replace_op(module, ins, ins.op, [source])
                 context.count("nested converts folded")
             elif ins.shape == source.shape:
                 replace_instruction(module, ins, source)

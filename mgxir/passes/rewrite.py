@@ -1,9 +1,14 @@
-"""Editing helpers that behave as MIGraphX's module methods do, so pass output matches its text."""
+"""Editing helpers that behave as MIGraphX's module methods do, so pass output matches its text:
+after an argument changes, users' shapes are recomputed, and so on downstream while they change
+(pointwise results take their strides from their inputs)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
+from mgxir.ops.definition import Operation
 from mgxir.ops.registry import make_op
 
 
@@ -11,8 +16,32 @@ def replace_instruction(module: Module, ins: Instruction, replacement: Instructi
     """Users of `ins` use `replacement`; the last instruction instead becomes `identity(replacement)`
     in place, since moving `replacement` to the end could break its earlier users."""
     if ins is module.last:
-        return module.replace(ins, make_op("identity"), [replacement])
-    for user in list(ins.users):
-        if user is not replacement:
-            user.replace_arg(ins, replacement)
+        return replace_op(module, ins, make_op("identity"), [replacement])
+    users = [u for u in ins.users if u is not replacement]
+    for user in users:
+        user.replace_arg(ins, replacement)
+    recompute_shapes(users)
     return replacement
+
+
+def replace_op(
+    module: Module, ins: Instruction, op: Operation, args: Sequence[Instruction] | None = None
+) -> Instruction:
+    """`ins` becomes `op(args)` in place; if its shape changes, its users' shapes follow."""
+    old_shape = ins.shape
+    module.replace(ins, op, args)
+    if ins.shape != old_shape:
+        recompute_shapes(list(ins.users))
+    return ins
+
+
+def recompute_shapes(start: list[Instruction]) -> None:
+    pending = list(start)
+    while pending:
+        ins = pending.pop()
+        if ins.is_return or ins.op.defn.is_opaque:
+            continue
+        shape = ins.op.defn.shape(ins.op, [a.shape for a in ins.args], ins.module_args)
+        if shape is not None and shape != ins.shape:
+            ins.shape = shape
+            pending.extend(ins.users)

@@ -14,6 +14,7 @@ from mgxir.ir.module import Module
 from mgxir.ops.registry import make_op
 from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.dead_code_elimination import eliminate_dead_code
+from mgxir.passes.rewrite import replace_op
 
 _BROADCASTS = ("broadcast", "multibroadcast")
 
@@ -120,7 +121,7 @@ def find_inner_broadcast(module: Module, ins: Instruction, constant: _Constants)
         inputs.append(inner)
     inner_op = _insert_common_op(module, ins, ins.op, inputs)
     outer = first if first is not None else broadcasts[0]
-    module.replace(ins, outer.op, [inner_op])
+    replace_op(module, ins, outer.op, [inner_op])
     return True
 
 
@@ -141,7 +142,7 @@ def find_double_add_lit_broadcast(module: Module, ins: Instruction, constant: _C
     else:
         sum_ab = module.insert(ins, add, [a, b])
     sum_xy = module.insert(ins, add, [x, y])
-    module.replace(ins, add, [sum_xy, sum_ab])
+    replace_op(module, ins, add, [sum_xy, sum_ab])
     return True
 
 
@@ -153,7 +154,7 @@ def find_add_lit_broadcast(module: Module, ins: Instruction, constant: _Constant
         if found is not None and _lit_broadcast(b, constant):
             a, x = found
             sum_ab = module.insert(ins, make_op("add"), [a, b])
-            module.replace(ins, make_op("add"), [x, sum_ab])
+            replace_op(module, ins, make_op("add"), [x, sum_ab])
             return True
     return False
 
@@ -171,7 +172,7 @@ def find_mul_add(module: Module, ins: Instruction, constant: _Constants) -> bool
                 mul = make_op("mul")
                 ax = module.insert(ins, mul, [a, x])
                 ab = module.insert(ins, mul, [a, b])
-                module.replace(ins, make_op("add"), [ax, ab])
+                replace_op(module, ins, make_op("add"), [ax, ab])
                 return True
     return False
 

@@ -18,7 +18,7 @@ from mgxir.ir.module import Module
 from mgxir.ops.registry import make_op
 from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.dead_code_elimination import eliminate_dead_code
-from mgxir.passes.rewrite import replace_instruction
+from mgxir.passes.rewrite import replace_instruction, replace_op
 
 _SAME_SHAPE_NOPS = frozenset(
     {
@@ -61,7 +61,7 @@ def find_nop_reshapes(module: Module, ins: Instruction) -> bool:
 def find_flatten(module: Module, ins: Instruction) -> bool:
     if ins.op.defn.name != "flatten" or ins.shape.is_dynamic:
         return False
-    module.replace(ins, make_op("reshape", dims=ins.shape.lens))
+    replace_op(module, ins, make_op("reshape", dims=ins.shape.lens))
     return True
 
 
@@ -125,10 +125,10 @@ def find_nested_shape_transforms(module: Module, ins: Instruction) -> bool:
         return False
     lens = ins.shape.lens
     if source.shape.scalar:
-        module.replace(ins, make_op("multibroadcast", out_lens=lens), [source])
+        replace_op(module, ins, make_op("multibroadcast", out_lens=lens), [source])
         return True
     if source.shape.elements == 1 and ins.shape.elements == 1:
-        module.replace(ins, make_op("reshape", dims=lens), [source])
+        replace_op(module, ins, make_op("reshape", dims=lens), [source])
         return True
     names = {c.op.defn.name for c in chain}
     if names <= _RESHAPERS and len(chain) > 1:
@@ -142,7 +142,7 @@ def find_nested_shape_transforms(module: Module, ins: Instruction) -> bool:
         if permutation == sorted(permutation):
             replace_instruction(module, ins, source)
         else:
-            module.replace(ins, make_op("transpose", permutation=permutation), [source])
+            replace_op(module, ins, make_op("transpose", permutation=permutation), [source])
         return True
     return False
 
