@@ -445,7 +445,7 @@ class Resize(OpDef):
             scales = list(op["scales"])
             out_lens = [int(np.float32(n) * np.float32(f)) for n, f in zip(x.shape, scales)]
         mode = op["mode"]
-        if mode not in ("nearest", "linear"):
+        if mode not in ("nearest", "linear", "cubic"):
             raise ComputeError(f"resize: mode '{mode}' has no reference implementation")
         coordinate = _RESIZE_COORDINATES.get(op["coordinate_transformation_mode"] or "half_pixel")
         if coordinate is None:
@@ -454,6 +454,11 @@ class Resize(OpDef):
             )
         out = x.astype(np.float64)
         for axis, (n_in, n_out, scale) in enumerate(zip(x.shape, out_lens, scales)):
+            if mode == "cubic":
+                # MIGraphX keeps the scale as float and does not clamp the coordinate, only the taps
+                source = coordinate(np.arange(n_out, dtype=np.float64), n_in, n_out, float(np.float32(scale)))
+                out = _cubic_along(out, axis, source, n_in, float(op["cubic_coeff_a"]))
+                continue
             if n_in == n_out and scale == 1.0:
                 continue
             source = np.clip(coordinate(np.arange(n_out, dtype=np.float64), n_in, n_out, scale), 0, n_in - 1)
@@ -468,6 +473,29 @@ class Resize(OpDef):
                 weight = (source - low).reshape([-1 if a == axis else 1 for a in range(x.ndim)])
                 out = np.take(out, low, axis=axis) * (1 - weight) + np.take(out, high, axis=axis) * weight
         return out.astype(x.dtype)
+
+
+def _cubic_kernel(distance: np.ndarray, a: float) -> np.ndarray:
+    """Keys' cubic convolution weight of a tap `distance` away from the sampled position."""
+    d = np.abs(distance)
+    near = ((a + 2) * d - (a + 3)) * d * d + 1
+    far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+    return np.where(d < 1, near, np.where(d < 2, far, 0.0))
+
+
+def _cubic_along(x: np.ndarray, axis: int, source: np.ndarray, n_in: int, a: float) -> np.ndarray:
+    """x resampled along `axis` at positions `source` from the 4 taps around each, edges repeated."""
+    if n_in == 0:
+        return np.zeros(x.shape[:axis] + source.shape + x.shape[axis + 1 :], x.dtype)
+    first_tap = np.floor(source) - 1
+    weight_shape = [-1 if k == axis else 1 for k in range(x.ndim)]
+    out = np.zeros(x.shape[:axis] + source.shape + x.shape[axis + 1 :], np.float64)
+    for tap in range(4):
+        position = first_tap + tap
+        index = np.clip(position, 0, n_in - 1).astype(np.int64)
+        weight = _cubic_kernel(source - position, a).reshape(weight_shape)
+        out += np.take(x, index, axis=axis) * weight
+    return out
 
 
 # source coordinate of each output index: (index, input length, output length, scale) -> position
