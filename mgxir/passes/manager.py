@@ -67,17 +67,18 @@ class PassManager:
             count_before = _instruction_count(program) if o.statistics else 0
             context = PassContext(main_only=o.main_only)
             start = time.perf_counter()
+            stage = "failed"
             try:
                 p.apply(program, context)
                 if o.verify_each:
+                    stage = "left invalid IR"
                     verify(program, sink)
             except Exception as e:
                 message = e.message if isinstance(e, MgxError) else f"{type(e).__name__}: {e}"
-                problem = "left invalid IR" if isinstance(e, MgxError) else "failed"
-                text = f"pass '{p.name}' {problem}: {message}"
+                text = f"pass '{p.name}' {stage}: {message.splitlines()[0] if message else ''}"
                 if before is not None and o.reproducer:
                     self._write_reproducer(before, index)
-                    text += f"\nreproducer written to {o.reproducer} (run it with mgx-opt --run-reproducer)"
+                    text += f" (reproducer: {o.reproducer}; replay with mgx-opt --run-reproducer)"
                 raise MgxError(text) from e
             self.times.append((p.name, time.perf_counter() - start))
             if o.statistics:

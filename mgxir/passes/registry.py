@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import typing
 
@@ -18,6 +19,7 @@ from mgxir.passes.optimize_module import OptimizeModule
 from mgxir.passes.propagate_constant import PropagateConstant
 from mgxir.passes.simplify_algebra import SimplifyAlgebra
 from mgxir.passes.simplify_reshapes import SimplifyReshapes
+from mgxir.passes.testing import TEST_PASSES_ENV, TestFail
 
 PASSES: dict[str, type[Pass]] = {
     cls.name: cls
@@ -33,6 +35,9 @@ PASSES: dict[str, type[Pass]] = {
         SimplifyReshapes,
     )
 }
+
+if os.environ.get(TEST_PASSES_ENV):
+    PASSES[TestFail.name] = TestFail
 
 ALIASES: dict[str, str] = {"dce": "dead_code_elimination", "cse": "eliminate_common_subexpression"}
 

@@ -1,0 +1,28 @@
+"""Passes that exist only for tests (registered when MGXIR_TEST_PASSES is set): they fail on
+purpose so the pass manager's error path, reproducers and `--run-reproducer` can be checked."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from mgxir.diagnostics import MgxError
+from mgxir.ir.module import Module
+from mgxir.ops.registry import make_op
+from mgxir.passes.base import ModulePass, PassContext
+
+TEST_PASSES_ENV = "MGXIR_TEST_PASSES"
+
+
+@dataclasses.dataclass
+class TestFail(ModulePass):
+    name = "test_fail"
+    description = "(tests only) Raise an error, or with invalid=true leave IR that fails verification."
+    invalid: bool = False
+
+    def apply_module(self, module: Module, context: PassContext) -> None:
+        if not self.invalid:
+            raise MgxError(f"test_fail: failing on purpose in module '{module.name}'")
+        first = module.first
+        if first is not None and first.users:
+            # a use of an instruction before its definition
+            module.insert(first, make_op("neg"), [next(iter(first.users))])
