@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from mgxir.tools.common import run_guarded
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.ir.program import Program
@@ -16,6 +15,7 @@ from mgxir.passes.manager import Instrumentation, PassManager, disabled_passes, 
 from mgxir.passes.registry import ALIASES, format_pipeline, list_passes, parse_pipeline
 from mgxir.text.parser import parse_program, read_program
 from mgxir.text.writer import render, write_atomically, write_program
+from mgxir.tools.common import run_guarded
 from mgxir.verifier import verify
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
