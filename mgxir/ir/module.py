@@ -120,9 +120,9 @@ class Module:
         return self.insert(self.first, make_literal(literal), (), (), literal.shape)
 
     def add_return(self, args: Sequence[Instruction]) -> Instruction:
-        from mgxir.ops.builtin import RETURN
+        from mgxir.ops.builtin import make_return
 
-        return self.insert(None, RETURN.make(), args)
+        return self.insert(None, make_return(), args)
 
     def append_parsed(self, ins: Instruction) -> None:
         """Appends an instruction built elsewhere (the parser), linking its uses."""

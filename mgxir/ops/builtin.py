@@ -56,8 +56,6 @@ class Return(OpDef):
         return Shape.tuple_of(inputs)
 
 
-
-
 def _builtin(name: str) -> OpDef:
     from mgxir.ops.registry import lookup
 
@@ -73,13 +71,8 @@ def make_param(name: str) -> Operation:
 def make_literal(literal: Literal) -> Operation:
     return Operation(_builtin("@literal"), (literal,))
 
-
-class _ReturnProxy:
-    def make(self) -> Operation:
-        return _builtin("@return").make()
-
-
-RETURN = _ReturnProxy()
+def make_return() -> Operation:
+    return _builtin("@return").make()
 
 
 class OpaqueDef(OpDef):
