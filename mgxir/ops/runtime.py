@@ -272,6 +272,30 @@ class ConcatPastPresent(OpDef):
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
         return inputs[-1]
 
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
+        """Inputs (new {batch, kv_heads, seq, head}, seqlens_k {batch}, cache {batch, kv_heads, max_seq,
+        head}): the cache with each head's new rows written at row 0 for a prompt (seq > 1), else at
+        row seqlens_k[b]. Offsets are taken in the flat buffers as MIGraphX does."""
+        new, seqlens, cache = inputs
+        batch, sequence, head_size = new.shape[0], new.shape[2], new.shape[3]
+        kv_heads = op["kv_num_heads"]
+        cache_rows = cache.shape[2]
+        chunk = sequence * head_size
+        source = np.ascontiguousarray(new).reshape(-1)
+        out = np.array(cache, copy=True).reshape(-1)
+        past_lengths = seqlens.reshape(-1).astype(np.int64)
+        for b in range(batch):
+            past_rows = 0 if sequence != 1 else int(past_lengths[b])
+            for h in range(kv_heads):
+                start = (b * kv_heads + h) * cache_rows * head_size + past_rows * head_size
+                read = (b * kv_heads + h) * chunk
+                if past_rows < 0 or start + chunk > out.size or read + chunk > source.size:
+                    raise ComputeError(
+                        f"{self.name}: rows {past_rows}..{past_rows + sequence} of batch {b} fall outside the cache"
+                    )
+                out[start : start + chunk] = source[read : read + chunk]
+        return out.reshape(cache.shape)
+
 
 @register
 class GqaRotaryEmbedding(OpDef):
@@ -283,6 +307,44 @@ class GqaRotaryEmbedding(OpDef):
 
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
         return inputs[0]
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
+        """Inputs (qkv {batch, heads + 2 kv_heads, seq, head}, seqlens_k {batch}, cos and sin caches
+        {max_seq, rotary / 2}): the query and key heads rotated over their first `rotary` channels at
+        position s for a prompt (seq > 1), else at seqlens_k[b]; the value heads pass through."""
+        if len(inputs) != 4:
+            raise ComputeError(f"{self.name}: needs qkv, seqlens_k, cos and sin caches, got {len(inputs)} inputs")
+        qkv, seqlens, cos_cache, sin_cache = inputs
+        batch, _, sequence, head_size = qkv.shape
+        half = cos_cache.shape[1]
+        rotary = 2 * half
+        rotated_heads = op["num_heads"] + op["kv_num_heads"]
+        if rotary > head_size:
+            raise ComputeError(f"{self.name}: rotary width {rotary} exceeds head size {head_size}")
+        if sequence == 1:
+            positions = seqlens.reshape(-1)[:batch].astype(np.int64).reshape(batch, 1)
+        else:
+            positions = np.arange(sequence, dtype=np.int64).reshape(1, sequence)
+        if positions.min() < 0 or positions.max() >= cos_cache.shape[0]:
+            raise ComputeError(f"{self.name}: positions exceed the {cos_cache.shape[0]}-row cos/sin cache")
+        # {batch or 1, 1, seq or 1, half}: one row per (batch, position), shared by every head
+        cos = cos_cache.astype(np.float64)[positions][:, None]
+        sin = sin_cache.astype(np.float64)[positions][:, None]
+        x = qkv[:, :rotated_heads, :, :rotary].astype(np.float64)
+        if op["interleaved"]:
+            first, second = x[..., 0::2], x[..., 1::2]
+        else:
+            first, second = x[..., :half], x[..., half:]
+        rotated_first = first * cos - second * sin
+        rotated_second = second * cos + first * sin
+        out = np.array(qkv, copy=True)
+        if op["interleaved"]:
+            out[:, :rotated_heads, :, 0:rotary:2] = rotated_first
+            out[:, :rotated_heads, :, 1:rotary:2] = rotated_second
+        else:
+            out[:, :rotated_heads, :, :half] = rotated_first
+            out[:, :rotated_heads, :, half:rotary] = rotated_second
+        return out
 
 
 class _TrustedShape(OpDef):

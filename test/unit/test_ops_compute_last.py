@@ -76,3 +76,74 @@ def test_resize_cubic_at_scale_one_is_the_identity() -> None:
     x = data(1, 2, 3, 4)
     got = run("resize", [x], scales=(1.0, 1.0, 1.0, 1.0), mode="cubic", coordinate_transformation_mode="half_pixel")
     np.testing.assert_allclose(got, x, rtol=1e-6)
+
+
+def _loop_concat_past_present(new: np.ndarray, seqlens: np.ndarray, cache: np.ndarray) -> np.ndarray:
+    out = cache.copy()
+    batch, kv_heads, sequence, head_size = new.shape
+    for b in range(batch):
+        first_row = 0 if sequence > 1 else int(seqlens[b])
+        for h in range(kv_heads):
+            for s in range(sequence):
+                for d in range(head_size):
+                    out[b, h, first_row + s, d] = new[b, h, s, d]
+    return out
+
+
+@pytest.mark.parametrize("sequence", [1, 3])
+def test_concat_past_present_writes_new_rows_into_the_cache(sequence: int) -> None:
+    new = data(2, 2, sequence, 4)
+    cache = data(2, 2, 6, 4)
+    seqlens = np.array([2, 5], np.int32)
+    got = run("concat_past_present", [new, seqlens, cache], kv_num_heads=2)
+    np.testing.assert_array_equal(got, _loop_concat_past_present(new, seqlens, cache))
+    assert got.shape == cache.shape and not np.shares_memory(got, cache)
+
+
+def test_concat_past_present_rejects_rows_past_the_cache() -> None:
+    new = data(1, 1, 1, 4)
+    with pytest.raises(ValueError, match="outside the cache"):
+        run("concat_past_present", [new, np.array([9], np.int32), data(1, 1, 3, 4)], kv_num_heads=1)
+
+
+def _loop_gqa_rotary(
+    qkv: np.ndarray, seqlens: np.ndarray, cos: np.ndarray, sin: np.ndarray, heads: int, kv_heads: int, interleaved: bool
+) -> np.ndarray:
+    out = qkv.copy()
+    batch, _, sequence, head_size = qkv.shape
+    half = cos.shape[1]
+    for b in range(batch):
+        for n in range(heads + kv_heads):
+            for s in range(sequence):
+                position = int(seqlens[b]) if sequence == 1 else s
+                for i in range(2 * half):
+                    if interleaved:
+                        k, partner, sign = i // 2, i + 1 if i % 2 == 0 else i - 1, -1.0 if i % 2 == 0 else 1.0
+                    else:
+                        k, partner, sign = i % half, (i + half) % (2 * half), -1.0 if i < half else 1.0
+                    out[b, n, s, i] = (
+                        qkv[b, n, s, i] * cos[position, k] + sign * qkv[b, n, s, partner] * sin[position, k]
+                    )
+    return out
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("sequence", [1, 4])
+@pytest.mark.parametrize("rotary", [8, 4])
+def test_gqa_rotary_embedding_matches_loops(interleaved: bool, sequence: int, rotary: int) -> None:
+    heads, kv_heads, head_size = 4, 2, 8
+    qkv = data(2, heads + 2 * kv_heads, sequence, head_size)
+    angles = np.arange(10)[:, None] * (1.0 / 10 ** (np.arange(rotary // 2) / (rotary // 2)))[None, :]
+    cos, sin = np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+    seqlens = np.array([3, 7], np.int32)
+    got = run(
+        "gqa_rotary_embedding",
+        [qkv, seqlens, cos, sin],
+        num_heads=heads,
+        kv_num_heads=kv_heads,
+        interleaved=interleaved,
+    )
+    want = _loop_gqa_rotary(qkv, seqlens, cos, sin, heads, kv_heads, interleaved)
+    assert got.dtype == qkv.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(got[:, heads + kv_heads :], qkv[:, heads + kv_heads :])
