@@ -55,10 +55,6 @@ class SourceText:
         return MgxError(message, self.location(line, column), self.line(line))
 
 
-class _Unknown:
-    """Stands for a `?` argument: a value MIGraphX printed without a name."""
-
-
 class _Builder:
     def __init__(self, source: SourceText, base_dir: Path | None, sink: DiagnosticSink):
         self.source = source
