@@ -126,6 +126,10 @@ class _Checker:
                 else:
                     expected = _rule(ins, self.cache, where)
                     if ins.shape is None:
+                        if expected is None:
+                            raise where.error(
+                                ins, f"'{defn.name}' has no shape rule here, so it needs an explicit result shape"
+                            )
                         ins.shape = expected
                     elif expected is not None and expected != ins.shape:
                         raise where.error(
