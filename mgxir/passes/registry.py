@@ -14,6 +14,7 @@ from mgxir.passes.dead_code_elimination import DeadCodeElimination
 from mgxir.passes.eliminate_common_subexpression import EliminateCommonSubexpression
 from mgxir.passes.eliminate_convert import EliminateConvert
 from mgxir.passes.eliminate_identity import EliminateIdentity
+from mgxir.passes.eliminate_pad import EliminatePad
 from mgxir.passes.fuse_pointwise import FusePointwise
 from mgxir.passes.optimize_module import OptimizeModule
 from mgxir.passes.propagate_constant import PropagateConstant
@@ -28,6 +29,7 @@ PASSES: dict[str, type[Pass]] = {
         EliminateCommonSubexpression,
         EliminateIdentity,
         EliminateConvert,
+        EliminatePad,
         FusePointwise,
         OptimizeModule,
         PropagateConstant,
