@@ -353,8 +353,23 @@ class _TrustedShape(OpDef):
 
 @register
 class BroadcastForDot(_TrustedShape):
+    """Input 0 broadcast over the batch dimensions (all but the last two) of both inputs."""
+
     name = "broadcast_for_dot"
     arity = (2, 2)
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
+        x, other = inputs
+        if x.ndim < 2 or other.ndim < 2:
+            raise ComputeError(f"{self.name}: inputs need rank at least 2, got {x.ndim} and {other.ndim}")
+        try:
+            batch = np.broadcast_shapes(x.shape[:-2], other.shape[:-2])
+        except ValueError:
+            raise ComputeError(
+                f"{self.name}: batch dimensions {lens_text(x.shape[:-2])} and {lens_text(other.shape[:-2])} "
+                "do not broadcast"
+            ) from None
+        return np.broadcast_to(x, batch + x.shape[-2:])
 
 
 @register

@@ -147,3 +147,19 @@ def test_gqa_rotary_embedding_matches_loops(interleaved: bool, sequence: int, ro
     assert got.dtype == qkv.dtype
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(got[:, heads + kv_heads :], qkv[:, heads + kv_heads :])
+
+
+def test_broadcast_for_dot_broadcasts_only_the_batch_dimensions() -> None:
+    matrix = data(5, 7)
+    batched = data(2, 3, 4, 5)
+    got = run("broadcast_for_dot", [matrix, batched])
+    assert got.shape == (2, 3, 5, 7)
+    for b in range(2):
+        for c in range(3):
+            np.testing.assert_array_equal(got[b, c], matrix)
+    unchanged = run("broadcast_for_dot", [batched, matrix])
+    np.testing.assert_array_equal(unchanged, batched)
+    partial = run("broadcast_for_dot", [data(1, 3, 4, 5), data(2, 1, 5, 6)])
+    assert partial.shape == (2, 3, 4, 5)
+    with pytest.raises(ValueError, match="do not broadcast"):
+        run("broadcast_for_dot", [data(2, 4, 5), data(3, 5, 6)])
