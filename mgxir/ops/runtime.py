@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -384,8 +384,31 @@ class BroadcastWithDims(_TrustedShape):
 
 @register
 class FixedPad(_TrustedShape):
+    """A dynamic-shaped input zero-padded at the end of each axis to its maximum lengths; a static one
+    passes through."""
+
     name = "fixed_pad"
     arity = (1, 1)
+
+    def kernel(self, op: Operation, inputs: Shapes, modules: Modules, run_module: RunModule) -> Callable:
+        declared = inputs[0]
+        if not declared.is_dynamic or declared.dyn_dims is None:
+            return lambda x: x
+        max_lens = tuple(d.max for d in declared.dyn_dims)
+        return lambda x: _pad_to(self.name, x, max_lens)
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
+        return inputs[0]
+
+
+def _pad_to(name: str, x: np.ndarray, lens: tuple[int, ...]) -> np.ndarray:
+    if x.ndim != len(lens) or any(n > m for n, m in zip(x.shape, lens)):
+        raise ComputeError(f"{name}: runtime lengths {lens_text(x.shape)} exceed the maximum {lens_text(lens)}")
+    if x.shape == lens:
+        return x
+    out = np.zeros(lens, x.dtype)
+    out[tuple(slice(0, n) for n in x.shape)] = x
+    return out
 
 
 @register

@@ -7,6 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mgxir.interp.interpreter import run_program
+from mgxir.text.parser import parse_program
+
 pytest.importorskip("onnxruntime")
 from test_ops_compute import data, onnx_node, run
 
@@ -163,3 +166,25 @@ def test_broadcast_for_dot_broadcasts_only_the_batch_dimensions() -> None:
     assert partial.shape == (2, 3, 4, 5)
     with pytest.raises(ValueError, match="do not broadcast"):
         run("broadcast_for_dot", [data(2, 4, 5), data(3, 5, 6)])
+
+
+def _run_text(text: str, params: dict[str, np.ndarray]) -> list:
+    return run_program(parse_program(text), params)
+
+
+FIXED_PAD = """module: "main"
+x = @param:x -> float_type, {[1..3], 3}
+@1 = fixed_pad(x)
+@2 = @return(@1)
+"""
+
+
+def test_fixed_pad_pads_a_dynamic_input_to_its_maximum_lengths() -> None:
+    x = np.array([[-3, -2, -1], [0, 1, 2]], np.float32)
+    (got,) = _run_text(FIXED_PAD, {"x": x})
+    np.testing.assert_array_equal(got, [[-3, -2, -1], [0, 1, 2], [0, 0, 0]])
+    full = data(3, 3)
+    (same,) = _run_text(FIXED_PAD, {"x": full})
+    np.testing.assert_array_equal(same, full)
+    static = data(2, 3)
+    np.testing.assert_array_equal(run("fixed_pad", [static]), static)
