@@ -413,9 +413,25 @@ def _pad_to(name: str, x: np.ndarray, lens: tuple[int, ...]) -> np.ndarray:
 
 @register
 class DynamicRange(_TrustedShape):
+    """Inputs (start, limit, delta), first elements read: start + i * delta for i below
+    max(ceil((limit - start) / delta), 0), at most max_output values, in start's type."""
+
     name = "dynamic_range"
     attributes = (Attr("max_output", INT, 2**31 - 1),)
     arity = (3, 3)
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
+        start, limit, delta = (x.reshape(-1)[0] for x in inputs)
+        if not (delta > 0 or delta < 0):
+            raise ComputeError(f"{self.name}: delta must be non-zero")
+        with np.errstate(all="ignore"):
+            exact_count = np.ceil((np.float64(limit) - np.float64(start)) / np.float64(delta))
+        if not np.isfinite(exact_count):
+            raise ComputeError(f"{self.name}: computed element count is not finite")
+        count = min(int(max(exact_count, 0.0)), op["max_output"])
+        dtype = inputs[0].dtype
+        with np.errstate(over="ignore"):
+            return (start + np.arange(count).astype(dtype) * delta.astype(dtype)).astype(dtype)
 
 
 @register

@@ -188,3 +188,31 @@ def test_fixed_pad_pads_a_dynamic_input_to_its_maximum_lengths() -> None:
     np.testing.assert_array_equal(same, full)
     static = data(2, 3)
     np.testing.assert_array_equal(run("fixed_pad", [static]), static)
+
+
+@pytest.mark.parametrize(
+    ("start", "limit", "delta", "dtype"),
+    [
+        (0, 5, 1, np.int64),
+        (10, 4, -3, np.int32),
+        (1.0, 2.0, 0.3, np.float32),
+        (5, 2, 1, np.int64),
+        (2.5, -1.0, -0.5, np.float32),
+    ],
+)
+def test_dynamic_range_matches_onnx_range(start: float, limit: float, delta: float, dtype: type) -> None:
+    scalars = [np.array(v, dtype) for v in (start, limit, delta)]
+    (want,) = onnx_node("Range", scalars)
+    got = run("dynamic_range", [s.reshape(1) for s in scalars])
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    value_count = max(int(np.ceil((float(scalars[1]) - float(scalars[0])) / float(scalars[2]))), 0)
+    by_loop = [scalars[0] + dtype(i) * scalars[2] for i in range(value_count)]
+    np.testing.assert_array_equal(got, np.array(by_loop, dtype))
+
+
+def test_dynamic_range_caps_at_max_output_and_rejects_zero_delta() -> None:
+    inputs = [np.array([v], np.int64) for v in (0, 100, 1)]
+    np.testing.assert_array_equal(run("dynamic_range", inputs, max_output=4), [0, 1, 2, 3])
+    with pytest.raises(ValueError, match="non-zero"):
+        run("dynamic_range", [np.array([v], np.int64) for v in (0, 3, 0)])
