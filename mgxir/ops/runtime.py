@@ -486,6 +486,34 @@ class SelectModule(OpDef):
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape | None:
         return op["output_dyn_shapes"]
 
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
+        for module in modules:
+            parameters = sorted(module.parameters(), key=lambda p: p.param_name)
+            input_parameters = [p for p in parameters if _OUTPUT_PARAMETER not in p.param_name]
+            if len(input_parameters) > len(inputs):
+                continue
+            if all(_fits(p.shape, x) for p, x in zip(input_parameters, inputs)):
+                break
+        else:
+            raise ComputeError(f"{self.name}: no module's parameter shapes fit the input shapes")
+        by_name = {p.param_name: x for p, x in zip(input_parameters, inputs)}
+        # output parameters are the target's result buffers; the reference writes fresh arrays
+        args = [
+            by_name[p.param_name] if p.param_name in by_name else np.zeros(p.shape.lens, p.shape.dtype.numpy)
+            for p in parameters
+        ]
+        return tuple(run_module(module, args))
+
+
+_OUTPUT_PARAMETER = "#output_"
+
+
+def _fits(declared: Shape, x: np.ndarray) -> bool:
+    """Whether a runtime array has exactly a static parameter shape's type and lengths."""
+    if declared.is_dynamic or declared.is_tuple:
+        return False
+    return np.dtype(declared.dtype.numpy) == x.dtype and declared.lens == (x.shape or (1,))
+
 
 @register
 class Unknown(OpDef):

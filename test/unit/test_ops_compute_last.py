@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mgxir.diagnostics import MgxError
 from mgxir.interp.interpreter import run_program
 from mgxir.text.parser import parse_program
 
@@ -216,3 +217,32 @@ def test_dynamic_range_caps_at_max_output_and_rejects_zero_delta() -> None:
     np.testing.assert_array_equal(run("dynamic_range", inputs, max_output=4), [0, 1, 2, 3])
     with pytest.raises(ValueError, match="non-zero"):
         run("dynamic_range", [np.array([v], np.int64) for v in (0, 3, 0)])
+
+
+SELECT_MODULE = """module: "main"
+data = @param:data -> float_type, {[1..4], 4}
+@1 = select_module[output_dyn_shapes=[float_type, {[1..4], 4}]](data), [batch_1, batch_2]
+@2 = get_tuple_elem[index=0](@1)
+@3 = @return(@2)
+
+module: "batch_1"
+batch_1:data = @param:data -> float_type, {1, 4}, {4, 1}
+batch_1:@1 = neg(batch_1:data) -> float_type, {1, 4}, {4, 1}
+batch_1:@2 = @return(batch_1:@1)
+
+module: "batch_2"
+batch_2:data = @param:data -> float_type, {2, 4}, {4, 1}
+batch_2:@1 = exp(batch_2:data) -> float_type, {2, 4}, {4, 1}
+batch_2:@2 = @return(batch_2:@1)
+"""
+
+
+def test_select_module_runs_the_module_whose_parameters_fit() -> None:
+    one = data(1, 4)
+    two = data(2, 4)
+    (got_one,) = _run_text(SELECT_MODULE, {"data": one})
+    np.testing.assert_array_equal(got_one, -one)
+    (got_two,) = _run_text(SELECT_MODULE, {"data": two})
+    np.testing.assert_allclose(got_two, np.exp(two), rtol=1e-6)
+    with pytest.raises(MgxError, match="no module's parameter shapes fit"):
+        _run_text(SELECT_MODULE, {"data": data(3, 4)})
