@@ -16,6 +16,7 @@ from mgxir.passes.eliminate_convert import EliminateConvert
 from mgxir.passes.eliminate_identity import EliminateIdentity
 from mgxir.passes.eliminate_pad import EliminatePad
 from mgxir.passes.fuse_pointwise import FusePointwise
+from mgxir.passes.normalize_ops import NormalizeOps
 from mgxir.passes.optimize_module import OptimizeModule
 from mgxir.passes.propagate_constant import PropagateConstant
 from mgxir.passes.simplify_algebra import SimplifyAlgebra
@@ -31,6 +32,7 @@ PASSES: dict[str, type[Pass]] = {
         EliminateConvert,
         EliminatePad,
         FusePointwise,
+        NormalizeOps,
         OptimizeModule,
         PropagateConstant,
         SimplifyAlgebra,

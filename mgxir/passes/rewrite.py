@@ -39,7 +39,7 @@ def recompute_shapes(start: list[Instruction]) -> None:
     pending = list(start)
     while pending:
         ins = pending.pop()
-        if ins.is_return or ins.op.defn.is_opaque:
+        if ins.op.defn.is_opaque:
             continue
         shape = ins.op.defn.shape(ins.op, [a.shape for a in ins.args], ins.module_args)
         if shape is not None and shape != ins.shape:
