@@ -16,6 +16,7 @@ from mgxir.passes.eliminate_convert import EliminateConvert
 from mgxir.passes.eliminate_identity import EliminateIdentity
 from mgxir.passes.eliminate_pad import EliminatePad
 from mgxir.passes.fuse_pointwise import FusePointwise
+from mgxir.passes.insert_pad import InsertPad
 from mgxir.passes.normalize_ops import NormalizeOps
 from mgxir.passes.optimize_module import OptimizeModule
 from mgxir.passes.propagate_constant import PropagateConstant
@@ -32,6 +33,7 @@ PASSES: dict[str, type[Pass]] = {
         EliminateConvert,
         EliminatePad,
         FusePointwise,
+        InsertPad,
         NormalizeOps,
         OptimizeModule,
         PropagateConstant,
