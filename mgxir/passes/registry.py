@@ -9,6 +9,7 @@ import re
 import typing
 
 from mgxir.diagnostics import MgxError
+from mgxir.passes.auto_contiguous import AutoContiguous
 from mgxir.passes.base import Pass
 from mgxir.passes.dead_code_elimination import DeadCodeElimination
 from mgxir.passes.eliminate_common_subexpression import EliminateCommonSubexpression
@@ -27,6 +28,7 @@ from mgxir.passes.testing import TEST_PASSES_ENV, TestFail
 PASSES: dict[str, type[Pass]] = {
     cls.name: cls
     for cls in (
+        AutoContiguous,
         DeadCodeElimination,
         EliminateCommonSubexpression,
         EliminateIdentity,
