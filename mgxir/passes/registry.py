@@ -21,6 +21,7 @@ from mgxir.passes.insert_pad import InsertPad
 from mgxir.passes.normalize_ops import NormalizeOps
 from mgxir.passes.optimize_module import OptimizeModule
 from mgxir.passes.propagate_constant import PropagateConstant
+from mgxir.passes.ref_lowering import RefLowering
 from mgxir.passes.simplify_algebra import SimplifyAlgebra
 from mgxir.passes.simplify_reshapes import SimplifyReshapes
 from mgxir.passes.testing import TEST_PASSES_ENV, TestFail
@@ -39,6 +40,7 @@ PASSES: dict[str, type[Pass]] = {
         NormalizeOps,
         OptimizeModule,
         PropagateConstant,
+        RefLowering,
         SimplifyAlgebra,
         SimplifyReshapes,
     )
@@ -60,6 +62,11 @@ _READ_O = ["eliminate_identity", "simplify_algebra", "simplify_reshapes", "propa
 PIPELINES: dict[str, str] = {
     "fuse": "fuse_pointwise,fuse_reduce,dead_code_elimination",
     "O": _after_each(_READ_O, "dead_code_elimination"),
+    # the reference target's passes (rewrite_rnn not yet written)
+    "ref": _after_each(
+        ["normalize_ops,eliminate_pad", "insert_pad", "rewrite_rnn", "auto_contiguous", "ref_lowering"],
+        "dead_code_elimination",
+    ),
 }
 
 
