@@ -109,14 +109,14 @@ class PropagateConstant(ModulePass):
             return
         values: dict[Instruction, np.ndarray] = {}
         for target in targets:
-            value = _evaluate(target, values, interpreter)
+            value = evaluate_constant(target, values, interpreter)
             shape = target.shape if target.shape.packed else target.shape.as_standard()
             literal_ins = module.add_literal(Literal(shape, np.ascontiguousarray(value)))
             replace_instruction(module, target, literal_ins)
             context.count("instructions folded")
 
 
-def _evaluate(root: Instruction, values: dict[Instruction, np.ndarray], interpreter: Interpreter) -> np.ndarray:
+def evaluate_constant(root: Instruction, values: dict[Instruction, np.ndarray], interpreter: Interpreter) -> np.ndarray:
     """The value of a constant instruction, evaluating its constant inputs first (iteratively)."""
     stack = [root]
     while stack:

@@ -13,6 +13,7 @@ from mgxir.passes.auto_contiguous import AutoContiguous
 from mgxir.passes.base import Pass
 from mgxir.passes.dead_code_elimination import DeadCodeElimination
 from mgxir.passes.eliminate_common_subexpression import EliminateCommonSubexpression
+from mgxir.passes.eliminate_contiguous import EliminateContiguous
 from mgxir.passes.eliminate_convert import EliminateConvert
 from mgxir.passes.eliminate_identity import EliminateIdentity
 from mgxir.passes.eliminate_pad import EliminatePad
@@ -33,6 +34,7 @@ PASSES: dict[str, type[Pass]] = {
         DeadCodeElimination,
         EliminateCommonSubexpression,
         EliminateIdentity,
+        EliminateContiguous,
         EliminateConvert,
         EliminatePad,
         FusePointwise,
