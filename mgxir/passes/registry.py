@@ -18,6 +18,7 @@ from mgxir.passes.eliminate_convert import EliminateConvert
 from mgxir.passes.eliminate_identity import EliminateIdentity
 from mgxir.passes.eliminate_pad import EliminatePad
 from mgxir.passes.fuse_pointwise import FusePointwise
+from mgxir.passes.inline_module import InlineModule
 from mgxir.passes.insert_pad import InsertPad
 from mgxir.passes.normalize_ops import NormalizeOps
 from mgxir.passes.optimize_module import OptimizeModule
@@ -38,6 +39,7 @@ PASSES: dict[str, type[Pass]] = {
         EliminateConvert,
         EliminatePad,
         FusePointwise,
+        InlineModule,
         InsertPad,
         NormalizeOps,
         OptimizeModule,
