@@ -24,6 +24,7 @@ from mgxir.passes.normalize_ops import NormalizeOps
 from mgxir.passes.optimize_module import OptimizeModule
 from mgxir.passes.propagate_constant import PropagateConstant
 from mgxir.passes.ref_lowering import RefLowering
+from mgxir.passes.rewrite_gelu import RewriteGelu
 from mgxir.passes.simplify_algebra import SimplifyAlgebra
 from mgxir.passes.simplify_reshapes import SimplifyReshapes
 from mgxir.passes.testing import TEST_PASSES_ENV, TestFail
@@ -45,6 +46,7 @@ PASSES: dict[str, type[Pass]] = {
         OptimizeModule,
         PropagateConstant,
         RefLowering,
+        RewriteGelu,
         SimplifyAlgebra,
         SimplifyReshapes,
     )
