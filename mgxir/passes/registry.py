@@ -20,6 +20,7 @@ from mgxir.passes.eliminate_pad import EliminatePad
 from mgxir.passes.fuse_pointwise import FusePointwise
 from mgxir.passes.inline_module import InlineModule
 from mgxir.passes.insert_pad import InsertPad
+from mgxir.passes.memory_coloring import MemoryColoring
 from mgxir.passes.normalize_ops import NormalizeOps
 from mgxir.passes.optimize_module import OptimizeModule
 from mgxir.passes.propagate_constant import PropagateConstant
@@ -42,6 +43,7 @@ PASSES: dict[str, type[Pass]] = {
         FusePointwise,
         InlineModule,
         InsertPad,
+        MemoryColoring,
         NormalizeOps,
         OptimizeModule,
         PropagateConstant,
