@@ -14,7 +14,7 @@ from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.rewrite import replace_op
 
 _PADDED_OPS = frozenset({"convolution", "im2col", "pooling"})
-_LOWEST_FLOAT = float(np.finfo(np.float32).min)
+LOWEST_FLOAT = float(np.finfo(np.float32).min)
 
 
 @dataclasses.dataclass
@@ -40,7 +40,7 @@ class InsertPad(ModulePass):
                 if mode == 0:  # average
                     continue
                 if mode == 1:  # max
-                    value = _LOWEST_FLOAT
+                    value = LOWEST_FLOAT
             pads = (0, 0, *padding[:spatial], 0, 0, *padding[spatial:])
             pad = module.insert(ins, make_op("pad", pads=pads, value=value), [source])
             unpadded = ins.op.replace(padding=(0,) * (2 * spatial))

@@ -26,6 +26,7 @@ from mgxir.passes.optimize_module import OptimizeModule
 from mgxir.passes.propagate_constant import PropagateConstant
 from mgxir.passes.ref_lowering import RefLowering
 from mgxir.passes.rewrite_gelu import RewriteGelu
+from mgxir.passes.rewrite_pooling import RewritePooling
 from mgxir.passes.simplify_algebra import SimplifyAlgebra
 from mgxir.passes.simplify_reshapes import SimplifyReshapes
 from mgxir.passes.testing import TEST_PASSES_ENV, TestFail
@@ -49,6 +50,7 @@ PASSES: dict[str, type[Pass]] = {
         PropagateConstant,
         RefLowering,
         RewriteGelu,
+        RewritePooling,
         SimplifyAlgebra,
         SimplifyReshapes,
     )
