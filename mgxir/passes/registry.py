@@ -27,6 +27,7 @@ from mgxir.passes.propagate_constant import PropagateConstant
 from mgxir.passes.ref_lowering import RefLowering
 from mgxir.passes.rewrite_gelu import RewriteGelu
 from mgxir.passes.rewrite_pooling import RewritePooling
+from mgxir.passes.rewrite_reduce import RewriteReduce
 from mgxir.passes.simplify_algebra import SimplifyAlgebra
 from mgxir.passes.simplify_reshapes import SimplifyReshapes
 from mgxir.passes.testing import TEST_PASSES_ENV, TestFail
@@ -51,6 +52,7 @@ PASSES: dict[str, type[Pass]] = {
         RefLowering,
         RewriteGelu,
         RewritePooling,
+        RewriteReduce,
         SimplifyAlgebra,
         SimplifyReshapes,
     )
