@@ -18,6 +18,7 @@ from mgxir.passes.eliminate_convert import EliminateConvert
 from mgxir.passes.eliminate_identity import EliminateIdentity
 from mgxir.passes.eliminate_pad import EliminatePad
 from mgxir.passes.fuse_pointwise import FusePointwise
+from mgxir.passes.fuse_reduce import FuseReduce
 from mgxir.passes.inline_module import InlineModule
 from mgxir.passes.insert_pad import InsertPad
 from mgxir.passes.memory_coloring import MemoryColoring
@@ -43,6 +44,7 @@ PASSES: dict[str, type[Pass]] = {
         EliminateConvert,
         EliminatePad,
         FusePointwise,
+        FuseReduce,
         InlineModule,
         InsertPad,
         MemoryColoring,
