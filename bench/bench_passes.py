@@ -1,4 +1,4 @@
-"""Times `-O` and `fuse` on 10k and 100k-instruction add/mul/tanh chains; prints seconds and growth."""
+"""Times `-O`, `fuse` and `ref` on 10k and 100k-instruction add/mul/tanh chains; prints seconds and growth."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ def time_pipeline(pipeline: str, n: int, main_only: bool) -> float:
 
 
 def main() -> None:
-    for label, pipeline, main_only in (("-O", "O", True), ("fuse", "fuse", False)):
+    for label, pipeline, main_only in (("-O", "O", True), ("fuse", "fuse", False), ("ref", "ref", False)):
+        time_pipeline(pipeline, 1_000, main_only)  # warm-up: first lookups load the operator tables
         small = time_pipeline(pipeline, 10_000, main_only)
         large = time_pipeline(pipeline, 100_000, main_only)
         print(f"{label:5s} 10k: {small:7.3f} s   100k: {large:7.3f} s   growth x{large / small:5.1f} (linear = x10)")
