@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from mgxir.ops.attributes import Attr, AttributeError_
+from mgxir.ops.attributes import Attr, AttributeError_, OptionalKind
 from mgxir.text.values import OpNode
 
 if TYPE_CHECKING:
@@ -105,7 +105,10 @@ class OpDef:
     def format(self, op: Operation) -> str:
         if not self.attributes:
             return self.name
-        parts = [f"{a.name}={a.kind.format(v) if v is not None else ''}" for a, v in zip(self.attributes, op.values)]
+        parts = [
+            f"{a.name}={a.kind.format(v) if v is not None or isinstance(a.kind, OptionalKind) else ''}"
+            for a, v in zip(self.attributes, op.values)
+        ]
         return f"{self.name}[{','.join(parts)}]"
 
     # -- semantics --------------------------------------------------------------------------
