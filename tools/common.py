@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Callable
@@ -12,6 +13,9 @@ from mgxir.diagnostics import DiagnosticSink, MgxError
 def run_guarded(body: Callable[[DiagnosticSink], int | None]) -> int:
     """Runs a tool's body: user errors print `file:line:col: error: ...` and give exit code 1;
     a bug in mgxir prints one line (the traceback only with MGXIR_TRACEBACK=1) and exit code 2."""
+    # A tool lives for one command: Python's cycle collector would only rescan the whole IR
+    # (instructions link to each other) again and again, so it stays off and exit frees everything.
+    gc.disable()
     sink = DiagnosticSink()
     try:
         code = body(sink) or 0
