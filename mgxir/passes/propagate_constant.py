@@ -25,11 +25,13 @@ _NEVER_FOLDED = frozenset({"unpack_int4", "unpack_fp4", "undefined"})
 
 
 class ConstantAnalysis:
-    """MIGraphX's `can_eval`, memoised: literals, and ops with a reference compute and no side
-    effects whose inputs all can be evaluated."""
+    """MIGraphX's `can_eval`, memoised: literals, and ops with no side effects whose inputs all
+    can be evaluated. With `need_values` (folding), elided literals, ops without a reference
+    compute and dynamic shapes do not count; matchers that only ask "is this constant" pass False."""
 
-    def __init__(self) -> None:
+    def __init__(self, need_values: bool = True) -> None:
         self.known: dict[Instruction, bool] = {}
+        self.need_values = need_values
 
     def __call__(self, ins: Instruction) -> bool:
         found = self.known.get(ins)
@@ -43,10 +45,12 @@ class ConstantAnalysis:
                 continue
             defn = top.op.defn
             if top.is_literal:
-                self.known[top] = not top.literal.elided
+                self.known[top] = not (self.need_values and top.literal.elided)
             elif top.is_param or top.is_return or not top.args or top.module_args:
                 self.known[top] = False
-            elif defn.has_side_effects or defn.is_opaque or not defn.has_compute or top.shape.is_dynamic:
+            elif defn.has_side_effects or defn.is_opaque:
+                self.known[top] = False
+            elif self.need_values and (not defn.has_compute or top.shape.is_dynamic):
                 self.known[top] = False
             else:
                 pending = [a for a in top.args if a not in self.known]

@@ -14,46 +14,19 @@ from mgxir.ir.module import Module
 from mgxir.ops.registry import make_op
 from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.dead_code_elimination import eliminate_dead_code
+from mgxir.passes.propagate_constant import ConstantAnalysis
 from mgxir.passes.rewrite import replace_op
 
 _BROADCASTS = ("broadcast", "multibroadcast")
 
 
-class _Constants:
-    """Which instructions MIGraphX can evaluate at compile time (`can_eval`), memoised."""
-
-    def __init__(self) -> None:
-        self.known: dict[Instruction, bool] = {}
-
-    def __call__(self, ins: Instruction) -> bool:
-        found = self.known.get(ins)
-        if found is not None:
-            return found
-        stack = [ins]
-        while stack:
-            top = stack[-1]
-            if top in self.known:
-                stack.pop()
-                continue
-            if top.is_literal:
-                self.known[top] = True
-            elif top.is_param or not top.args or top.op.defn.has_side_effects or top.op.defn.is_opaque:
-                self.known[top] = False
-            else:
-                pending = [a for a in top.args if a not in self.known]
-                if pending:
-                    stack.extend(pending)
-                    continue
-                self.known[top] = all(self.known[a] for a in top.args)
-            stack.pop()
-        return self.known[ins]
-
-
-def _lit_broadcast(ins: Instruction, constant: _Constants) -> bool:
+def _lit_broadcast(ins: Instruction, constant: ConstantAnalysis) -> bool:
     return constant(ins) or ins.op.defn.name == "broadcast"
 
 
-def _op_lit_broadcast(ins: Instruction, name: str, constant: _Constants) -> tuple[Instruction, Instruction] | None:
+def _op_lit_broadcast(
+    ins: Instruction, name: str, constant: ConstantAnalysis
+) -> tuple[Instruction, Instruction] | None:
     """`name(a, x)` in either order with `a` a constant or broadcast and `x` not: (a, x)."""
     if ins.op.defn.name != name or len(ins.args) != 2:
         return None
@@ -85,7 +58,7 @@ def _insert_common_op(module: Module, pos: Instruction, op, inputs: list[Instruc
     return module.insert(pos, op, args)
 
 
-def find_inner_broadcast(module: Module, ins: Instruction, constant: _Constants) -> bool:
+def find_inner_broadcast(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
     if not ins.op.defn.pointwise or not ins.args or ins.op.defn.name == "layout":
         return False
     broadcasts = ins.args
@@ -125,7 +98,7 @@ def find_inner_broadcast(module: Module, ins: Instruction, constant: _Constants)
     return True
 
 
-def find_double_add_lit_broadcast(module: Module, ins: Instruction, constant: _Constants) -> bool:
+def find_double_add_lit_broadcast(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
     if ins.op.defn.name != "add" or len(ins.args) != 2:
         return False
     left = _op_lit_broadcast(ins.args[0], "add", constant)
@@ -146,7 +119,7 @@ def find_double_add_lit_broadcast(module: Module, ins: Instruction, constant: _C
     return True
 
 
-def find_add_lit_broadcast(module: Module, ins: Instruction, constant: _Constants) -> bool:
+def find_add_lit_broadcast(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
     if ins.op.defn.name != "add" or len(ins.args) != 2:
         return False
     for inner, b in ((ins.args[0], ins.args[1]), (ins.args[1], ins.args[0])):
@@ -159,7 +132,7 @@ def find_add_lit_broadcast(module: Module, ins: Instruction, constant: _Constant
     return False
 
 
-def find_mul_add(module: Module, ins: Instruction, constant: _Constants) -> bool:
+def find_mul_add(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
     if ins.op.defn.name != "mul" or len(ins.args) != 2:
         return False
     for add, a in ((ins.args[0], ins.args[1]), (ins.args[1], ins.args[0])):
@@ -177,7 +150,7 @@ def find_mul_add(module: Module, ins: Instruction, constant: _Constants) -> bool
     return False
 
 
-Rewrite = Callable[[Module, Instruction, _Constants], bool]
+Rewrite = Callable[[Module, Instruction, ConstantAnalysis], bool]
 
 # MIGraphX's order; the first that applies to an instruction wins
 REWRITES: tuple[Rewrite, ...] = (
@@ -197,7 +170,7 @@ class SimplifyAlgebra(ModulePass):
     def apply_module(self, module: Module, context: PassContext) -> None:
         for _ in range(self.max_rounds):
             changed = False
-            constant = _Constants()
+            constant = ConstantAnalysis(need_values=False)
             for ins in module:
                 if ins.parent is not module:
                     continue
