@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,20 +41,20 @@ def _list_items(v: Value, what: str) -> tuple:
     raise AttributeError_(f"expected {{...}} with {what}")
 
 
-class Kind:
+class Kind(abc.ABC):
     """Reads a value tree into a Python value, checks Python values, prints values."""
 
     description = "a value"
 
-    def read(self, v: Value) -> Any:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def read(self, v: Value) -> Any: ...
 
     def coerce(self, x: Any) -> Any:
         """Normalises a Python value given by API users (lists to tuples, ints to bools...)."""
         return x
 
-    def format(self, x: Any) -> str:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def format(self, x: Any) -> str: ...
 
 
 class IntKind(Kind):

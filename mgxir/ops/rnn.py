@@ -77,7 +77,8 @@ class _Recurrent(OpDef):
     def step(
         self, op: Operation, xw: np.ndarray, h: np.ndarray, c: np.ndarray, weights: dict, act: list
     ) -> tuple[np.ndarray, np.ndarray]:
-        raise NotImplementedError
+        """One time step of the cell; each recurrent op overrides it."""
+        raise ComputeError(f"{self.name}: no cell step is defined")
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
         x, w, r = (a.astype(np.float64) for a in inputs[:3])

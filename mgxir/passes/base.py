@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from collections import Counter
 from typing import ClassVar
@@ -22,14 +23,14 @@ class PassContext:
 
 
 @dataclasses.dataclass
-class Pass:
+class Pass(abc.ABC):
     """A program pass. Subclasses are dataclasses; their fields are the pass's options."""
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
 
-    def apply(self, program: Program, context: PassContext) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def apply(self, program: Program, context: PassContext) -> None: ...
 
     @classmethod
     def options(cls) -> list[dataclasses.Field]:
@@ -60,8 +61,8 @@ class ModulePass(Pass):
         for module in modules_to_run(program, context.main_only):
             self.apply_module(module, context)
 
-    def apply_module(self, module: Module, context: PassContext) -> None:
-        raise NotImplementedError
+    @abc.abstractmethod
+    def apply_module(self, module: Module, context: PassContext) -> None: ...
 
 
 def modules_to_run(program: Program, main_only: bool) -> list[Module]:
