@@ -133,6 +133,8 @@ _CONV_ATTRS = (
     Attr("group", INT, 1),
     Attr("padding_mode", PADDING_MODE, 0),
 )
+# quant_convolution and convolution_backwards declare padding_mode before group
+CONV_ATTRS_MODE_FIRST = (*_CONV_ATTRS[:3], _CONV_ATTRS[4], _CONV_ATTRS[3])
 
 
 @register
@@ -147,13 +149,7 @@ class Convolution(_Convolution):
 class QuantConvolution(_Convolution):
     name = "quant_convolution"
     padding_attributes = ("padding",)
-    attributes = (
-        Attr("padding", INTS, (0, 0)),
-        Attr("stride", INTS, (1, 1)),
-        Attr("dilation", INTS, (1, 1)),
-        Attr("padding_mode", PADDING_MODE, 0),
-        Attr("group", INT, 1),
-    )
+    attributes = CONV_ATTRS_MODE_FIRST
 
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
         s = super().shape(op, inputs, modules)

@@ -14,6 +14,7 @@ from mgxir.ir.shape import Shape
 from mgxir.ops.attributes import BOOL, FLOAT, INT, INTS, PADDING_MODE, POOLING_MODE, STRING, Attr
 from mgxir.ops.common import fail, lens_text, require_static, same_type
 from mgxir.ops.definition import OpDef, Operation, RunModule, RuntimeValue
+from mgxir.ops.nn import CONV_ATTRS_MODE_FIRST
 from mgxir.ops.registry import register
 
 if TYPE_CHECKING:
@@ -36,13 +37,7 @@ class ConvolutionBackwards(OpDef):
 
     name = "convolution_backwards"
     aliases = ("deconvolution",)
-    attributes = (
-        Attr("padding", INTS, (0, 0)),
-        Attr("stride", INTS, (1, 1)),
-        Attr("dilation", INTS, (1, 1)),
-        Attr("padding_mode", PADDING_MODE, 0),
-        Attr("group", INT, 1),
-    )
+    attributes = CONV_ATTRS_MODE_FIRST
     arity = (2, 2)
     padding_attributes = ("padding",)
 
