@@ -71,6 +71,7 @@ def make_param(name: str) -> Operation:
 def make_literal(literal: Literal) -> Operation:
     return Operation(_builtin("@literal"), (literal,))
 
+
 def make_return() -> Operation:
     return _builtin("@return").make()
 

@@ -1,19 +1,11 @@
-"""simplify_algebra: MIGraphX's algebraic rewrites, tried in MIGraphX's order on each instruction,
-repeated (with dead-code elimination between) while anything changes, at most 8 times.
-
-Written so far: find_inner_broadcast (the same-broadcast case), find_double_add_lit_broadcast,
-find_add_lit_broadcast and find_mul_add."""
+"""simplify_algebra's broadcast and constant-add rewrites: find_inner_broadcast (the same-broadcast case),
+find_double_add_lit_broadcast, find_add_lit_broadcast and find_mul_add."""
 
 from __future__ import annotations
-
-import dataclasses
-from collections.abc import Callable
 
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.ops.registry import make_op
-from mgxir.passes.base import ModulePass, PassContext
-from mgxir.passes.dead_code_elimination import eliminate_dead_code
 from mgxir.passes.propagate_constant import ConstantAnalysis
 from mgxir.passes.rewrite import replace_op
 
@@ -150,35 +142,4 @@ def find_mul_add(module: Module, ins: Instruction, constant: ConstantAnalysis) -
     return False
 
 
-Rewrite = Callable[[Module, Instruction, ConstantAnalysis], bool]
-
-# MIGraphX's order; the first that applies to an instruction wins
-REWRITES: tuple[Rewrite, ...] = (
-    find_inner_broadcast,
-    find_double_add_lit_broadcast,
-    find_add_lit_broadcast,
-    find_mul_add,
-)
-
-
-@dataclasses.dataclass
-class SimplifyAlgebra(ModulePass):
-    name = "simplify_algebra"
-    description = "Algebraic rewrites: move broadcasts out, fold constant adds, distribute mul over add."
-    max_rounds: int = 8
-
-    def apply_module(self, module: Module, context: PassContext) -> None:
-        for _ in range(self.max_rounds):
-            changed = False
-            constant = ConstantAnalysis(need_values=False)
-            for ins in module:
-                if ins.parent is not module:
-                    continue
-                for rewrite in REWRITES:
-                    if rewrite(module, ins, constant):
-                        context.count(f"{rewrite.__name__} applied")
-                        changed = True
-                        break
-            eliminate_dead_code(module, context)
-            if not changed:
-                break
+REWRITES = (find_inner_broadcast, find_double_add_lit_broadcast, find_add_lit_broadcast, find_mul_add)

@@ -1,8 +1,5 @@
-"""simplify_reshapes: MIGraphX's shape-transform clean-ups, repeated (with DCE) while anything
-changes, at most `depth` times.
-
-Written so far: find_nop_reshapes (a shape op whose result has its input's shape, or a reduction
-that keeps the lens, is its input), find_flatten (flatten becomes reshape), and the cases of
+"""simplify_reshapes' first rewrites: find_nop_reshapes (a shape op whose result has its input's shape,
+or a reduction that keeps the lens, is its input), find_flatten (flatten becomes reshape), and the cases of
 find_nested_shape_transforms that need no general shape-transform algebra: a chain from a scalar
 becomes one multibroadcast, a chain between one-element shapes one reshape, a chain of reshape,
 squeeze and unsqueeze one squeeze, unsqueeze or reshape, and a chain of transposes one transpose
@@ -10,14 +7,11 @@ squeeze and unsqueeze one squeeze, unsqueeze or reshape, and a chain of transpos
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.ops.registry import make_op
-from mgxir.passes.base import ModulePass, PassContext
-from mgxir.passes.dead_code_elimination import eliminate_dead_code
 from mgxir.passes.rewrite import replace_instruction, replace_op
 
 _SAME_SHAPE_NOPS = frozenset(
@@ -147,27 +141,4 @@ def find_nested_shape_transforms(module: Module, ins: Instruction) -> bool:
     return False
 
 
-Rewrite = Callable[[Module, Instruction], bool]
-REWRITES: tuple[Rewrite, ...] = (find_nop_reshapes, find_flatten, find_nested_shape_transforms)
-
-
-@dataclasses.dataclass
-class SimplifyReshapes(ModulePass):
-    name = "simplify_reshapes"
-    description = "Remove no-op shape ops and collapse chains of reshapes and of transposes."
-    depth: int = 4
-
-    def apply_module(self, module: Module, context: PassContext) -> None:
-        for _ in range(self.depth):
-            changed = False
-            for ins in module:
-                if ins.parent is not module:
-                    continue
-                for rewrite in REWRITES:
-                    if rewrite(module, ins):
-                        context.count(f"{rewrite.__name__} applied")
-                        changed = True
-                        break
-            eliminate_dead_code(module, context)
-            if not changed:
-                break
+REWRITES = (find_nop_reshapes, find_flatten, find_nested_shape_transforms)

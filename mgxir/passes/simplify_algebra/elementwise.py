@@ -1,0 +1,5 @@
+"""simplify_algebra rewrites (family: elementwise)."""
+
+from __future__ import annotations
+
+REWRITES: tuple = ()

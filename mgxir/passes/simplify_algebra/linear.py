@@ -1,0 +1,5 @@
+"""simplify_algebra rewrites (family: linear)."""
+
+from __future__ import annotations
+
+REWRITES: tuple = ()

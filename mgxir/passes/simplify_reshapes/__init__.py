@@ -1,0 +1,77 @@
+"""simplify_reshapes: MIGraphX's shape-transform clean-ups. As MIGraphX does: find_gather_scalar once,
+then find_gather (when enabled), then the main rewrites in MIGraphX's order (the first that applies to an
+instruction wins), repeated with dead-code elimination between while anything changes, at most `depth`
+times. Each rewrite lives in the file of its family and is named as MIGraphX names its matcher."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+from mgxir.ir.instruction import Instruction
+from mgxir.ir.module import Module
+from mgxir.passes.base import ModulePass, PassContext
+from mgxir.passes.dead_code_elimination import eliminate_dead_code
+from mgxir.passes.simplify_reshapes import concat, gather, nested, views
+
+Rewrite = Callable[[Module, Instruction], bool]
+
+# MIGraphX's matcher order (src/simplify_reshapes.cpp, simplify_reshapes::apply)
+ORDER: tuple[str, ...] = (
+    "find_nop_reshapes",
+    "find_flatten",
+    "find_reshape_cont",
+    "find_slice_shape_transforms",
+    "find_nested_shape_transforms",
+    "find_concat_slice",
+    "find_concat_transpose",
+    "find_concat_reshape",
+    "find_concat_multibroadcasts",
+    "find_nested_slice",
+    "find_nested_concat",
+    "find_transpose_slice",
+    "find_slice_transpose",
+    "find_unary_shape_transforms",
+    "find_reshape_dot",
+    "find_mul_add_shape_op_dot",
+    "find_op_shape_transform_op",
+)
+
+WRITTEN: dict[str, Rewrite] = {
+    rewrite.__name__: rewrite for family in (nested, views, concat, gather) for rewrite in family.REWRITES
+}
+REWRITES: tuple[Rewrite, ...] = tuple(WRITTEN[name] for name in ORDER if name in WRITTEN)
+GATHER_SCALAR: tuple[Rewrite, ...] = tuple(WRITTEN[n] for n in ("find_gather_scalar",) if n in WRITTEN)
+GATHER: tuple[Rewrite, ...] = tuple(WRITTEN[n] for n in ("find_gather",) if n in WRITTEN)
+
+
+def _run_once(module: Module, rewrites: Sequence[Rewrite], context: PassContext) -> bool:
+    changed = False
+    for ins in module:
+        if ins.parent is not module:
+            continue
+        for rewrite in rewrites:
+            if rewrite(module, ins):
+                context.count(f"{rewrite.__name__} applied")
+                changed = True
+                break
+    return changed
+
+
+@dataclasses.dataclass
+class SimplifyReshapes(ModulePass):
+    name = "simplify_reshapes"
+    description = "Remove no-op shape ops, collapse chains of views, move views through concat, slice and dot."
+    depth: int = 4
+    enable_gather_rewrite: bool = True
+
+    def apply_module(self, module: Module, context: PassContext) -> None:
+        if GATHER_SCALAR and _run_once(module, GATHER_SCALAR, context):
+            eliminate_dead_code(module, context)
+        if self.enable_gather_rewrite and GATHER:
+            _run_once(module, GATHER, context)
+        for _ in range(self.depth):
+            changed = _run_once(module, REWRITES, context)
+            eliminate_dead_code(module, context)
+            if not changed:
+                break
