@@ -11,7 +11,8 @@ config.test_format = lit.formats.ShTest(execute_external=False)
 config.suffixes = [".mgx", ".test"]
 config.excludes = ["Inputs", "unit", "lit.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
-config.test_exec_root = os.path.join(config.test_source_root, "Output")
+# MGXIR_LIT_OUTPUT lets concurrent runs keep their temporary files apart
+config.test_exec_root = os.environ.get("MGXIR_LIT_OUTPUT") or os.path.join(config.test_source_root, "Output")
 
 repo = os.path.dirname(config.test_source_root)
 shared = os.path.join(os.path.dirname(repo), "shared")
