@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -146,15 +147,24 @@ def mgx_opt(
             main_only=main_only,
         )
 
-        def transform(program: Program, chunk_sink: DiagnosticSink) -> None:
+        def transform(program: Program, chunk_sink: DiagnosticSink, read_again: Callable[[], Program] | None) -> None:
+            """Verifies and runs the passes; `read_again` reads the same input afresh (for a reproducer)."""
+
+            def replay() -> Program:
+                assert read_again is not None
+                fresh = read_again()
+                if not no_verify:
+                    verify(fresh, DiagnosticSink())
+                return fresh
+
             if not no_verify:
                 verify(program, chunk_sink)
             if pass_list:
-                PassManager(pass_list, instrumentation).run(program, chunk_sink)
+                PassManager(pass_list, instrumentation).run(program, chunk_sink, replay if read_again else None)
 
         if text is None:
             program = read_program(input, sink, from_log=True, log_pass=log_pass)
-            transform(program, sink)
+            transform(program, sink, None if input == "-" else lambda: _read_log(input, log_pass))
             write_program(program, output, lossless=lossless, sidecar=sidecar)
             return 0
         filename = "<stdin>" if input == "-" else input
@@ -164,18 +174,27 @@ def mgx_opt(
             return _verify_diagnostics(chunks or split_input_whole(text), filename, base_dir, transform, lossless)
         if chunks is None:
             program = parse_program(text, filename, base_dir=base_dir, sink=sink)
-            transform(program, sink)
+            transform(program, sink, _reader(text, filename, base_dir))
             write_program(program, output, lossless=lossless, sidecar=sidecar)
             return 0
         outputs = []
         for chunk in chunks:
             program = parse_program(chunk.text, filename, base_dir=base_dir, sink=sink, line_map=chunk.line_map())
-            transform(program, sink)
+            transform(program, sink, _reader(chunk.text, filename, base_dir, chunk.line_map()))
             outputs.append(render(program, lossless)[0])
         _write(f"{SPLIT_MARKER}\n".join(outputs), output)
         return 0
 
     raise typer.Exit(run_guarded(body))
+
+
+def _read_log(path: str, log_pass: str | None) -> Program:
+    return read_program(path, DiagnosticSink(), from_log=True, log_pass=log_pass)
+
+
+def _reader(text: str, filename: str, base_dir: Path | None, line_map=None) -> Callable[[], Program]:
+    """Parses `text` again on each call, for rebuilding a failed pipeline's input."""
+    return lambda: parse_program(text, filename, base_dir=base_dir, sink=DiagnosticSink(), line_map=line_map)
 
 
 def split_input_whole(text: str):
@@ -192,7 +211,7 @@ def _verify_diagnostics(chunks, filename, base_dir, transform, lossless: bool) -
         found = []
         try:
             program = parse_program(chunk.text, filename, base_dir=base_dir, sink=chunk_sink, line_map=chunk.line_map())
-            transform(program, chunk_sink)
+            transform(program, chunk_sink, _reader(chunk.text, filename, base_dir, chunk.line_map()))
             outputs.append(render(program, lossless)[0])
         except MgxError as e:
             found.append(e.diagnostic)

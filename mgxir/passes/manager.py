@@ -1,5 +1,15 @@
 """Runs a pipeline of passes with mlir-opt's instrumentation: verify after each pass, IR dumps,
-timing, statistics, disabled passes, and a reproducer file when a pass fails."""
+timing, statistics, disabled passes, and a reproducer file when a pass fails.
+
+The reproducer holds the IR as it was before the failing pass. Printing the IR before every pass
+would cost a print per pass on the success path, so when the caller can rebuild the input (`replay`),
+the IR is recovered only after a failure by running the passes that preceded it again on a fresh
+copy (passes are deterministic); without `replay` the IR is printed before each pass.
+
+After a pass, verification is skipped when no module changed: a module's fingerprint (each
+instruction with its operation, result shape, arguments and submodules, in order) is compared with
+the one taken when it was last verified; operations and shapes are immutable values, so an equal
+fingerprint means the verifier would see the same IR."""
 
 from __future__ import annotations
 
@@ -8,6 +18,7 @@ import os
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
@@ -55,9 +66,13 @@ class PassManager:
         self.times: list[tuple[str, float]] = []
         self.statistics: list[tuple[str, Counter[str], int, int]] = []
 
-    def run(self, program: Program, sink: DiagnosticSink | None = None) -> None:
+    def run(
+        self, program: Program, sink: DiagnosticSink | None = None, replay: Callable[[], Program] | None = None
+    ) -> None:
+        """Runs the pipeline on `program`; `replay`, if given, builds the same input afresh."""
         o = self.options
-        keep_snapshot = o.reproducer is not None or o.print_after_change
+        keep_snapshot = o.print_after_change or (o.reproducer is not None and replay is None)
+        verified = _fingerprint(program) if o.verify_each else None
         for index, p in enumerate(self.passes):
             if p.name in o.disabled:
                 continue
@@ -70,13 +85,18 @@ class PassManager:
             stage = "failed"
             try:
                 p.apply(program, context)
-                if o.verify_each:
-                    stage = "left invalid IR"
-                    verify(program, sink)
+                if verified is not None:
+                    now = _fingerprint(program)
+                    if now != verified:
+                        stage = "left invalid IR"
+                        verify(program, sink)
+                        verified = now
             except Exception as e:
                 message = e.message if isinstance(e, MgxError) else f"{type(e).__name__}: {e}"
                 text = f"pass '{p.name}' {stage}: {message.splitlines()[0] if message else ''}"
-                if before is not None and o.reproducer:
+                if o.reproducer:
+                    if before is None and replay is not None:
+                        before = self._replay_until(replay, index)
                     self._write_reproducer(before, index)
                     text += f" (reproducer: {o.reproducer}; replay with mgx-opt --run-reproducer)"
                 raise MgxError(text) from e
@@ -103,6 +123,14 @@ class PassManager:
     def _dump(self, title: str, text: str) -> None:
         print(f"// -----// IR Dump {title} //----- //", file=self.options.stream)
         self.options.stream.write(text)
+
+    def _replay_until(self, replay: Callable[[], Program], index: int) -> str:
+        """The IR before pass `index`, rebuilt by running the passes before it on a fresh input."""
+        program = replay()
+        for p in self.passes[:index]:
+            if p.name not in self.options.disabled:
+                p.apply(program, PassContext(main_only=self.options.main_only))
+        return _ir(program)
 
     def _write_reproducer(self, before: str, index: int) -> None:
         assert self.options.reproducer is not None
@@ -133,6 +161,12 @@ class PassManager:
             print(f"  (S) {before} instructions before, {after} after", file=out)
             for what, n in sorted(counts.items()):
                 print(f"  (S) {n} {what}", file=out)
+
+
+def _fingerprint(program: Program) -> tuple[object, ...]:
+    """What the verifier reads, held by reference (so no identity is reused while it is kept)."""
+    modules = program.modules.values()
+    return tuple((m, m.name, [(i, i.op, i.shape, *i.args, *i.module_args) for i in m]) for m in modules)
 
 
 def _instruction_count(program: Program) -> int:
