@@ -1,121 +1,292 @@
-"""fuse_reduce: each reduction becomes `fused_reduce[axes=...]` over a bypass module holding it, and
-a `pointwise` producer used only by that reduction (of the same lens, so without a broadcast) moves
-into the module, as MIGraphX's fuse_reduce does. Not yet done: producers behind broadcasts,
-pointwise consumers of the reduction, and merging fused reductions with each other."""
+"""fuse_reduce: each reduction (argmin/argmax included) becomes `fused_reduce[axes=...]` over a
+bypass module holding it; then, for four rounds, MIGraphX's matchers run in its order on each
+instruction: `find_reduce_pointwise` (a pointwise consumer of a reduction moves in),
+`find_pointwise_reduce` (a pointwise producer moves in) and `find_reduce_reduce` (two reductions
+over the same axes merge). Producers may sit behind a `multibroadcast` (and contiguous copies)
+that broadcasts exactly the reduced axes; the broadcast moves into the module with them.
+Not done: MIGraphX's `rewrite_reshapes<reduce_reshape>` step (reshapes between a reduction and
+its pointwise neighbours), which needs shape_transform_descriptor."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
+from typing import NamedTuple
 
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
+from mgxir.ir.program import Program
 from mgxir.ops.registry import make_op
-from mgxir.passes.base import ModulePass, PassContext
-from mgxir.passes.fuse_pointwise import param_name
+from mgxir.passes.base import ModulePass, PassContext, modules_to_run
+from mgxir.passes.dead_code_elimination import eliminate_dead_code
+from mgxir.passes.eliminate_common_subexpression import EliminateCommonSubexpression
+from mgxir.passes.module_fusion import (
+    InstructionMap,
+    find_inputs,
+    fuse_instructions,
+    fuse_module,
+    last_output,
+)
+from mgxir.passes.rewrite import recompute_shapes
 
-_REDUCTIONS = frozenset(
-    {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any", "reduce_all"}
+# operators with MIGraphX's "reduce" attribute
+REDUCE_OPS = frozenset(
+    {
+        "reduce_sum",
+        "reduce_mean",
+        "reduce_max",
+        "reduce_min",
+        "reduce_prod",
+        "reduce_any",
+        "reduce_all",
+        "argmin",
+        "argmax",
+    }
 )
 
 
-def _new_body(module: Module, name: str) -> Module:
-    program = module.program
-    assert program is not None
-    base, n = name, 0
-    while name in program.modules:
-        name = f"{base}:{n}"
-        n += 1
-    body = Module(name, program)
-    body.bypass = True
-    program.modules[name] = body
-    return body
+class BroadcastableInput(NamedTuple):
+    """What `match_broadcastable_input` binds: the argument taken (`input`), the fusable
+    instruction behind it, and the `multibroadcast` between them if any."""
+
+    input: Instruction
+    producer: Instruction
+    broadcast: Instruction | None
 
 
-def fuse_into(body: Module, instructions: list[Instruction], outer_inputs: list[Instruction]) -> Instruction:
-    """Copies `instructions` (in order) into `body`; outside arguments become parameters x0, x1, ...
-    appended to `outer_inputs`. Returns the copy of the last instruction."""
-    copies: dict[Instruction, Instruction] = {}
-    for ins in instructions:
-        args = []
-        for arg in ins.args:
-            if arg not in copies:
-                name = param_name(len(outer_inputs))
-                copies[arg] = body.add_parameter(name, arg.shape.as_standard())
-                outer_inputs.append(arg)
-            args.append(copies[arg])
-        copies[ins] = body.insert(None, ins.op, args, ins.module_args)
-    return copies[instructions[-1]]
+def _used_once(ins: Instruction) -> bool:
+    return len(ins.users) == 1 or (not ins.users and ins.parent is not None and ins is ins.parent.last)
+
+
+def _broadcast_output(broadcast: Instruction) -> Instruction:
+    """The user of a single-use broadcast, through contiguous copies."""
+    while len(broadcast.users) == 1:
+        output = next(iter(broadcast.users))
+        if output.op.defn.name != "contiguous":
+            return output
+        broadcast = output
+    return broadcast
+
+
+def _used_once_except_broadcast(ins: Instruction) -> bool:
+    """Used once, or used by one instruction both directly and through a broadcast of it."""
+    users = list(ins.users)
+    if len(users) == 1:
+        return True
+    if len(users) != 2:
+        return False
+    broadcasts = [u for u in users if "broadcast" in u.op.defn.name]
+    others = [u for u in users if "broadcast" not in u.op.defn.name]
+    if not broadcasts or not others:
+        return False
+    return _broadcast_output(broadcasts[0]) is others[0]
+
+
+def _is_valid_broadcast(broadcast: Instruction, reduce_axes: tuple[int, ...]) -> bool:
+    """The broadcast adds exactly the reduced axes (ignoring reduced axes of length 1)."""
+    lens = broadcast.shape.lens
+    strides = broadcast.shape.strides
+    if any(not -len(lens) <= axis < len(lens) for axis in reduce_axes):
+        return False
+    axes = [axis for axis in reduce_axes if lens[axis] != 1]
+    broadcast_axes = [i for i in range(len(strides)) if strides[i] == 0 and lens[i] != 1]
+    return broadcast_axes == axes
+
+
+def match_broadcastable_input(ins: Instruction, op_name: str) -> BroadcastableInput | None:
+    """An argument of `ins` that is a single-use `op_name` instruction, else (looked for only
+    then) one that is a single-use `multibroadcast` of one, through contiguous copies."""
+    for arg in ins.args:
+        if arg.op.defn.name == op_name and _used_once(arg):
+            return BroadcastableInput(arg, arg, None)
+    for arg in ins.args:
+        if not _used_once(arg):
+            continue
+        broadcast = arg
+        while broadcast.op.defn.name == "contiguous" and len(broadcast.args) == 1:
+            broadcast = broadcast.args[0]
+        if broadcast.op.defn.name != "multibroadcast" or not _used_once(broadcast):
+            continue
+        producer = broadcast.args[0]
+        if producer.shape.ndim != broadcast.shape.ndim:
+            continue
+        if producer.op.defn.name != op_name or not _used_once_except_broadcast(producer):
+            continue
+        return BroadcastableInput(arg, producer, broadcast)
+    return None
+
+
+def _match_broadcast_axes(match: BroadcastableInput | None, reduce: Instruction) -> BroadcastableInput | None:
+    if match is None or match.broadcast is None:
+        return match
+    return match if _is_valid_broadcast(match.broadcast, tuple(reduce.op["axes"])) else None
+
+
+def _match_input(ins: Instruction, op_name: str, reduce: Instruction | None) -> BroadcastableInput | None:
+    match = match_broadcastable_input(ins, op_name)
+    return _match_broadcast_axes(match, reduce if reduce is not None else match.producer) if match else None
+
+
+class _ReduceFusion:
+    """One run of fuse_reduce over one module: creates the fused modules in the program and
+    remembers the bodies it replaced, for removal once nothing uses them."""
+
+    def __init__(self, module: Module, context: PassContext, replaced: list[Module]):
+        self.module = module
+        program = module.program
+        assert program is not None
+        self.program: Program = program
+        self.context = context
+        self.replaced = replaced
+
+    def create_module(self, name: str) -> Module:
+        base, n = name, 0
+        while name in self.program.modules:
+            name = f"{base}:{n}"
+            n += 1
+        body = Module(name, self.program)
+        body.bypass = True
+        self.program.modules[name] = body
+        return body
+
+    def finish(self, ins: Instruction, op, body: Module, map_ins: InstructionMap, old: list[Module]) -> None:
+        """CSE and DCE in the new body, then `ins` becomes `op` over it, in place."""
+        EliminateCommonSubexpression().apply_module(body, PassContext())
+        eliminate_dead_code(body)
+        inputs = find_inputs(map_ins, self.module, body)
+        old_shape = ins.shape
+        self.module.replace(ins, op, inputs, [body])
+        if ins.shape != old_shape:
+            recompute_shapes(list(ins.users))
+        self.replaced.extend(old)
+
+    # -- the wrapping of each reduction -----------------------------------------------------
+
+    def create_reduce_modules(self) -> None:
+        n = 0
+        for ins in self.module:
+            name = ins.op.defn.name
+            if name not in REDUCE_OPS or len(ins.args) != 1:
+                continue
+            body = self.create_module(f"{self.module.name}:{name}{n}")
+            n += 1
+            body.add_return(fuse_instructions(body, [ins]))
+            axes = list(ins.op["axes"]) if "axes" in ins.op.defn.attribute_index else [ins.op["axis"]]
+            old_shape = ins.shape
+            self.module.replace(ins, make_op("fused_reduce", axes=axes), list(ins.args), [body])
+            if ins.shape != old_shape:
+                recompute_shapes(list(ins.users))
+            self.context.count("reductions wrapped")
+
+    # -- the matchers -----------------------------------------------------------------------
+
+    def find_reduce_pointwise(self, pw: Instruction) -> bool:
+        if pw.op.defn.name != "pointwise":
+            return False
+        match = _match_input(pw, "fused_reduce", None)
+        if match is None:
+            return False
+        reduce = match.producer
+        old_body = reduce.module_args[0]
+        pointwise_body = pw.module_args[0]
+        body = self.create_module(f"{old_body.name}:{pointwise_body.name}")
+        map_ins: InstructionMap = {}
+        fuse_module(body, old_body, reduce.args, map_ins)
+        self._map_broadcast(body, match, map_ins)
+        outputs = fuse_instructions(body, [pw], map_ins)
+        body.add_return(outputs)
+        self.finish(pw, reduce.op, body, map_ins, [old_body])
+        self.context.count("pointwise consumers fused")
+        return True
+
+    def find_pointwise_reduce(self, reduce: Instruction) -> bool:
+        if reduce.op.defn.name != "fused_reduce":
+            return False
+        match = _match_input(reduce, "pointwise", reduce)
+        if match is None:
+            return False
+        pointwise = match.producer
+        old_body = reduce.module_args[0]
+        body = self.create_module(f"{pointwise.module_args[0].name}:{old_body.name}")
+        map_ins: InstructionMap = {}
+        map_ins[pointwise] = fuse_instructions(body, [pointwise], map_ins)[0]
+        if match.broadcast is not None:
+            broadcast_copy = fuse_instructions(body, [match.broadcast], map_ins)[0]
+            map_ins[match.broadcast] = broadcast_copy
+            map_ins[match.input] = broadcast_copy
+        body.add_return(fuse_module(body, old_body, reduce.args, map_ins))
+        self.finish(reduce, reduce.op, body, map_ins, [old_body])
+        self.context.count("pointwise producers fused")
+        return True
+
+    def find_reduce_reduce(self, reduce1: Instruction) -> bool:
+        if reduce1.op.defn.name != "fused_reduce":
+            return False
+        match = _match_input(reduce1, "fused_reduce", reduce1)
+        if match is None:
+            return False
+        reduce2 = match.producer
+        if reduce1.op != reduce2.op:
+            return True  # MIGraphX's matcher matched; its rewrite declines
+        body1 = reduce1.module_args[0]
+        body2 = reduce2.module_args[0]
+        body = self.create_module(f"{body1.name}:{body2.name}")
+        map_ins: InstructionMap = {}
+        fuse_module(body, body2, reduce2.args, map_ins)
+        self._map_broadcast(body, match, map_ins)
+        body.add_return(fuse_module(body, body1, reduce1.args, map_ins))
+        self.finish(reduce1, reduce1.op, body, map_ins, [body1, body2])
+        self.context.count("reductions merged")
+        return True
+
+    @staticmethod
+    def _map_broadcast(body: Module, match: BroadcastableInput, map_ins: InstructionMap) -> None:
+        """The producer's result (the body's last value) stands for `input`, through a copy of
+        the broadcast when there is one."""
+        result = last_output(body)
+        if match.broadcast is None:
+            map_ins[match.input] = result
+            return
+        map_ins[match.broadcast.args[0]] = result
+        map_ins[match.input] = fuse_instructions(body, [match.broadcast], map_ins)[0]
+
+    def run_matchers(self) -> None:
+        for ins in self.module:
+            if self.find_reduce_pointwise(ins) or self.find_pointwise_reduce(ins):
+                continue
+            self.find_reduce_reduce(ins)
 
 
 @dataclasses.dataclass
 class FuseReduce(ModulePass):
     name = "fuse_reduce"
-    description = "Wrap reductions in fused_reduce modules and move single-use pointwise producers into them."
+    description = "Wrap reductions in fused_reduce modules and fuse pointwise neighbours and reductions into them."
+    rounds: int = 4
+
+    def apply(self, program: Program, context: PassContext) -> None:
+        replaced: list[Module] = []
+        for module in modules_to_run(program, context.main_only):
+            self._fuse(module, context, replaced)
+        _remove_unused(program, replaced)
 
     def apply_module(self, module: Module, context: PassContext) -> None:
+        self._fuse(module, context, [])
+
+    def _fuse(self, module: Module, context: PassContext, replaced: list[Module]) -> None:
         if module.bypass:
             return
-        counter = 0
-        for ins in list(module):
-            name = ins.op.defn.name
-            if name not in _REDUCTIONS or len(ins.args) != 1 or ins.shape.is_dynamic or ins.args[0].shape.is_dynamic:
-                continue
-            body = _new_body(module, f"{module.name}:{name}{counter}")
-            counter += 1
-            inputs: list[Instruction] = []
-            body.add_return([fuse_into(body, [ins], inputs)])
-            fused = module.insert(ins, make_op("fused_reduce", axes=ins.op["axes"]), inputs, [body], shape=ins.shape)
-            ins.replace_all_uses_with(fused)
-            module.remove(ins)
-            context.count("reductions wrapped")
-        module_uses = Counter(id(m) for ins in module for m in ins.module_args)
-        for ins in list(module):
-            if ins.op.defn.name == "fused_reduce" and self._merge_producer(module, ins, module_uses):
-                context.count("pointwise producers fused")
+        fusion = _ReduceFusion(module, context, replaced)
+        fusion.create_reduce_modules()
+        eliminate_dead_code(module, context)
+        for _ in range(self.rounds):
+            fusion.run_matchers()
+            eliminate_dead_code(module, context)
 
-    def _merge_producer(self, module: Module, reduce: Instruction, module_uses: Counter[int]) -> bool:
-        producer = next(
-            (
-                a
-                for a in reduce.args
-                if a.op.defn.name == "pointwise"
-                and len(a.users) == 1
-                and tuple(a.shape.lens) == tuple(reduce.args[0].shape.lens)
-            ),
-            None,
-        )
-        if producer is None:
-            return False
-        old_body = reduce.module_args[0]
-        body = _new_body(module, f"{producer.module_args[0].name}:{old_body.name}")
-        inputs: list[Instruction] = []
-        fused_producer = fuse_into(body, [producer], inputs)
-        old_params = {p.param_name: p for p in old_body if p.is_param}
-        mapped: dict[Instruction, Instruction] = {}
-        for index, outer in enumerate(reduce.args):
-            param = old_params[param_name(index)]
-            if outer is producer:
-                mapped[param] = fused_producer
-            else:
-                if outer not in inputs:
-                    inputs.append(outer)
-                    body.add_parameter(param_name(len(inputs) - 1), outer.shape.as_standard())
-                mapped[param] = next(p for p in body if p.is_param and p.param_name == param_name(inputs.index(outer)))
-        for sub in old_body:
-            if sub.is_param:
-                continue
-            if sub.is_return:
-                body.add_return([mapped[a] for a in sub.args])
-                break
-            mapped[sub] = body.insert(None, sub.op, [mapped.get(a, a) for a in sub.args], sub.module_args, sub.shape)
-        merged = module.insert(reduce, reduce.op, inputs, [body], shape=reduce.shape)
-        reduce.replace_all_uses_with(merged)
-        module.remove(reduce)
-        module.remove(producer)
-        program = module.program
-        assert program is not None
-        module_uses[id(old_body)] -= 1
-        if module_uses[id(old_body)] <= 0 and program.modules.get(old_body.name) is old_body:
-            program.remove_module(old_body.name)
-        return True
+
+def _remove_unused(program: Program, candidates: list[Module]) -> None:
+    """Drops the replaced bodies that no instruction of the program uses any more."""
+    if not candidates:
+        return
+    used = {id(m) for module in program for ins in module for m in ins.module_args}
+    for body in candidates:
+        if id(body) not in used and program.modules.get(body.name) is body:
+            program.remove_module(body.name)
