@@ -18,7 +18,7 @@ from mgxir.ir.shape import Shape
 from mgxir.ops.attributes import FLOAT, INT, OPERATIONS, RNN_DIRECTION, STRING, Attr
 from mgxir.ops.common import fail, lens_text, require_static
 from mgxir.ops.definition import ComputeError, OpDef, Operation, RunModule, RuntimeValue
-from mgxir.ops.registry import register
+from mgxir.ops.registry import make_op, register
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module
@@ -46,7 +46,11 @@ def _present(inputs: Arrays, i: int) -> np.ndarray | None:
 
 class _Recurrent(OpDef):
     gates: ClassVar[int] = 1
-    functions_per_direction: ClassVar[int] = 2
+    functions_per_direction: ClassVar[int] = 1
+    default_functions: ClassVar[tuple[str, ...]] = ("tanh",)
+    # which listed function each slot takes, by the number listed (other counts: the list as it is)
+    one_direction_patterns: ClassVar[dict[int, tuple[int, ...]]] = {}
+    bidirectional_patterns: ClassVar[dict[int, tuple[int, ...]]] = {1: (0, 0)}
     arity = (3, 6)
 
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
@@ -64,15 +68,23 @@ class _Recurrent(OpDef):
             raise fail(self.name, f"R is {lens_text(r.lens)}, expected {lens_text(want_r)}")
         return Shape.make(x.dtype, (x.lens[0], dirs, x.lens[1], hidden))
 
-    def functions(self, op: Operation, direction: int) -> list[Operation]:
-        """The activation functions for one direction (a bidirectional op reuses a short list)."""
+    def activation_functions(self, op: Operation) -> list[Operation]:
+        """Every direction's activation functions, one direction after another, filled in from a
+        short `actv_func` list as MIGraphX's rewrite_rnn does."""
         listed = list(op["actv_func"])
+        bidirectional = op["direction"] == BIDIRECTIONAL
+        if not listed:
+            return [make_op(name) for name in self.default_functions * (2 if bidirectional else 1)]
+        pattern = (self.bidirectional_patterns if bidirectional else self.one_direction_patterns).get(len(listed))
+        return listed if pattern is None else [listed[i] for i in pattern]
+
+    def functions(self, op: Operation, direction: int) -> list[Operation]:
+        """The activation functions for one direction."""
         n = self.functions_per_direction
-        if len(listed) >= 2 * n:
-            return listed[direction * n : direction * n + n]
-        if len(listed) >= n:
-            return listed[:n]
-        raise ComputeError(f"{self.name}: needs {n} activation functions per direction, got {len(listed)}")
+        chosen = self.activation_functions(op)[direction * n : direction * n + n]
+        if len(chosen) < n:
+            raise ComputeError(f"{self.name}: needs {n} activation functions per direction, got {len(chosen)}")
+        return chosen
 
     def step(
         self, op: Operation, xw: np.ndarray, h: np.ndarray, c: np.ndarray, weights: dict, act: list
@@ -141,7 +153,6 @@ class Rnn(_Recurrent):
         Attr("direction", RNN_DIRECTION, FORWARD),
         Attr("clip", FLOAT, 0.0),
     )
-    functions_per_direction = 1
 
     def step(self, op, xw, h, c, weights, act):  # type: ignore[no-untyped-def]
         (f,) = act
@@ -159,6 +170,10 @@ class Gru(_Recurrent):
         Attr("linear_before_reset", INT, 0),
     )
     gates = 3
+    functions_per_direction = 2
+    default_functions = ("sigmoid", "tanh")
+    one_direction_patterns = {1: (0, 0)}
+    bidirectional_patterns = {1: (0, 0, 0, 0), 2: (0, 1, 0, 1), 3: (0, 1, 2, 0)}
 
     def step(self, op, xw, h, c, weights, act):  # type: ignore[no-untyped-def]
         f, g = act
@@ -187,6 +202,15 @@ class Lstm(_Recurrent):
     )
     gates = 4
     functions_per_direction = 3
+    default_functions = ("sigmoid", "tanh", "tanh")
+    one_direction_patterns = {1: (0, 0, 0), 2: (0, 1, 1)}
+    bidirectional_patterns = {
+        1: (0, 0, 0, 0, 0, 0),
+        2: (0, 1, 1, 0, 1, 1),
+        3: (0, 1, 2, 0, 1, 2),
+        4: (0, 1, 2, 3, 3, 3),
+        5: (0, 1, 2, 3, 4, 4),
+    }
     arity = (3, 8)
 
     def step(self, op, xw, h, c, weights, act):  # type: ignore[no-untyped-def]
