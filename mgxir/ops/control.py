@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from mgxir.ir.shape import Shape, find_common_permutation, find_permutation
-from mgxir.ops.attributes import INT, INTS, SHAPE, Attr
+from mgxir.ops.attributes import INT, INTS, SHAPE, STRING, Attr
 from mgxir.ops.common import fail, same_dims
 from mgxir.ops.definition import OpDef, Operation, RunModule, RuntimeValue, ShapeError
 from mgxir.ops.registry import register
@@ -185,6 +185,29 @@ class FusedReduce(OpDef):
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
         return run_module(modules[0], list(inputs))[0]
+
+
+@register
+class SplitFusedReduce(OpDef):
+    """A fused reduction split across compute units (split_reduce): its body returns the partial
+    reductions, which `assign` (assign_add, ...) combines; the body's results, one or a tuple."""
+
+    name = "split_fused_reduce"
+    attributes = (Attr("axes", INTS, ()), Attr("assign", STRING, "assign_none"))
+    arity = (1, None)
+    module_arity = (1, 1)
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        rank = inputs[0].ndim
+        for i, s in enumerate(inputs):
+            if s.ndim != rank:
+                raise fail(self.name, f"input {i} has rank {s.ndim}, input 0 has rank {rank}")
+        outs = evaluate_module_shapes(modules[0], inputs, None)
+        return outs[0] if len(outs) == 1 else Shape.tuple_of(outs)
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
+        outs = run_module(modules[0], list(inputs))
+        return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 @register

@@ -41,7 +41,7 @@ class Contiguous(OpDef):
 @register
 class Identity(OpDef):
     name = "identity"
-    arity = (1, 1)
+    arity = (1, None)  # lowered programs list the instructions it must follow after its input
     is_view = True
 
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
