@@ -20,7 +20,7 @@ from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.ops.registry import make_op
 from mgxir.passes.base import ModulePass, PassContext
-from mgxir.passes.fuse_pointwise import param_name
+from mgxir.passes.module_fusion import param_name
 from mgxir.passes.rewrite import replace_instruction
 
 _ASSIGN = {
