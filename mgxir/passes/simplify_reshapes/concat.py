@@ -1,5 +1,173 @@
-"""simplify_reshapes rewrites (family: concat)."""
+"""simplify_reshapes rewrites of concat: find_concat_slice (a slice that takes back exactly one concat
+input is that input), find_concat_transpose (a concat of equally transposed inputs becomes a concat of
+the untransposed layout, transposed once), find_concat_reshape (a concat of reshapes of equal shapes
+becomes one reshape of a concat), find_concat_multibroadcasts (a concat of like broadcasts becomes one
+broadcast of a concat of their inputs) and find_nested_concat (concats on the same axis used only by
+an outer concat are flattened into it).
+
+As in MIGraphX's matcher driver, a rewrite returns True once its matcher matches, even when its
+checks then leave the module unchanged: no later rewrite is tried on that instruction."""
 
 from __future__ import annotations
 
-REWRITES: tuple = ()
+import math
+from collections.abc import Sequence
+
+from mgxir.ir.instruction import Instruction
+from mgxir.ir.module import Module
+from mgxir.ir.shape import find_permutation
+from mgxir.ops.common import normalize_axis
+from mgxir.ops.definition import Operation, ShapeError
+from mgxir.ops.registry import make_op
+from mgxir.passes.rewrite import replace_instruction, replace_op
+
+_RESHAPERS = frozenset({"reshape", "unsqueeze", "squeeze", "reshape_lazy"})
+_BROADCASTS = frozenset({"multibroadcast", "broadcast"})
+
+
+def _is_static_concat(ins: Instruction) -> bool:
+    return ins.op.defn.name == "concat" and not ins.shape.is_dynamic and not ins.shape.is_tuple
+
+
+def _invert_permutation(permutation: Sequence[int]) -> list[int]:
+    inverse = [0] * len(permutation)
+    for i, p in enumerate(permutation):
+        inverse[p] = i
+    return inverse
+
+
+def find_concat_slice(module: Module, ins: Instruction) -> bool:
+    if not _is_static_concat(ins):
+        return False
+    slices = [user for user in ins.users if user.op.defn.name == "slice"]
+    if not slices:
+        return False
+    axis = ins.op["axis"]
+    candidates = [s for s in slices if len(s.op["axes"]) == 1 and s.op["axes"][0] == axis]
+    if not candidates or axis < 0:
+        return True
+    inputs = list(ins.args)
+    offsets = [0]
+    for source in inputs:
+        offsets.append(offsets[-1] + source.shape.lens[axis])
+    first_offset = {}
+    for i, offset in enumerate(offsets):
+        first_offset.setdefault(offset, i)
+    for slice_ins in candidates:
+        start = slice_ins.op["starts"][0]
+        length = slice_ins.op["ends"][0] - start
+        i = first_offset.get(start)
+        if i is None or i == len(inputs):
+            continue
+        if inputs[i].shape.lens[axis] == length:
+            replace_instruction(module, slice_ins, inputs[i])
+    return True
+
+
+def find_concat_transpose(module: Module, ins: Instruction) -> bool:
+    if not _is_static_concat(ins) or not all(a.op.defn.name == "transpose" for a in ins.args):
+        return False
+    permutation = list(find_permutation(ins.args[0].shape))
+    if any(list(find_permutation(a.shape)) != permutation for a in ins.args):
+        return True
+    inverse = _invert_permutation(permutation)
+    axis = inverse[normalize_axis("concat", ins.op["axis"], ins.args[0].shape.ndim)]
+    transposed = [module.insert(ins, make_op("transpose", permutation=permutation), [a]) for a in ins.args]
+    concat = module.insert(ins, ins.op.replace(axis=axis), transposed)
+    restored = module.insert(ins, make_op("transpose", permutation=inverse), [concat])
+    replace_instruction(module, ins, restored)
+    return True
+
+
+def find_concat_reshape(module: Module, ins: Instruction) -> bool:
+    if not _is_static_concat(ins) or not all(a.op.defn.name in _RESHAPERS for a in ins.args):
+        return False
+    sources = [a.args[0] for a in ins.args]
+    input_lens = sources[0].shape.lens
+    if any(s.shape.lens != input_lens for s in sources[1:]):
+        return True
+    lens = ins.shape.lens
+    axis = normalize_axis("concat", ins.op["axis"], ins.args[0].shape.ndim)
+    predims = math.prod(lens[:axis])
+    postdims = math.prod(lens[axis + 1 :])
+    running = 1
+    new_axis = None
+    for i, n in enumerate(input_lens):
+        running *= n
+        if running > predims:
+            new_axis = i
+            break
+    if new_axis is None:
+        return True
+    if math.prod(input_lens[:new_axis]) != predims or math.prod(input_lens[new_axis + 1 :]) != postdims:
+        return True
+    concat = module.insert(ins, ins.op.replace(axis=new_axis), sources)
+    replace_op(module, ins, make_op("reshape", dims=lens), [concat])
+    return True
+
+
+def _fits(concat_op: Operation, broadcast: Operation, inputs: Sequence[Instruction]) -> bool:
+    """Whether the broadcast of the new concat is well formed (MIGraphX would fail here otherwise)."""
+    try:
+        concat_shape = concat_op.defn.shape(concat_op, [i.shape for i in inputs], [])
+        broadcast.defn.shape(broadcast, [concat_shape], [])
+    except ShapeError:
+        return False
+    return True
+
+
+def find_concat_multibroadcasts(module: Module, ins: Instruction) -> bool:
+    if not _is_static_concat(ins) or not all(a.op.defn.name in _BROADCASTS for a in ins.args):
+        return False
+    broadcasts = ins.args
+    axis = ins.op["axis"]
+    if axis < 0 or any(b.shape.strides[axis] == 0 for b in broadcasts):
+        return True
+    front = broadcasts[0]
+    name = front.op.defn.name
+    for b in broadcasts[1:]:
+        if b.op.defn.name != name or (name == "broadcast" and b.op["axis"] != front.op["axis"]):
+            return True
+    inputs = [b.args[0] for b in broadcasts]
+    rank = inputs[0].shape.ndim
+    if any(i.shape.ndim != rank for i in inputs[1:]):
+        return True
+    if rank < ins.shape.ndim:
+        axis -= sum(1 for stride in front.shape.strides[:axis] if stride == 0)
+    front_lens = inputs[0].shape.lens
+    for i in inputs[1:]:
+        lens = i.shape.lens
+        if lens[:axis] != front_lens[:axis] or lens[axis + 1 :] != front_lens[axis + 1 :]:
+            return True
+    concat_op = ins.op.replace(axis=axis)
+    broadcast = front.op.replace(out_lens=ins.shape.lens)
+    if not _fits(concat_op, broadcast, inputs):
+        return True
+    concat = module.insert(ins, concat_op, inputs)
+    replace_op(module, ins, broadcast, [concat])
+    return True
+
+
+def find_nested_concat(module: Module, ins: Instruction) -> bool:
+    if not _is_static_concat(ins) or not any(a.op.defn.name == "concat" for a in ins.args):
+        return False
+    axis = ins.op["axis"]
+    flat: list[Instruction] = []
+    pending = list(reversed(ins.args))
+    while pending:
+        arg = pending.pop()
+        if arg.op.defn.name == "concat" and arg.op["axis"] == axis and len(arg.users) == 1:
+            pending.extend(reversed(arg.args))
+        else:
+            flat.append(arg)
+    replace_op(module, ins, ins.op, flat)
+    return True
+
+
+REWRITES = (
+    find_concat_slice,
+    find_concat_transpose,
+    find_concat_reshape,
+    find_concat_multibroadcasts,
+    find_nested_concat,
+)
