@@ -1,7 +1,9 @@
-"""simplify_algebra's broadcast and constant-add rewrites: find_inner_broadcast (the same-broadcast case),
+"""simplify_algebra's broadcast and constant-add rewrites: find_inner_broadcast,
 find_double_add_lit_broadcast, find_add_lit_broadcast and find_mul_add."""
 
 from __future__ import annotations
+
+import math
 
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
@@ -51,31 +53,40 @@ def _insert_common_op(module: Module, pos: Instruction, op, inputs: list[Instruc
 
 
 def find_inner_broadcast(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
-    if not ins.op.defn.pointwise or not ins.args or ins.op.defn.name == "layout":
+    """A pointwise op whose inputs are all broadcasts computes on the broadcasts' inputs, and its
+    result is broadcast. True whenever MIGraphX's matcher matches (all inputs broadcast), even where
+    its apply then leaves the module as it is: MIGraphX tries no later matcher on the instruction."""
+    if not ins.op.defn.pointwise or any(b.op.defn.name not in _BROADCASTS or not b.args for b in ins.args):
         return False
     broadcasts = ins.args
-    if any(b.op.defn.name not in _BROADCASTS or not b.args for b in broadcasts):
-        return False
+    if ins.op.defn.name == "layout" or not broadcasts:
+        return True
     if any(b.shape.dtype != broadcasts[0].shape.dtype for b in broadcasts):
-        return False
+        return True
     if not all(b.args[0].shape.elements < ins.shape.elements for b in broadcasts):
-        return False
-    first = next((b for b in broadcasts if not b.shape.scalar), None)
-    rest = broadcasts[broadcasts.index(first) :] if first is not None else []
-    same = (
-        all(
-            b.op == first.op
-            and (
-                _non_broadcast_input(b).shape.elements == 1
-                or _non_broadcast_input(b).shape.lens == _non_broadcast_input(first).shape.lens
-            )
-            for b in rest
-        )
-        if first is not None
-        else True
+        return True
+    first = next((i for i, b in enumerate(broadcasts) if not b.shape.scalar), len(broadcasts))
+    if _same_broadcasts(broadcasts[first:]):
+        _apply_same_broadcasts(module, ins, broadcasts[first] if first < len(broadcasts) else broadcasts[0])
+    elif not any(b.args[0].shape.broadcasted for b in broadcasts):
+        _apply_diff_broadcasts(module, ins)
+    return True
+
+
+def _same_broadcasts(broadcasts: list[Instruction]) -> bool:
+    if not broadcasts:
+        return True
+    first_lens = _non_broadcast_input(broadcasts[0]).shape.lens
+    return all(
+        b.op == broadcasts[0].op
+        and (_non_broadcast_input(b).shape.elements == 1 or _non_broadcast_input(b).shape.lens == first_lens)
+        for b in broadcasts
     )
-    if not same:
-        return False  # MIGraphX's apply_diff_broadcasts is not written yet
+
+
+def _apply_same_broadcasts(module: Module, ins: Instruction, outer: Instruction) -> None:
+    """op(b(x), b(y)) -> b(op(x, y)); single-element inputs of another rank are squeezed."""
+    broadcasts = list(ins.args)
     max_ndim = max(broadcasts, key=lambda b: _non_broadcast_input(b).shape.ndim).shape.ndim
     inputs = []
     for b in broadcasts:
@@ -85,8 +96,62 @@ def find_inner_broadcast(module: Module, ins: Instruction, constant: ConstantAna
             inner = module.insert(b, make_op("squeeze"), [inner])
         inputs.append(inner)
     inner_op = _insert_common_op(module, ins, ins.op, inputs)
-    outer = first if first is not None else broadcasts[0]
     replace_op(module, ins, outer.op, [inner_op])
+
+
+def _apply_diff_broadcasts(module: Module, ins: Instruction) -> None:
+    """Different broadcasts: compute on the axes some input is not broadcast on (the inner axes),
+    each input squeezed (or broadcast) to those axes, then broadcast the result back out."""
+    broadcasts = list(ins.args)
+    out_lens = ins.shape.lens
+    ndim = len(out_lens)
+    axes: list[int] = []
+    inner_axes: list[int] = []
+    for axis in range(ndim):
+        if all(b.shape.lens[axis] == 1 or b.shape.strides[axis] == 0 for b in broadcasts):
+            axes.append(axis)
+        else:
+            inner_axes.append(axis)
+    if len(inner_axes) == ndim:
+        return
+    inner_lens = tuple(out_lens[axis] for axis in inner_axes)
+    inputs = [_inner_input(module, b, axes, inner_axes, inner_lens) for b in broadcasts]
+    inner_op = _insert_common_op(module, ins, ins.op, inputs)
+    if len(inner_axes) == 1:
+        replace_op(module, ins, make_op("broadcast", axis=inner_axes[0], out_lens=out_lens), [inner_op])
+        return
+    if _unsqueeze_needed(inner_op.shape.lens, out_lens):
+        inner_op = module.insert(ins, make_op("unsqueeze", axes=tuple(axes)), [inner_op])
+    replace_op(module, ins, make_op("multibroadcast", out_lens=out_lens), [inner_op])
+
+
+def _inner_input(
+    module: Module, b: Instruction, axes: list[int], inner_axes: list[int], inner_lens: tuple[int, ...]
+) -> Instruction:
+    """The input of broadcast `b` on the inner axes only."""
+    result = b.args[0]
+    s = result.shape
+    if s.elements == 1:
+        return module.insert(b, make_op("squeeze"), [result]) if s.ndim > 1 else result
+    shift = b.op["axis"] if b.op.defn.name == "broadcast" else len(b.shape.lens) - s.ndim
+    squeeze_axes = tuple(axis - shift for axis in axes if 0 <= axis - shift < s.ndim)
+    if squeeze_axes:
+        result = module.insert(b, make_op("squeeze", axes=squeeze_axes), [result])
+    if result.shape.ndim < len(inner_axes):
+        start_axis = next((i for i, axis in enumerate(inner_axes) if axis >= shift), len(inner_axes))
+        result = module.insert(b, make_op("broadcast", axis=start_axis, out_lens=inner_lens), [result])
+    return result
+
+
+def _unsqueeze_needed(lens: tuple[int, ...], out_lens: tuple[int, ...]) -> bool:
+    """MIGraphX's is_unsqueeze_needed_for_multibroadcast, as it is written."""
+    if math.prod(lens) == 1:
+        return False
+    shift = len(out_lens) - len(lens)
+    if shift == 0:
+        return False
+    if tuple(lens) == tuple(out_lens[shift:]):
+        return all(n == 1 for n in out_lens[:shift])
     return True
 
 
