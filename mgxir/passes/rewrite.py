@@ -12,6 +12,20 @@ from mgxir.ops.definition import Operation
 from mgxir.ops.registry import make_op
 
 
+class _MatchedUnchanged:
+    """What a rewrite returns when its pattern matched but it left the module as it was: as in
+    MIGraphX's find_matches, the later rewrites are then not tried on that instruction."""
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return "MATCHED_UNCHANGED"
+
+
+MATCHED_UNCHANGED = _MatchedUnchanged()
+
+
 def replace_instruction(module: Module, ins: Instruction, replacement: Instruction) -> Instruction:
     """Users of `ins` use `replacement`; the last instruction instead becomes `identity(replacement)`
     in place, since moving `replacement` to the end could break its earlier users."""

@@ -12,9 +12,11 @@ from mgxir.ir.module import Module
 from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.dead_code_elimination import eliminate_dead_code
 from mgxir.passes.propagate_constant import ConstantAnalysis
+from mgxir.passes.rewrite import MATCHED_UNCHANGED
 from mgxir.passes.simplify_algebra import broadcast, concat, elementwise, linear
 
-Rewrite = Callable[[Module, Instruction, ConstantAnalysis], bool]
+# True: changed; False: no match; MATCHED_UNCHANGED: matched, changed nothing, try no other rewrite here
+Rewrite = Callable[[Module, Instruction, ConstantAnalysis], object]
 
 # MIGraphX's matcher order (src/simplify_algebra.cpp, simplify_algebra::apply)
 ORDER: tuple[str, ...] = (
@@ -72,7 +74,10 @@ class SimplifyAlgebra(ModulePass):
                 if ins.parent is not module:
                     continue
                 for rewrite in REWRITES:
-                    if rewrite(module, ins, constant):
+                    outcome = rewrite(module, ins, constant)
+                    if outcome is MATCHED_UNCHANGED:
+                        break
+                    if outcome:
                         context.count(f"{rewrite.__name__} applied")
                         changed = True
                         break

@@ -12,9 +12,11 @@ from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.dead_code_elimination import eliminate_dead_code
+from mgxir.passes.rewrite import MATCHED_UNCHANGED
 from mgxir.passes.simplify_reshapes import concat, gather, nested, views
 
-Rewrite = Callable[[Module, Instruction], bool]
+# True: changed; False: no match; MATCHED_UNCHANGED: matched, changed nothing, try no other rewrite here
+Rewrite = Callable[[Module, Instruction], object]
 
 # MIGraphX's matcher order (src/simplify_reshapes.cpp, simplify_reshapes::apply)
 ORDER: tuple[str, ...] = (
@@ -51,7 +53,10 @@ def _run_once(module: Module, rewrites: Sequence[Rewrite], context: PassContext)
         if ins.parent is not module:
             continue
         for rewrite in rewrites:
-            if rewrite(module, ins):
+            outcome = rewrite(module, ins)
+            if outcome is MATCHED_UNCHANGED:
+                break
+            if outcome:
                 context.count(f"{rewrite.__name__} applied")
                 changed = True
                 break
