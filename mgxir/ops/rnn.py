@@ -44,7 +44,7 @@ def _present(inputs: Arrays, i: int) -> np.ndarray | None:
     return inputs[i]
 
 
-class _Recurrent(OpDef):
+class Recurrent(OpDef):
     gates: ClassVar[int] = 1
     functions_per_direction: ClassVar[int] = 1
     default_functions: ClassVar[tuple[str, ...]] = ("tanh",)
@@ -145,7 +145,7 @@ def _clip(op: Operation, v: np.ndarray) -> np.ndarray:
 
 
 @register
-class Rnn(_Recurrent):
+class Rnn(Recurrent):
     name = "rnn"
     attributes = (
         Attr("hidden_size", INT, 1),
@@ -160,7 +160,7 @@ class Rnn(_Recurrent):
 
 
 @register
-class Gru(_Recurrent):
+class Gru(Recurrent):
     name = "gru"
     attributes = (
         Attr("hidden_size", INT, 1),
@@ -191,7 +191,7 @@ class Gru(_Recurrent):
 
 
 @register
-class Lstm(_Recurrent):
+class Lstm(Recurrent):
     name = "lstm"
     attributes = (
         Attr("hidden_size", INT, 1),

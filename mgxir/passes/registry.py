@@ -13,6 +13,7 @@ from mgxir.passes.auto_contiguous import AutoContiguous
 from mgxir.passes.base import Pass
 from mgxir.passes.dead_code_elimination import DeadCodeElimination
 from mgxir.passes.eliminate_common_subexpression import EliminateCommonSubexpression
+from mgxir.passes.eliminate_concat import EliminateConcat
 from mgxir.passes.eliminate_contiguous import EliminateContiguous
 from mgxir.passes.eliminate_convert import EliminateConvert
 from mgxir.passes.eliminate_identity import EliminateIdentity
@@ -29,8 +30,10 @@ from mgxir.passes.ref_lowering import RefLowering
 from mgxir.passes.rewrite_gelu import RewriteGelu
 from mgxir.passes.rewrite_pooling import RewritePooling
 from mgxir.passes.rewrite_reduce import RewriteReduce
+from mgxir.passes.rewrite_rnn import RewriteRnn
 from mgxir.passes.simplify_algebra import SimplifyAlgebra
 from mgxir.passes.simplify_reshapes import SimplifyReshapes
+from mgxir.passes.split_reduce import SplitReduce
 from mgxir.passes.testing import TEST_PASSES_ENV, TestFail
 
 PASSES: dict[str, type[Pass]] = {
@@ -39,6 +42,7 @@ PASSES: dict[str, type[Pass]] = {
         AutoContiguous,
         DeadCodeElimination,
         EliminateCommonSubexpression,
+        EliminateConcat,
         EliminateIdentity,
         EliminateContiguous,
         EliminateConvert,
@@ -55,8 +59,10 @@ PASSES: dict[str, type[Pass]] = {
         RewriteGelu,
         RewritePooling,
         RewriteReduce,
+        RewriteRnn,
         SimplifyAlgebra,
         SimplifyReshapes,
+        SplitReduce,
     )
 }
 
