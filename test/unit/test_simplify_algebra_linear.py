@@ -18,6 +18,7 @@ from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
 from mgxir.passes.base import PassContext
 from mgxir.passes.simplify_algebra import SimplifyAlgebra
+from mgxir.text.printer import print_program
 from mgxir.verifier import verify
 
 
@@ -142,7 +143,7 @@ def horiz_dot(b: Builder) -> None:
 def horiz_conv(b: Builder) -> None:
     x = b.param("x", 1, 3, 6, 6)
     first = b.op("convolution", x, b.literal(2, 3, 3, 3), padding=(1, 1))
-    second = b.op("convolution", x, b.literal(5, 3, 3, 3), padding=(1, 1))
+    second = b.op("convolution", x, b.literal(2, 3, 3, 3), padding=(1, 1))
     b.ret(first, second)
 
 
@@ -156,6 +157,21 @@ def concat_conv(b: Builder) -> None:
     first = b.op("convolution", b.param("x", 1, 4, 5, 5), b.literal(2, 2, 3, 3), group=2)
     second = b.op("convolution", b.param("y", 1, 4, 5, 5), b.literal(2, 2, 3, 3), group=2)
     b.ret(b.op("concat", first, second, axis=1))
+
+
+def conv_broadcast_input(b: Builder) -> None:
+    xb = b.op("broadcast", b.param("x", 3), axis=1, out_lens=(1, 3, 5, 5))
+    b.ret(b.op("convolution", xb, b.literal(4, 3, 3, 3), stride=(2, 2)))
+
+
+def conv_broadcast_input_batch(b: Builder) -> None:
+    xb = b.op("multibroadcast", b.param("x", 2, 3, 1, 1), out_lens=(2, 3, 5, 4))
+    b.ret(b.op("convolution", xb, b.literal(4, 3, 3, 2)))
+
+
+def conv_broadcast_input_padded(b: Builder) -> None:
+    xb = b.op("broadcast", b.param("x", 3), axis=1, out_lens=(1, 3, 7, 6))
+    b.ret(b.op("convolution", xb, b.literal(4, 3, 3, 3), padding=(1, 2, 1, 0)))
 
 
 CASES: list[tuple[str, Callable[[Builder], None]]] = [
@@ -177,6 +193,9 @@ CASES: list[tuple[str, Callable[[Builder], None]]] = [
     ("find_conv_dot_horiz_fusion", horiz_conv),
     ("find_dot_broadcast", dot_broadcast),
     ("find_concat_conv", concat_conv),
+    ("find_conv_broadcast_input", conv_broadcast_input),
+    ("find_conv_broadcast_input", conv_broadcast_input_batch),
+    ("find_conv_broadcast_input", conv_broadcast_input_padded),
 ]
 
 
@@ -191,9 +210,11 @@ def test_rewrite_keeps_results(rewrite: str, build: Callable[[Builder], None]) -
     program = builder.program
     verify(program)
     before = run_program(program, builder.params)
+    text_before = print_program(program)
     context = PassContext()
     SimplifyAlgebra().apply(program, context)
     verify(program)
+    assert print_program(program) != text_before
     assert context.statistics[f"{rewrite} applied"] > 0, dict(context.statistics)
     after = run_program(program, builder.params)
     assert len(before) == len(after)

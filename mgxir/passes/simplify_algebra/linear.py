@@ -1,7 +1,8 @@
 """simplify_algebra's convolution and dot rewrites: constant scales and biases moved into weights
 (find_mul_conv, find_mul_slice_conv, find_mul_dot, find_dot_mul, find_dot_add, find_conv_add),
 fusions (find_add_convs, find_conv_dot_horiz_fusion, find_concat_conv), broadcasts and slices moved
-to the inputs (find_dot_broadcast, find_dot_slice).
+to the inputs (find_dot_broadcast, find_dot_slice), convolutions of broadcast inputs made small
+(find_conv_broadcast_input).
 
 As in MIGraphX, once a matcher's pattern matches an instruction no later matcher is tried on it, even
 where the rewrite then declines: each rewrite returns True when its pattern matched. Where MIGraphX's
@@ -658,7 +659,86 @@ def find_concat_conv(module: Module, ins: Instruction, constant: ConstantAnalysi
     return True
 
 
+def find_conv_broadcast_input(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+    """conv(broadcast(x), w) with `x` constant over space: without padding a dot of `x` with the
+    weights summed over space, broadcast; with padding (stride and dilation 1) the convolution of a
+    kernel-sized input, its centre broadcast over the interior."""
+    if _name(ins) != "convolution" or len(ins.args) != 2:
+        return False
+    bcast, w = ins.args
+    if _name(bcast) not in _BROADCASTS or len(bcast.args) != 1 or not constant(w):
+        return False
+    x = bcast.args[0]
+    op = ins.op
+    if op["group"] != 1 or op["padding_mode"] != 0:
+        return True
+    x_lens = x.shape.lens
+    if len(x_lens) > 2 and any(n != 1 for n in x_lens[2:]):
+        return True
+    ndim = w.shape.ndim
+    spatial = ndim - 2
+    oc, ic = w.shape.lens[0], w.shape.lens[1]
+    out_lens = ins.shape.lens
+    n = out_lens[0]
+    if x.shape.elements != n * ic:
+        return True
+    # MIGraphX assumes this; a broadcast that varies over space would change meaning
+    if any(length != 1 and stride != 0 for length, stride in zip(bcast.shape.lens[2:], bcast.shape.strides[2:])):
+        return True
+    padding = list(op["padding"])
+    if any(p != 0 for p in padding):
+        if any(v != 1 for v in op["stride"]) or any(v != 1 for v in op["dilation"]):
+            return True
+        if len(padding) == spatial:
+            padding = padding + padding
+        if any(out_lens[i + 2] <= padding[i] + padding[i + spatial] for i in range(spatial)):
+            return True
+        _small_conv(module, ins, x, w, bcast, padding)
+        return True
+    axes = tuple(range(2, ndim))
+    w_reduced = module.insert(ins, make_op("reduce_sum", axes=axes), [w])
+    w_2d = module.insert(ins, make_op("reshape", dims=(oc, ic)), [w_reduced])
+    w_t = module.insert(ins, make_op("transpose", permutation=(1, 0)), [w_2d])
+    if x.shape.ndim == 1 and n == 1:
+        x_2d = module.insert(ins, make_op("unsqueeze", axes=(0,)), [x])
+    else:
+        x_2d = module.insert(ins, make_op("reshape", dims=(n, ic)), [x])
+    dot = module.insert(ins, make_op("dot"), [x_2d, w_t])
+    unsqueezed = module.insert(ins, make_op("unsqueeze", axes=axes), [dot])
+    replace_op(module, ins, make_op("multibroadcast", out_lens=out_lens), [unsqueezed])
+    return True
+
+
+def _small_conv(
+    module: Module, ins: Instruction, x: Instruction, w: Instruction, bcast: Instruction, padding: list[int]
+) -> None:
+    spatial = w.shape.ndim - 2
+    out_lens = ins.shape.lens
+    small_lens = (*bcast.shape.lens[:2], *w.shape.lens[2:])
+    small_bcast = module.insert(ins, _broadcast_to(bcast, small_lens), [x])
+    current = module.insert(ins, ins.op, [small_bcast, w])
+    for i in range(spatial):
+        p_start, p_end = padding[i], padding[i + spatial]
+        axis = i + 2
+        interior = out_lens[axis] - p_start - p_end
+        if interior == 1:
+            continue
+        pieces = []
+        if p_start > 0:
+            pieces.append(module.insert(ins, make_op("slice", axes=(axis,), starts=(0,), ends=(p_start,)), [current]))
+        center = module.insert(ins, make_op("slice", axes=(axis,), starts=(p_start,), ends=(p_start + 1,)), [current])
+        center_lens = list(center.shape.lens)
+        center_lens[axis] = interior
+        pieces.append(module.insert(ins, make_op("multibroadcast", out_lens=center_lens), [center]))
+        if p_end > 0:
+            end = make_op("slice", axes=(axis,), starts=(p_start + 1,), ends=(p_start + 1 + p_end,))
+            pieces.append(module.insert(ins, end, [current]))
+        current = module.insert(ins, make_op("concat", axis=axis), pieces)
+    replace_instruction(module, ins, current)
+
+
 REWRITES = (
+    find_conv_broadcast_input,
     find_dot_broadcast,
     find_add_convs,
     find_conv_dot_horiz_fusion,
