@@ -5,8 +5,8 @@ becomes one reshape of a concat), find_concat_multibroadcasts (a concat of like 
 broadcast of a concat of their inputs) and find_nested_concat (concats on the same axis used only by
 an outer concat are flattened into it).
 
-As in MIGraphX's matcher driver, a rewrite returns True once its matcher matches, even when its
-checks then leave the module unchanged: no later rewrite is tried on that instruction."""
+As in MIGraphX's find_matches, a rewrite whose pattern matched but whose checks then left the module
+unchanged returns MATCHED_UNCHANGED: no later rewrite is tried on that instruction."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from mgxir.ir.shape import find_permutation
 from mgxir.ops.common import normalize_axis
 from mgxir.ops.definition import Operation, ShapeError
 from mgxir.ops.registry import make_op
-from mgxir.passes.rewrite import replace_instruction, replace_op
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, replace_op
 
 _RESHAPERS = frozenset({"reshape", "unsqueeze", "squeeze", "reshape_lazy"})
 _BROADCASTS = frozenset({"multibroadcast", "broadcast"})
@@ -36,7 +36,7 @@ def _invert_permutation(permutation: Sequence[int]) -> list[int]:
     return inverse
 
 
-def find_concat_slice(module: Module, ins: Instruction) -> bool:
+def find_concat_slice(module: Module, ins: Instruction) -> object:
     if not _is_static_concat(ins):
         return False
     slices = [user for user in ins.users if user.op.defn.name == "slice"]
@@ -45,7 +45,7 @@ def find_concat_slice(module: Module, ins: Instruction) -> bool:
     axis = ins.op["axis"]
     candidates = [s for s in slices if len(s.op["axes"]) == 1 and s.op["axes"][0] == axis]
     if not candidates or axis < 0:
-        return True
+        return MATCHED_UNCHANGED
     inputs = list(ins.args)
     offsets = [0]
     for source in inputs:
@@ -53,6 +53,7 @@ def find_concat_slice(module: Module, ins: Instruction) -> bool:
     first_offset = {}
     for i, offset in enumerate(offsets):
         first_offset.setdefault(offset, i)
+    changed = False
     for slice_ins in candidates:
         start = slice_ins.op["starts"][0]
         length = slice_ins.op["ends"][0] - start
@@ -61,15 +62,16 @@ def find_concat_slice(module: Module, ins: Instruction) -> bool:
             continue
         if inputs[i].shape.lens[axis] == length:
             replace_instruction(module, slice_ins, inputs[i])
-    return True
+            changed = True
+    return True if changed else MATCHED_UNCHANGED
 
 
-def find_concat_transpose(module: Module, ins: Instruction) -> bool:
+def find_concat_transpose(module: Module, ins: Instruction) -> object:
     if not _is_static_concat(ins) or not all(a.op.defn.name == "transpose" for a in ins.args):
         return False
     permutation = list(find_permutation(ins.args[0].shape))
     if any(list(find_permutation(a.shape)) != permutation for a in ins.args):
-        return True
+        return MATCHED_UNCHANGED
     inverse = _invert_permutation(permutation)
     axis = inverse[normalize_axis("concat", ins.op["axis"], ins.args[0].shape.ndim)]
     transposed = [module.insert(ins, make_op("transpose", permutation=permutation), [a]) for a in ins.args]
@@ -79,13 +81,13 @@ def find_concat_transpose(module: Module, ins: Instruction) -> bool:
     return True
 
 
-def find_concat_reshape(module: Module, ins: Instruction) -> bool:
+def find_concat_reshape(module: Module, ins: Instruction) -> object:
     if not _is_static_concat(ins) or not all(a.op.defn.name in _RESHAPERS for a in ins.args):
         return False
     sources = [a.args[0] for a in ins.args]
     input_lens = sources[0].shape.lens
     if any(s.shape.lens != input_lens for s in sources[1:]):
-        return True
+        return MATCHED_UNCHANGED
     lens = ins.shape.lens
     axis = normalize_axis("concat", ins.op["axis"], ins.args[0].shape.ndim)
     predims = math.prod(lens[:axis])
@@ -98,9 +100,9 @@ def find_concat_reshape(module: Module, ins: Instruction) -> bool:
             new_axis = i
             break
     if new_axis is None:
-        return True
+        return MATCHED_UNCHANGED
     if math.prod(input_lens[:new_axis]) != predims or math.prod(input_lens[new_axis + 1 :]) != postdims:
-        return True
+        return MATCHED_UNCHANGED
     concat = module.insert(ins, ins.op.replace(axis=new_axis), sources)
     replace_op(module, ins, make_op("reshape", dims=lens), [concat])
     return True
@@ -116,39 +118,39 @@ def _fits(concat_op: Operation, broadcast: Operation, inputs: Sequence[Instructi
     return True
 
 
-def find_concat_multibroadcasts(module: Module, ins: Instruction) -> bool:
+def find_concat_multibroadcasts(module: Module, ins: Instruction) -> object:
     if not _is_static_concat(ins) or not all(a.op.defn.name in _BROADCASTS for a in ins.args):
         return False
     broadcasts = ins.args
     axis = ins.op["axis"]
     if axis < 0 or any(b.shape.strides[axis] == 0 for b in broadcasts):
-        return True
+        return MATCHED_UNCHANGED
     front = broadcasts[0]
     name = front.op.defn.name
     for b in broadcasts[1:]:
         if b.op.defn.name != name or (name == "broadcast" and b.op["axis"] != front.op["axis"]):
-            return True
+            return MATCHED_UNCHANGED
     inputs = [b.args[0] for b in broadcasts]
     rank = inputs[0].shape.ndim
     if any(i.shape.ndim != rank for i in inputs[1:]):
-        return True
+        return MATCHED_UNCHANGED
     if rank < ins.shape.ndim:
         axis -= sum(1 for stride in front.shape.strides[:axis] if stride == 0)
     front_lens = inputs[0].shape.lens
     for i in inputs[1:]:
         lens = i.shape.lens
         if lens[:axis] != front_lens[:axis] or lens[axis + 1 :] != front_lens[axis + 1 :]:
-            return True
+            return MATCHED_UNCHANGED
     concat_op = ins.op.replace(axis=axis)
     broadcast = front.op.replace(out_lens=ins.shape.lens)
     if not _fits(concat_op, broadcast, inputs):
-        return True
+        return MATCHED_UNCHANGED
     concat = module.insert(ins, concat_op, inputs)
     replace_op(module, ins, broadcast, [concat])
     return True
 
 
-def find_nested_concat(module: Module, ins: Instruction) -> bool:
+def find_nested_concat(module: Module, ins: Instruction) -> object:
     if not _is_static_concat(ins) or not any(a.op.defn.name == "concat" for a in ins.args):
         return False
     axis = ins.op["axis"]
@@ -160,6 +162,8 @@ def find_nested_concat(module: Module, ins: Instruction) -> bool:
             pending.extend(reversed(arg.args))
         else:
             flat.append(arg)
+    if flat == ins.args:
+        return MATCHED_UNCHANGED
     replace_op(module, ins, ins.op, flat)
     return True
 

@@ -5,10 +5,24 @@ transposes, broadcasts and slices)."""
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from mgxir.interp.interpreter import Interpreter
+from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
+from mgxir.ir.shape import Shape, find_permutation
+from mgxir.ops.common import normalize_axis
+from mgxir.ops.definition import Operation
 from mgxir.ops.registry import make_op
-from mgxir.passes.rewrite import replace_instruction
+from mgxir.passes.propagate_constant import evaluate_constant
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction
+from mgxir.passes.shape_transform_descriptor import ShapeTransformDescriptor, invert_permutation
 from mgxir.passes.simplify_reshapes.nested import insert_auto_reshape
 
 
@@ -45,4 +59,239 @@ def find_gather_scalar(module: Module, ins: Instruction) -> bool:
     return True
 
 
-REWRITES = (find_gather_scalar,)
+@dataclasses.dataclass(frozen=True)
+class _Segment:
+    """An arithmetic run of `count` items from `base` by `stride` (MIGraphX's arithmetic_segment)."""
+
+    base: int
+    stride: int
+    count: int
+
+
+def _find_run(segments: Sequence[_Segment], begin: int, end: int) -> tuple[_Segment, int]:
+    """The longest run of segments from `begin` whose bases step by one non-negative stride, and
+    where it ends; a descending first step gives the first segment alone."""
+    if end - begin == 0:
+        return _Segment(0, 0, 0), begin
+    if end - begin == 1:
+        return segments[begin], begin + 1
+    first = segments[begin]
+    step = segments[begin + 1].base - first.base
+    if step < 0:
+        return first, begin + 1
+    stop = begin + 1
+    while stop < end and segments[stop].base - segments[stop - 1].base == step:
+        stop += 1
+    return _Segment(first.base, step, stop - begin), stop
+
+
+def _group_segments(segments: Sequence[_Segment]) -> list[_Segment]:
+    """The segments grouped into runs as long as the first run, or [] when they do not split evenly."""
+    first, at = _find_run(segments, 0, len(segments))
+    result = [first]
+    n = first.count
+    while at != len(segments):
+        if len(segments) - at < n:
+            return []
+        run, stop = _find_run(segments, at, at + n)
+        if stop != at + n:
+            return []
+        result.append(run)
+        at = stop
+    return result
+
+
+def _strided_view(indices: Sequence[int]) -> tuple[list[int], list[int]] | None:
+    """Lens and strides of a view whose elements, in order, are at offsets `indices` (the first is
+    0), or None when the offsets have no such regular structure."""
+    segments = [_Segment(i, 1, 1) for i in indices]
+    lens: list[int] = []
+    strides: list[int] = []
+    while True:
+        segments = _group_segments(segments)
+        if not segments:
+            return None
+        front = segments[0]
+        if front.stride < 0 or any(s.base < 0 for s in segments):
+            return None
+        if any(s.stride != front.stride or s.count != front.count for s in segments):
+            return None
+        lens.append(front.count)
+        strides.append(front.stride)
+        if len(segments) <= 1:
+            break
+    lens.reverse()
+    strides.reverse()
+    if 1 not in strides:
+        lens.append(1)
+        strides.append(1)
+    return lens, strides
+
+
+def _unbroadcast(lens: Sequence[int], strides: Sequence[int]) -> tuple[list[int], list[int]]:
+    """Broadcast axes as size 1 with the stride of the axis before them."""
+    previous = next((s for s in strides if s != 0), 1)
+    new_lens, new_strides = list(lens), list(strides)
+    for i, stride in enumerate(strides):
+        if stride == 0:
+            new_lens[i] = 1
+            new_strides[i] = previous
+        else:
+            previous = stride
+    return new_lens, new_strides
+
+
+def _multi_index(lens: Sequence[int], index: int) -> list[int]:
+    """MIGraphX's shape::multi on standard `lens` (the outermost index takes what is left)."""
+    result = [0] * len(lens)
+    for i in range(len(lens) - 1, 0, -1):
+        result[i] = index % lens[i]
+        index //= lens[i]
+    result[0] = index
+    return result
+
+
+def _reorder(values: Sequence[int], permutation: Sequence[int]) -> list[int]:
+    return [values[p] for p in permutation]
+
+
+def generate_shape_transforms_for(
+    lens: Sequence[int], strides: Sequence[int], elements: int, offset: int
+) -> list[Operation] | None:
+    """Ops that turn a flat input of `elements` values into the view (`lens`, `strides`) starting at
+    `offset` (MIGraphX's generate_shape_transforms_for, for a one-dimensional input)."""
+    lens, strides = list(lens), list(strides)
+    if not lens:
+        return None
+    if 1 not in strides and any(s != 0 for s in strides):
+        lens.append(1)
+        strides.append(1)
+    last_axis = strides.index(max(strides))
+    total = max(1, strides[last_axis] * lens[last_axis])
+    extra = elements // total
+    if extra > 1:
+        lens.insert(0, 1)
+        strides.insert(0, total)
+    extra = max(1, extra)
+
+    pre_lens, pre_strides = _unbroadcast(lens, strides)
+    permutation = list(find_permutation(Shape.make(DType.float, pre_lens, pre_strides)))
+    inverse = invert_permutation(permutation)
+    sorted_lens = _reorder(pre_lens, permutation)
+    sorted_strides = _reorder(pre_strides, permutation)
+    start_lens = [sorted_strides[0]]
+    for outer, inner in itertools.pairwise(sorted_strides):
+        if outer % inner != 0:
+            return None
+        start_lens.append(outer // inner)
+    if 0 in start_lens:
+        return None
+    start_lens[0] = extra if extra > 1 else sorted_lens[0]
+    nelements = math.prod(start_lens)
+    if nelements < math.prod(sorted_lens) * extra:
+        return None
+
+    start_mask = [0] * len(start_lens)
+    if offset != 0:
+        index = _multi_index(start_lens, offset)
+        # MIGraphX subtracts unsigned sizes here: a negative overhead wraps to a huge one
+        if all(i <= n - m or n < m for i, n, m in zip(index, start_lens, sorted_lens)):
+            start_mask = _reorder(index, inverse)
+            offset = 0
+    slice_mask = _reorder([0 if n == m else m for n, m in zip(start_lens, sorted_lens)], inverse)
+    broadcast_lens = [n if b == 1 else b for n, b in zip(lens, _reorder(start_lens, inverse))]
+    transforms = [
+        make_op("reshape", dims=start_lens),
+        make_op("transpose", permutation=inverse),
+        make_op("multibroadcast", out_lens=broadcast_lens),
+    ]
+    descriptor = ShapeTransformDescriptor.create([nelements], transforms)
+
+    result: list[Operation] = []
+    end = offset + nelements
+    if offset != 0 or nelements != elements:
+        if end > elements:
+            result.append(make_op("broadcast", axis=1, out_lens=(2, elements)))
+            result.append(make_op("reshape", dims=(2 * elements,)))
+        result.append(make_op("slice", axes=(0,), starts=(offset,), ends=(end,)))
+    result.extend(descriptor.generate())
+    axes = [i for i, m in enumerate(slice_mask) if m != 0]
+    if axes:
+        starts = [start_mask[i] for i in axes]
+        result.append(
+            make_op("slice", axes=axes, starts=starts, ends=[start + lens[i] for start, i in zip(starts, axes)])
+        )
+    return result
+
+
+def _transform_indices(module: Module, indices: Sequence[int], start: Instruction) -> Instruction | None:
+    """`start` (flat) viewed so that its elements are those at `indices`, by ops inserted right
+    after it; None when the indices are not a strided view."""
+    offset = indices[0]
+    view = _strided_view([i - offset for i in indices])
+    if view is None or math.prod(view[0]) != len(indices):
+        return None
+    ops = generate_shape_transforms_for(view[0], view[1], start.shape.elements, offset)
+    if ops is None:
+        return None
+    position = start.next
+    result = start
+    for op in ops:
+        result = module.insert(position, op, [result])
+    return result
+
+
+def _constant_value(module: Module, ins: Instruction) -> np.ndarray | None:
+    """The value of a constant instruction, or None when some literal it needs was elided or some
+    op has no reference compute."""
+    seen: set[Instruction] = set()
+    pending = [ins]
+    while pending:
+        top = pending.pop()
+        if top in seen:
+            continue
+        seen.add(top)
+        if top.is_literal:
+            if top.literal.elided:
+                return None
+        elif not top.op.defn.has_compute or top.shape.is_dynamic:
+            return None
+        else:
+            pending.extend(top.args)
+    if module.program is None:
+        return None
+    return evaluate_constant(ins, {}, Interpreter(module.program))
+
+
+def find_gather(module: Module, ins: Instruction) -> object:
+    if ins.op.defn.name != "gather" or len(ins.args) != 2 or ins.shape.is_dynamic:
+        return False
+    data, indices = ins.args
+    if not _can_eval(indices) or _can_eval(ins):
+        return False
+    dlens = data.shape.lens
+    if data.shape.is_dynamic or not dlens or indices.shape.scalar:
+        return MATCHED_UNCHANGED
+    axis = normalize_axis("gather", ins.op["axis"], len(dlens))
+    axis_len = dlens[axis]
+    value = _constant_value(module, indices)
+    if axis_len == 0 or value is None or value.size == 0 or value.size != indices.shape.elements:
+        return MATCHED_UNCHANGED
+    positions = np.asarray(value, dtype=np.int64).reshape(indices.shape.lens)
+    positions = np.where(positions < 0, positions + axis_len, positions)
+    if np.any(positions < 0) or np.any(positions >= axis_len):
+        return MATCHED_UNCHANGED
+    if data.shape.ndim == 1 and indices.shape.ndim == 1:
+        viewed = _transform_indices(module, positions.tolist(), data)
+    else:
+        flat_data = insert_auto_reshape(module, ins, [data.shape.elements], data)
+        offsets = np.arange(data.shape.elements, dtype=np.int64).reshape(dlens)
+        flat_indices = np.take(offsets, positions, axis=axis).reshape(-1)
+        viewed = _transform_indices(module, flat_indices.tolist(), flat_data)
+    if viewed is None:
+        return MATCHED_UNCHANGED
+    replace_instruction(module, ins, insert_auto_reshape(module, ins, ins.shape.lens, viewed))
+    return True
+
+
+REWRITES = (find_gather_scalar, find_gather)
