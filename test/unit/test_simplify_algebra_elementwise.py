@@ -1,4 +1,4 @@
-"""simplify_algebra's elementwise rewrites and find_inner_broadcast keep results: every case of
+"""simplify_algebra's elementwise and broadcast rewrites keep results: every case of
 test/opt/simplify_algebra_elementwise.mgx and test/opt/simplify_algebra_broadcast.mgx, and programs
 built here with scalar and broadcast constants, give the same outputs on the interpreter before and
 after the pass, and every rewrite of the family fires somewhere. Also checks `_has_value` against
@@ -22,7 +22,7 @@ from mgxir.ir.module import Module
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
 from mgxir.passes.base import PassContext
-from mgxir.passes.simplify_algebra import SimplifyAlgebra, elementwise
+from mgxir.passes.simplify_algebra import SimplifyAlgebra, broadcast, elementwise
 from mgxir.passes.simplify_algebra.elementwise import _has_value
 from mgxir.text.parser import parse_program
 from mgxir.text.printer import PrintOptions, print_program
@@ -30,7 +30,7 @@ from mgxir.verifier import verify
 
 OPT = Path(__file__).resolve().parents[1] / "opt"
 LIT_FILES = (OPT / "simplify_algebra_elementwise.mgx", OPT / "simplify_algebra_broadcast.mgx")
-FAMILY = [rewrite.__name__ for rewrite in elementwise.REWRITES] + ["find_inner_broadcast"]
+FAMILY = [rewrite.__name__ for rewrite in elementwise.REWRITES + broadcast.REWRITES]
 
 
 def lit_cases() -> list[str]:
@@ -173,9 +173,27 @@ def inner_broadcasts(main: Module) -> None:
     main.add_return([ab, cd, same])
 
 
+def mul_add_convolution(main: Module) -> None:
+    """broadcast(a) * (z + convolution(x, w)): the product distributes over the convolution too."""
+    lens = (1, 2, 4, 4)
+    x = main.add_parameter("x", _float(*lens))
+    z = main.add_parameter("z", _float(*lens))
+    weights = np.array([0.5, -1.0, 2.0, 0.25], dtype=np.float32)
+    w = main.add_literal(Literal(_float(2, 2, 1, 1), weights))
+    sum_ = main.add_instruction("add", [z, main.add_instruction("convolution", [x, w])])
+    main.add_return([main.add_instruction("mul", [sum_, _constant(main, [2.0, -3.0], lens, axis=1)])])
+
+
 BUILT: dict[str, Callable[[Module], None]] = {
     f.__name__: f
-    for f in (unit_and_zero_chain, constants_divide_and_subtract, logs_and_roots, quantize_round_trip, inner_broadcasts)
+    for f in (
+        unit_and_zero_chain,
+        constants_divide_and_subtract,
+        logs_and_roots,
+        quantize_round_trip,
+        inner_broadcasts,
+        mul_add_convolution,
+    )
 }
 
 

@@ -12,6 +12,8 @@ from mgxir.passes.propagate_constant import ConstantAnalysis
 from mgxir.passes.rewrite import replace_op
 
 _BROADCASTS = ("broadcast", "multibroadcast")
+# Ops with MIGraphX's "pointwise" attribute that OpDef.pointwise leaves out
+_ALSO_POINTWISE = frozenset({"identity", "quantizelinear", "dequantizelinear"})
 
 
 def _lit_broadcast(ins: Instruction, constant: ConstantAnalysis) -> bool:
@@ -56,7 +58,9 @@ def find_inner_broadcast(module: Module, ins: Instruction, constant: ConstantAna
     """A pointwise op whose inputs are all broadcasts computes on the broadcasts' inputs, and its
     result is broadcast. True whenever MIGraphX's matcher matches (all inputs broadcast), even where
     its apply then leaves the module as it is: MIGraphX tries no later matcher on the instruction."""
-    if not ins.op.defn.pointwise or any(b.op.defn.name not in _BROADCASTS or not b.args for b in ins.args):
+    if not (ins.op.defn.pointwise or ins.op.defn.name in _ALSO_POINTWISE):
+        return False
+    if any(b.op.defn.name not in _BROADCASTS or not b.args for b in ins.args) or ins.shape.is_dynamic:
         return False
     broadcasts = ins.args
     if ins.op.defn.name == "layout" or not broadcasts:
@@ -166,7 +170,7 @@ def find_double_add_lit_broadcast(module: Module, ins: Instruction, constant: Co
     add = make_op("add")
     if a.op.defn.name == "broadcast" and b.op.defn.name == "broadcast":
         if a.args[0].shape != b.args[0].shape:
-            return False
+            return True  # matched: MIGraphX tries no later matcher on it
         presum = module.insert(ins, add, [a.args[0], b.args[0]])
         sum_ab = module.insert(ins, a.op, [presum])
     else:
@@ -189,16 +193,34 @@ def find_add_lit_broadcast(module: Module, ins: Instruction, constant: ConstantA
     return False
 
 
+def _used_once(ins: Instruction) -> bool:
+    """MIGraphX's `match::used_once`: one user, or none when it is the module's last instruction."""
+    return len(ins.users) == 1 or (not ins.users and ins.parent is not None and ins is ins.parent.last)
+
+
+def _conv_const_weights(ins: Instruction, constant: ConstantAnalysis) -> bool:
+    """A convolution used once, of a non-constant input and constant weights."""
+    return (
+        ins.op.defn.name == "convolution"
+        and _used_once(ins)
+        and len(ins.args) == 2
+        and not constant(ins.args[0])
+        and constant(ins.args[1])
+    )
+
+
 def find_mul_add(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+    """a * (x + b) -> a * x + a * b, with a constant and b constant (or a convolution with constant
+    weights), the sum used only here and not of two constants."""
     if ins.op.defn.name != "mul" or len(ins.args) != 2:
         return False
     for add, a in ((ins.args[0], ins.args[1]), (ins.args[1], ins.args[0])):
-        if add.op.defn.name != "add" or len(add.args) != 2 or len(add.users) != 1 or not constant(a):
+        if add.op.defn.name != "add" or len(add.args) != 2 or not _used_once(add) or not constant(a):
             continue
         if constant(add.args[0]) and constant(add.args[1]):
             continue
         for x, b in ((add.args[0], add.args[1]), (add.args[1], add.args[0])):
-            if constant(b):
+            if constant(b) or _conv_const_weights(b, constant):
                 mul = make_op("mul")
                 ax = module.insert(ins, mul, [a, x])
                 ab = module.insert(ins, mul, [a, b])

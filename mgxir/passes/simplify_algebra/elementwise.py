@@ -15,6 +15,7 @@ from mgxir.ir.module import Module
 from mgxir.ops.registry import make_op
 from mgxir.passes.propagate_constant import ConstantAnalysis
 from mgxir.passes.rewrite import replace_instruction, replace_op
+from mgxir.passes.simplify_algebra.broadcast import _used_once
 
 _SKIPPED_BY_HAS_VALUE = frozenset({"broadcast", "multibroadcast", "contiguous", "convert"})
 _DOUBLE_PRECISION = frozenset({DType.double})
@@ -136,7 +137,7 @@ def find_zero_ops(module: Module, ins: Instruction, constant: ConstantAnalysis) 
         zero = next((a for a in ins.args[:2] if _has_value(a, 0.0, 0, 0)), None)
     elif name == "div" and len(ins.args) == 2 and _has_value(ins.args[0], 0.0, 0, 0):
         zero = ins.args[0]
-    if zero is None:
+    if zero is None or ins.shape.is_dynamic:
         return False
     if zero.shape.scalar:
         zero = module.insert(ins, make_op("reshape", dims=ins.shape.lens), [zero])
@@ -165,10 +166,6 @@ def find_sub_const(module: Module, ins: Instruction, constant: ConstantAnalysis)
     neg = (c.parent or module).insert(c.next, make_op("neg"), [c])
     replace_op(module, ins, make_op("add"), [ins.args[0], neg])
     return True
-
-
-def _used_once(ins: Instruction) -> bool:
-    return len(ins.users) == 1 or (not ins.users and ins is ins.parent.last)
 
 
 def find_rsqrt(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
