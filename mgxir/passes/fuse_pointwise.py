@@ -1,28 +1,40 @@
 """fuse_pointwise: every pointwise op becomes `pointwise(...)` over a scalar module, and chains of
-them merge into one module, named and laid out exactly as MIGraphX does it."""
+them merge into one module, named and laid out exactly as MIGraphX does it.
+
+MIGraphX's steps, in its order: eliminate_identity; `create_pointwise_modules`; DCE; then up to
+eight rounds of `rewrite_reshapes<pointwise_reshape>` (option enable_rewrite_reshapes, on by
+default), `rewrite_broadcasts` (enable_rewrite_broadcasts, off by default) and
+`find_pointwise_modules` (merging a pointwise op into its single-use pointwise producer), with DCE
+after each round that merged. MIGraphX's multi-output fusion (enable_multi_output, off by default) is not done.
+
+A merge grows the producer's module in place and moves the consumer's instructions into it
+(MIGraphX copies the producer's module each time, which is quadratic in a chain's length); the
+printed result is the same."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-from collections import Counter
+import gc
+from collections.abc import Iterator
 
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.literal import Literal
-from mgxir.ir.module import Module
+from mgxir.ir.module import Module, compute_shape
+from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
+from mgxir.ops.builtin import make_param, make_return
+from mgxir.ops.definition import Operation
 from mgxir.ops.registry import make_op
 from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.dead_code_elimination import eliminate_dead_code
+from mgxir.passes.eliminate_common_subexpression import EliminateCommonSubexpression
 from mgxir.passes.eliminate_identity import EliminateIdentity
+from mgxir.passes.module_fusion import param_name
+from mgxir.passes.rewrite import recompute_shapes
+from mgxir.passes.rewrite_reshapes import PointwiseReshape, rewrite_reshapes
 
 _SCALAR_SOURCES = ("contiguous", "broadcast", "multibroadcast")
-
-
-def param_name(index: int) -> str:
-    """MIGraphX's parameter names: x0..x9, then x:00010 (so that names sort by number)."""
-    if index < 10:
-        return f"x{index}"
-    return f"x:{index:05d}"
 
 
 def scalar_constant(ins: Instruction) -> Literal | None:
@@ -37,24 +49,52 @@ def scalar_constant(ins: Instruction) -> Literal | None:
     return Literal(Shape.scalar_of(shape.dtype), ins.literal.data.ravel()[:1])
 
 
-class _FusedModule:
-    """A pointwise module being grown in place: its parameters by name and the outer values they
-    stand for. Parameters and literals sit at the front, so counting them never walks the body."""
+class _Builder:
+    """What one run of the pass reuses: parameter operations by name, the return operation, and
+    the scalar shapes of operations already seen."""
 
-    def __init__(self, module: Module, outer_args: list[Instruction]):
-        self.module = module
-        params = []
-        for ins in module:
-            if ins.is_param:
-                params.append(ins)
-            elif not ins.is_literal:
-                break
-        params.sort(key=lambda p: p.param_name)
-        self.outer_of_param: dict[str, Instruction] = {p.param_name: a for p, a in zip(params, outer_args)}
-        self.inner_of_outer: dict[Instruction, Instruction] = {a: p for p, a in zip(params, outer_args)}
+    def __init__(self) -> None:
+        self.params: dict[str, Operation] = {}
+        self.return_op = make_return()
+        self.shapes: dict[tuple, Shape] = {}
 
-    def inputs(self) -> list[Instruction]:
-        return [self.outer_of_param[name] for name in sorted(self.outer_of_param)]
+    def param(self, module: Module, name: str, shape: Shape) -> Instruction:
+        op = self.params.get(name)
+        if op is None:
+            op = self.params[name] = make_param(name)
+        return module.insert(module.first, op, (), (), shape)
+
+    def insert(
+        self, module: Module, pos: Instruction | None, op: Operation, args: list[Instruction], module_args=()
+    ) -> Instruction:
+        key = (op, *[a.shape for a in args])
+        shape = self.shapes.get(key) if not module_args else None
+        if shape is None:
+            shape = compute_shape(op, args, module_args)
+            if not module_args:
+                self.shapes[key] = shape
+        return module.insert(pos, op, args, module_args, shape)
+
+    def add_return(self, module: Module, result: Instruction) -> Instruction:
+        return module.insert(None, self.return_op, [result], (), result.shape)
+
+
+@contextlib.contextmanager
+def cycle_collector_paused() -> Iterator[None]:
+    """Python's cycle collector off while a pass allocates: every instruction is in a cycle (its
+    list links), so each collection would only rescan the whole IR again, making the pass grow
+    faster than linearly. The tools keep it off anyway; this does the same for library callers."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _is_dead(ins: Instruction) -> bool:
+    return not ins.users and not ins.is_return
 
 
 @dataclasses.dataclass
@@ -62,35 +102,47 @@ class FusePointwise(ModulePass):
     name = "fuse_pointwise"
     description = "Fuse chains of pointwise operators into `pointwise` instructions over scalar modules."
     max_rounds: int = 8
+    enable_rewrite_reshapes: bool = True
+    enable_rewrite_broadcasts: bool = False
+
+    def apply(self, program: Program, context: PassContext) -> None:
+        with cycle_collector_paused():
+            super().apply(program, context)
 
     def apply_module(self, module: Module, context: PassContext) -> None:
         if module.bypass:
             return
+        program = module.program
+        assert program is not None
+        builder = _Builder()
         EliminateIdentity().apply_module(module, context)
-        self._create_pointwise_modules(module, context)
+        self.create_pointwise_modules(module, program, builder, context)
         eliminate_dead_code(module, context)
-        module_uses = Counter(id(m) for ins in module for m in ins.module_args)
+        uses = _module_uses(module)
         for _ in range(self.max_rounds):
-            if not self._merge_round(module, module_uses, context):
+            rebuilt = False
+            if self.enable_rewrite_reshapes:
+                rebuilt = rewrite_reshapes(module, PointwiseReshape(), context)
+            if self.enable_rewrite_broadcasts:
+                rebuilt = self.rewrite_broadcasts(module, context) or rebuilt
+            if rebuilt:
+                uses = _module_uses(module)
+            if not self.find_pointwise_modules(module, program, builder, uses, context):
                 break
             eliminate_dead_code(module, context)
 
     # -- one pointwise module per pointwise operator ------------------------------------------
 
-    def _create_pointwise_modules(self, module: Module, context: PassContext) -> None:
-        program = module.program
-        assert program is not None
+    @staticmethod
+    def create_pointwise_modules(module: Module, program: Program, builder: _Builder, context: PassContext) -> None:
         pointwise = make_op("pointwise")
         counter = 0
         for ins in module:
             defn = ins.op.defn
             if not defn.pointwise or defn.name == "layout":
                 continue
-            while True:
-                name = f"{module.name}:pointwise{counter}"
-                counter += 1
-                if name not in program.modules:
-                    break
+            name = f"{module.name}:pointwise{counter}"
+            counter += 1
             body = Module(name, program)
             body.bypass = True
             inner: dict[Instruction, Instruction] = {}
@@ -100,25 +152,30 @@ class FusePointwise(ModulePass):
                     continue
                 scalar = scalar_constant(arg)
                 if scalar is None:
-                    inner[arg] = body.add_parameter(param_name(len(outer_inputs)), Shape.scalar_of(arg.shape.dtype))
+                    inner[arg] = builder.param(body, param_name(len(outer_inputs)), Shape.scalar_of(arg.shape.dtype))
                     outer_inputs.append(arg)
                 else:
                     inner[arg] = body.add_literal(scalar)
             if not outer_inputs:
                 continue
-            result = body.insert(None, ins.op, [inner[a] for a in ins.args])
-            body.add_return([result])
+            result = builder.insert(body, None, ins.op, [inner[a] for a in ins.args])
+            builder.add_return(body, result)
             program.modules[name] = body
-            fused = module.insert(ins, pointwise, outer_inputs, [body], shape=ins.shape)
-            ins.replace_all_uses_with(fused)
-            module.remove(ins)
+            # in place, as MIGraphX's replace_instruction: users keep using `ins`
+            ins.op = pointwise
+            ins.set_args(outer_inputs, [body])
             context.count("pointwise modules created")
 
     # -- merging a pointwise into its single-use pointwise producer -------------------------
 
-    def _merge_round(self, module: Module, module_uses: Counter[int], context: PassContext) -> bool:
+    def find_pointwise_modules(
+        self, module: Module, program: Program, builder: _Builder, uses: dict[int, int], context: PassContext
+    ) -> bool:
         changed = False
+        last = module.last
         for ins in module:
+            if ins is not last and _is_dead(ins):
+                continue
             if ins.op.defn.name != "pointwise":
                 continue
             producer = next(
@@ -127,62 +184,122 @@ class FusePointwise(ModulePass):
             )
             if producer is None:
                 continue
-            self._merge(module, producer, ins, module_uses)
+            self.merge_instruction(module, program, builder, producer, ins, uses)
             context.count("pointwise instructions fused")
             changed = True
         return changed
 
-    def _merge(self, module: Module, producer: Instruction, consumer: Instruction, module_uses: Counter[int]) -> None:
-        program = module.program
-        assert program is not None
+    @staticmethod
+    def merge_instruction(
+        module: Module,
+        program: Program,
+        builder: _Builder,
+        producer: Instruction,
+        consumer: Instruction,
+        uses: dict[int, int],
+    ) -> None:
+        """`consumer` becomes one pointwise over the producer's module grown by its own body."""
         body = producer.module_args[0]
-        if module_uses[id(body)] > 1:
-            body = _copy_module(body, _unused_name(program, body.name))
-            program.modules[body.name] = body
-            module_uses[id(body)] = 1
-        fused = _FusedModule(body, producer.args)
-        ret = body.return_instruction
-        assert ret is not None and len(ret.args) == 1
-        inner = dict(fused.inner_of_outer)
-        inner[producer] = ret.args[0]
-        next_index = len(fused.outer_of_param)
-        for arg in consumer.args:
-            if arg not in inner:
-                name = param_name(next_index)
-                next_index += 1
-                inner[arg] = body.add_parameter(name, Shape.scalar_of(arg.shape.dtype))
-                fused.outer_of_param[name] = arg
         consumer_body = consumer.module_args[0]
-        consumer_params = sorted((i for i in consumer_body if i.is_param), key=lambda p: p.param_name)
-        copied: dict[Instruction, Instruction] = {p: inner[a] for p, a in zip(consumer_params, consumer.args)}
-        returns: list[Instruction] = []
+        if uses.get(id(body), 0) > 1:
+            # MIGraphX renames the shared module and gives its name to the grown copy
+            uses[id(body)] -= 1
+            shared = body
+            body = _copy_module(shared, shared.name)
+            shared.name = f"{shared.name}:{consumer_body.name}-deleted"
+            program.modules[shared.name] = shared
+            program.modules[body.name] = body
+            uses[id(body)] = 1
+        params = _front_parameters(body)
+        params.sort(key=lambda p: p.param_name)
+        inner_of_outer: dict[Instruction, Instruction] = {}
+        inputs: list[Instruction] = []
+        for param, outer in zip(params, producer.args):
+            inner_of_outer[outer] = param
+            inputs.append(outer)
+        ret = body.last
+        assert ret is not None and ret.is_return and len(ret.args) == 1
+        inner_of_outer[producer] = ret.args[0]
+        for arg in consumer.args:
+            if arg not in inner_of_outer:
+                inner_of_outer[arg] = builder.param(body, param_name(len(inputs)), Shape.scalar_of(arg.shape.dtype))
+                inputs.append(arg)
+        consumer_params = _front_parameters(consumer_body)
+        consumer_params.sort(key=lambda p: p.param_name)
+        moved: dict[Instruction, Instruction] = {p: inner_of_outer[a] for p, a in zip(consumer_params, consumer.args)}
+        results: list[Instruction] = []
         for sub in consumer_body:
             if sub.is_param:
                 continue
-            if sub.is_literal:
-                copied[sub] = body.add_literal(sub.literal)
-            elif sub.is_return:
-                returns = [copied[a] for a in sub.args]
+            if sub.is_return:
+                results = [moved.get(a, a) for a in sub.args]
+                sub.set_args([])
                 break
-            else:
-                copied[sub] = body.insert(ret, sub.op, [copied.get(a, a) for a in sub.args], sub.module_args)
-        ret.set_args(returns)
-        ret.shape = returns[0].shape if len(returns) == 1 else Shape.tuple_of([r.shape for r in returns])
-        merged = module.insert(consumer, producer.op, fused.inputs(), [body], shape=consumer.shape)
-        consumer.replace_all_uses_with(merged)
-        module.remove(consumer)
+            # moved rather than copied: the consumer's module is dropped, and a scalar op keeps
+            # its shape; literals go to the front, as MIGraphX's add_literal puts its copies
+            sub.set_args([moved.get(a, a) for a in sub.args])
+            consumer_body._unlink(sub)
+            body._link_before(sub, body.first if sub.is_literal else ret)
+        ret.set_args(results)
+        ret.shape = results[0].shape if len(results) == 1 else Shape.tuple_of([r.shape for r in results])
+        consumer.set_args(inputs, [body])
         module.remove(producer)
-        module_uses[id(consumer_body)] -= 1
-        if module_uses[id(consumer_body)] <= 0 and program.modules.get(consumer_body.name) is consumer_body:
+        uses[id(consumer_body)] = uses.get(id(consumer_body), 1) - 1
+        if uses[id(consumer_body)] <= 0 and program.modules.get(consumer_body.name) is consumer_body:
             program.remove_module(consumer_body.name)
-        module_uses[id(body)] = 1
+
+    # -- the other steps of a round -----------------------------------------------------------
+
+    def rewrite_broadcasts(self, module: Module, context: PassContext) -> bool:
+        """MIGraphX's `pointwise_broadcast_pointwise`, then CSE and DCE: a pointwise consumer of
+        a single-use multibroadcast of a single-use pointwise gets the broadcast moved onto the
+        producer's inputs, so the two can merge."""
+        changed = False
+        for ins in module:
+            if ins.op.defn.name != "pointwise":
+                continue
+            broadcast = next((a for a in ins.args if _is_broadcast_of_pointwise(a)), None)
+            if broadcast is None:
+                continue
+            producer = broadcast.args[0]
+            extra = broadcast.args[1:]
+            inputs = [module.insert(broadcast, broadcast.op, [x, *extra]) for x in producer.args]
+            old_shape = broadcast.shape
+            module.replace(broadcast, producer.op, inputs, producer.module_args)
+            if broadcast.shape != old_shape:
+                recompute_shapes(list(broadcast.users))
+            context.count("broadcasts moved above pointwise")
+            changed = True
+        EliminateCommonSubexpression().apply_module(module, context)
+        eliminate_dead_code(module, context)
+        return changed
 
 
-def _unused_name(program, base: str) -> str:
-    n = 0
-    while f"{base}:{n}" in program.modules:
-        n += 1
-    return f"{base}:{n}"
+def _module_uses(module: Module) -> dict[int, int]:
+    """How many instructions of `module` use each submodule (by id)."""
+    uses: dict[int, int] = {}
+    for ins in module:
+        for sub in ins.module_args:
+            uses[id(sub)] = uses.get(id(sub), 0) + 1
+    return uses
+
+
+def _is_broadcast_of_pointwise(ins: Instruction) -> bool:
+    if ins.op.defn.name != "multibroadcast" or len(ins.users) != 1 or len(ins.args) not in (1, 2):
+        return False
+    producer = ins.args[0]
+    return producer.op.defn.name == "pointwise" and len(producer.users) == 1
+
+
+def _front_parameters(module: Module) -> list[Instruction]:
+    """Parameters and literals sit at the front, so collecting parameters stops at the first other."""
+    params = []
+    for ins in module:
+        if ins.is_param:
+            params.append(ins)
+        elif not ins.is_literal:
+            break
+    return params
 
 
 def _copy_module(module: Module, name: str) -> Module:

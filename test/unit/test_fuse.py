@@ -1,6 +1,7 @@
 """fuse_pointwise and fuse_reduce keep meaning: every case of their lit tests, and random chains of
 pointwise ops, broadcasts and reductions, give the same outputs (MIGraphX's rms rule) on the
-reference interpreter before and after `fuse_pointwise,fuse_reduce,dce`."""
+reference interpreter before and after `fuse_pointwise,fuse_reduce,dce` (and with
+fuse_pointwise's rewrite_broadcasts on)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from mgxir.passes.registry import parse_pipeline
 from mgxir.text.parser import parse_program
 
 PIPELINE = "fuse_pointwise,fuse_reduce,dce"
+PIPELINES = (PIPELINE, "fuse_pointwise{enable_rewrite_broadcasts=true},fuse_reduce,dce")
 LIT_DIR = Path(__file__).parent.parent / "opt"
 
 
@@ -37,9 +39,10 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("pipeline", PIPELINES)
 @pytest.mark.parametrize(("name", "index", "text"), CASES, ids=[f"{n}-{i}" for n, i, _ in CASES])
-def test_lit_cases_keep_meaning(name: str, index: int, text: str) -> None:
-    check_pipeline(parse_program(text), PIPELINE, index)
+def test_lit_cases_keep_meaning(name: str, index: int, text: str, pipeline: str) -> None:
+    check_pipeline(parse_program(text), pipeline, index)
 
 
 def reduction_chain(seed: int, size: int = 12) -> Program:
@@ -71,9 +74,10 @@ def reduction_chain(seed: int, size: int = 12) -> Program:
     return program
 
 
+@pytest.mark.parametrize("pipeline", PIPELINES)
 @pytest.mark.parametrize("seed", range(30))
-def test_random_reduction_chains_keep_meaning(seed: int) -> None:
-    check_pipeline(reduction_chain(seed), PIPELINE, seed)
+def test_random_reduction_chains_keep_meaning(seed: int, pipeline: str) -> None:
+    check_pipeline(reduction_chain(seed), pipeline, seed)
 
 
 def test_random_reduction_chains_fuse() -> None:
