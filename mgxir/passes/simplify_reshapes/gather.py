@@ -5,7 +5,6 @@ transposes, broadcasts and slices)."""
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 from collections.abc import Sequence
@@ -59,66 +58,53 @@ def find_gather_scalar(module: Module, ins: Instruction) -> bool:
     return True
 
 
-@dataclasses.dataclass(frozen=True)
-class _Segment:
-    """An arithmetic run of `count` items from `base` by `stride` (MIGraphX's arithmetic_segment)."""
-
-    base: int
-    stride: int
-    count: int
+_Segments = tuple[np.ndarray, np.ndarray, np.ndarray]  # bases, strides, counts
 
 
-def _find_run(segments: Sequence[_Segment], begin: int, end: int) -> tuple[_Segment, int]:
-    """The longest run of segments from `begin` whose bases step by one non-negative stride, and
-    where it ends; a descending first step gives the first segment alone."""
-    if end - begin == 0:
-        return _Segment(0, 0, 0), begin
-    if end - begin == 1:
-        return segments[begin], begin + 1
-    first = segments[begin]
-    step = segments[begin + 1].base - first.base
-    if step < 0:
-        return first, begin + 1
-    stop = begin + 1
-    while stop < end and segments[stop].base - segments[stop - 1].base == step:
-        stop += 1
-    return _Segment(first.base, step, stop - begin), stop
+def _group_segments(segments: _Segments) -> _Segments | None:
+    """MIGraphX's make_segments: the segments grouped into arithmetic runs (by base) as long as the
+    first run, or None when the rest does not split into such runs. A first run that would step
+    down is the first segment alone."""
+    bases, strides, counts = segments
+    steps = np.diff(bases)
+    if len(bases) == 1 or steps[0] < 0:
+        first = (int(bases[0]), int(strides[0]), int(counts[0]))
+        at = 1
+    else:
+        breaks = np.flatnonzero(steps != steps[0])
+        at = int(breaks[0]) + 1 if breaks.size else len(bases)
+        first = (int(bases[0]), int(steps[0]), at)
+    n = first[2]
+    if (len(bases) - at) % n != 0:
+        return None
+    if n == 1:
+        rest = (bases[at:], strides[at:], counts[at:])
+    else:
+        groups = bases[at:].reshape(-1, n)
+        group_steps = np.diff(groups, axis=1)
+        if np.any(group_steps[:, 0] < 0) or np.any(group_steps != group_steps[:, :1]):
+            return None
+        rest = (groups[:, 0], group_steps[:, 0], np.full(len(groups), n, dtype=np.int64))
+    return tuple(np.concatenate(([value], others)).astype(np.int64) for value, others in zip(first, rest))
 
 
-def _group_segments(segments: Sequence[_Segment]) -> list[_Segment]:
-    """The segments grouped into runs as long as the first run, or [] when they do not split evenly."""
-    first, at = _find_run(segments, 0, len(segments))
-    result = [first]
-    n = first.count
-    while at != len(segments):
-        if len(segments) - at < n:
-            return []
-        run, stop = _find_run(segments, at, at + n)
-        if stop != at + n:
-            return []
-        result.append(run)
-        at = stop
-    return result
-
-
-def _strided_view(indices: Sequence[int]) -> tuple[list[int], list[int]] | None:
-    """Lens and strides of a view whose elements, in order, are at offsets `indices` (the first is
-    0), or None when the offsets have no such regular structure."""
-    segments = [_Segment(i, 1, 1) for i in indices]
+def _strided_view(indices: np.ndarray) -> tuple[list[int], list[int]] | None:
+    """MIGraphX's make_strided_view: lens and strides of a view whose elements, in order, are at
+    offsets `indices` (the first is 0), or None when the offsets have no such regular structure."""
+    segments: _Segments = (indices.astype(np.int64), np.ones_like(indices), np.ones_like(indices))
     lens: list[int] = []
     strides: list[int] = []
     while True:
-        segments = _group_segments(segments)
-        if not segments:
+        grouped = _group_segments(segments)
+        if grouped is None or len(grouped[0]) == len(segments[0]) > 1:
             return None
-        front = segments[0]
-        if front.stride < 0 or any(s.base < 0 for s in segments):
+        bases, steps, counts = grouped
+        if steps[0] < 0 or np.any(bases < 0) or np.any(steps != steps[0]) or np.any(counts != counts[0]):
             return None
-        if any(s.stride != front.stride or s.count != front.count for s in segments):
-            return None
-        lens.append(front.count)
-        strides.append(front.stride)
-        if len(segments) <= 1:
+        lens.append(int(counts[0]))
+        strides.append(int(steps[0]))
+        segments = grouped
+        if len(bases) <= 1:
             break
     lens.reverse()
     strides.reverse()
@@ -224,12 +210,12 @@ def generate_shape_transforms_for(
     return result
 
 
-def _transform_indices(module: Module, indices: Sequence[int], start: Instruction) -> Instruction | None:
+def _transform_indices(module: Module, indices: np.ndarray, start: Instruction) -> Instruction | None:
     """`start` (flat) viewed so that its elements are those at `indices`, by ops inserted right
     after it; None when the indices are not a strided view."""
-    offset = indices[0]
-    view = _strided_view([i - offset for i in indices])
-    if view is None or math.prod(view[0]) != len(indices):
+    offset = int(indices[0])
+    view = _strided_view(indices - offset)
+    if view is None or math.prod(view[0]) != indices.size:
         return None
     ops = generate_shape_transforms_for(view[0], view[1], start.shape.elements, offset)
     if ops is None:
@@ -263,6 +249,14 @@ def _constant_value(module: Module, ins: Instruction) -> np.ndarray | None:
     return evaluate_constant(ins, {}, Interpreter(module.program))
 
 
+def _flat_gather_indices(dlens: Sequence[int], axis: int, positions: np.ndarray) -> np.ndarray:
+    """For each element of the gather's result, in order, its offset in the flattened data."""
+    inner = math.prod(dlens[axis + 1 :])
+    outer = np.arange(math.prod(dlens[:axis]), dtype=np.int64) * (dlens[axis] * inner)
+    offsets = outer[:, None, None] + positions.reshape(1, -1, 1) * inner + np.arange(inner, dtype=np.int64)
+    return offsets.reshape(-1)
+
+
 def find_gather(module: Module, ins: Instruction) -> object:
     if ins.op.defn.name != "gather" or len(ins.args) != 2 or ins.shape.is_dynamic:
         return False
@@ -282,12 +276,10 @@ def find_gather(module: Module, ins: Instruction) -> object:
     if np.any(positions < 0) or np.any(positions >= axis_len):
         return MATCHED_UNCHANGED
     if data.shape.ndim == 1 and indices.shape.ndim == 1:
-        viewed = _transform_indices(module, positions.tolist(), data)
+        viewed = _transform_indices(module, positions, data)
     else:
         flat_data = insert_auto_reshape(module, ins, [data.shape.elements], data)
-        offsets = np.arange(data.shape.elements, dtype=np.int64).reshape(dlens)
-        flat_indices = np.take(offsets, positions, axis=axis).reshape(-1)
-        viewed = _transform_indices(module, flat_indices.tolist(), flat_data)
+        viewed = _transform_indices(module, _flat_gather_indices(dlens, axis, positions), flat_data)
     if viewed is None:
         return MATCHED_UNCHANGED
     replace_instruction(module, ins, insert_auto_reshape(module, ins, ins.shape.lens, viewed))
