@@ -9,7 +9,7 @@ from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.ops.registry import make_op
 from mgxir.passes.propagate_constant import ConstantAnalysis
-from mgxir.passes.rewrite import replace_op
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_op
 
 _BROADCASTS = ("broadcast", "multibroadcast")
 # Ops with MIGraphX's "pointwise" attribute that OpDef.pointwise leaves out
@@ -54,27 +54,28 @@ def _insert_common_op(module: Module, pos: Instruction, op, inputs: list[Instruc
     return module.insert(pos, op, args)
 
 
-def find_inner_broadcast(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+def find_inner_broadcast(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """A pointwise op whose inputs are all broadcasts computes on the broadcasts' inputs, and its
-    result is broadcast. True whenever MIGraphX's matcher matches (all inputs broadcast), even where
-    its apply then leaves the module as it is: MIGraphX tries no later matcher on the instruction."""
+    result is broadcast."""
     if not (ins.op.defn.pointwise or ins.op.defn.name in _ALSO_POINTWISE):
         return False
     if any(b.op.defn.name not in _BROADCASTS or not b.args for b in ins.args) or ins.shape.is_dynamic:
         return False
     broadcasts = ins.args
     if ins.op.defn.name == "layout" or not broadcasts:
-        return True
+        return MATCHED_UNCHANGED
     if any(b.shape.dtype != broadcasts[0].shape.dtype for b in broadcasts):
-        return True
+        return MATCHED_UNCHANGED
     if not all(b.args[0].shape.elements < ins.shape.elements for b in broadcasts):
-        return True
+        return MATCHED_UNCHANGED
     first = next((i for i, b in enumerate(broadcasts) if not b.shape.scalar), len(broadcasts))
     if _same_broadcasts(broadcasts[first:]):
         _apply_same_broadcasts(module, ins, broadcasts[first] if first < len(broadcasts) else broadcasts[0])
-    elif not any(b.args[0].shape.broadcasted for b in broadcasts):
-        _apply_diff_broadcasts(module, ins)
-    return True
+        return True
+    # MIGraphX leaves inputs that are themselves broadcast to the simple case only
+    if any(b.args[0].shape.broadcasted for b in broadcasts):
+        return MATCHED_UNCHANGED
+    return True if _apply_diff_broadcasts(module, ins) else MATCHED_UNCHANGED
 
 
 def _same_broadcasts(broadcasts: list[Instruction]) -> bool:
@@ -103,9 +104,10 @@ def _apply_same_broadcasts(module: Module, ins: Instruction, outer: Instruction)
     replace_op(module, ins, outer.op, [inner_op])
 
 
-def _apply_diff_broadcasts(module: Module, ins: Instruction) -> None:
+def _apply_diff_broadcasts(module: Module, ins: Instruction) -> bool:
     """Different broadcasts: compute on the axes some input is not broadcast on (the inner axes),
-    each input squeezed (or broadcast) to those axes, then broadcast the result back out."""
+    each input squeezed (or broadcast) to those axes, then broadcast the result back out. False
+    when every axis is inner."""
     broadcasts = list(ins.args)
     out_lens = ins.shape.lens
     ndim = len(out_lens)
@@ -117,16 +119,17 @@ def _apply_diff_broadcasts(module: Module, ins: Instruction) -> None:
         else:
             inner_axes.append(axis)
     if len(inner_axes) == ndim:
-        return
+        return False
     inner_lens = tuple(out_lens[axis] for axis in inner_axes)
     inputs = [_inner_input(module, b, axes, inner_axes, inner_lens) for b in broadcasts]
     inner_op = _insert_common_op(module, ins, ins.op, inputs)
     if len(inner_axes) == 1:
         replace_op(module, ins, make_op("broadcast", axis=inner_axes[0], out_lens=out_lens), [inner_op])
-        return
+        return True
     if _unsqueeze_needed(inner_op.shape.lens, out_lens):
         inner_op = module.insert(ins, make_op("unsqueeze", axes=tuple(axes)), [inner_op])
     replace_op(module, ins, make_op("multibroadcast", out_lens=out_lens), [inner_op])
+    return True
 
 
 def _inner_input(
@@ -159,7 +162,7 @@ def _unsqueeze_needed(lens: tuple[int, ...], out_lens: tuple[int, ...]) -> bool:
     return True
 
 
-def find_double_add_lit_broadcast(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+def find_double_add_lit_broadcast(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     if ins.op.defn.name != "add" or len(ins.args) != 2:
         return False
     left = _op_lit_broadcast(ins.args[0], "add", constant)
@@ -170,7 +173,7 @@ def find_double_add_lit_broadcast(module: Module, ins: Instruction, constant: Co
     add = make_op("add")
     if a.op.defn.name == "broadcast" and b.op.defn.name == "broadcast":
         if a.args[0].shape != b.args[0].shape:
-            return True  # matched: MIGraphX tries no later matcher on it
+            return MATCHED_UNCHANGED
         presum = module.insert(ins, add, [a.args[0], b.args[0]])
         sum_ab = module.insert(ins, a.op, [presum])
     else:

@@ -14,7 +14,7 @@ from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.ops.registry import make_op
 from mgxir.passes.propagate_constant import ConstantAnalysis
-from mgxir.passes.rewrite import replace_instruction, replace_op
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, replace_op
 from mgxir.passes.simplify_algebra.broadcast import _used_once
 
 _SKIPPED_BY_HAS_VALUE = frozenset({"broadcast", "multibroadcast", "contiguous", "convert"})
@@ -145,14 +145,13 @@ def find_zero_ops(module: Module, ins: Instruction, constant: ConstantAnalysis) 
     return True
 
 
-def find_div_const(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
-    """x / c -> x * recip(c), recip placed just after c; not for integral types. True whenever
-    MIGraphX's matcher matches, as it then tries no later matcher on the instruction."""
+def find_div_const(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
+    """x / c -> x * recip(c), recip placed just after c; not for integral types."""
     if ins.op.defn.name != "div" or len(ins.args) < 2 or not constant(ins.args[1]):
         return False
     c = ins.args[1]
     if ins.shape.dtype.is_integral:
-        return True
+        return MATCHED_UNCHANGED
     recip = (c.parent or module).insert(c.next, make_op("recip"), [c])
     replace_op(module, ins, make_op("mul"), [ins.args[0], recip])
     return True
