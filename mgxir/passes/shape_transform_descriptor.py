@@ -563,7 +563,9 @@ class ShapeTransformDescriptor:
         positions = {id(s): i for i, s in enumerate(subs)}
         for group in _group_axes(subs).values():
             new_subs = []
-            for s in group:
+            # Not in MIGraphX, which keeps the common order: the parts of a split axis in split order,
+            # else a source axis whose parts were transposed is rebuilt in the wrong order.
+            for s in sorted(group, key=lambda s: s.origin_axis()):
                 moved = _copy_sub(s)
                 _set_origin_axis(moved, [positions[id(s)]])
                 moved.expose()

@@ -1,9 +1,8 @@
 """simplify_reshapes' first rewrites: find_nop_reshapes (a shape op whose result has its input's shape,
-or a reduction that keeps the lens, is its input), find_flatten (flatten becomes reshape), and the cases of
-find_nested_shape_transforms that need no general shape-transform algebra: a chain from a scalar
-becomes one multibroadcast, a chain between one-element shapes one reshape, a chain of reshape,
-squeeze and unsqueeze one squeeze, unsqueeze or reshape, and a chain of transposes one transpose
-(none when the permutations cancel)."""
+or a reduction that keeps the lens, is its input), find_flatten (flatten becomes reshape) and
+find_nested_shape_transforms (a chain of views becomes the fewest views the shape-transform descriptor
+generates: one multibroadcast from a scalar, one reshape between one-element shapes). Also
+insert_auto_reshape, MIGraphX's helper that picks squeeze, unsqueeze or reshape."""
 
 from __future__ import annotations
 
@@ -12,7 +11,8 @@ from collections.abc import Sequence
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.ops.registry import make_op
-from mgxir.passes.rewrite import replace_instruction, replace_op
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, replace_op
+from mgxir.passes.shape_transform_descriptor import optimize_shape_transforms
 
 _SAME_SHAPE_NOPS = frozenset(
     {
@@ -36,7 +36,6 @@ _SAME_LENS_NOPS = frozenset({"reduce_mean", "reduce_max", "reduce_min", "reduce_
 _SHAPE_TRANSFORMS = frozenset(
     {"flatten", "reshape", "squeeze", "unsqueeze", "transpose", "broadcast", "multibroadcast"}
 )
-_RESHAPERS = frozenset({"flatten", "reshape", "squeeze", "unsqueeze"})
 
 
 def find_nop_reshapes(module: Module, ins: Instruction) -> bool:
@@ -60,18 +59,21 @@ def find_flatten(module: Module, ins: Instruction) -> bool:
 
 
 def _skip_contiguous(ins: Instruction) -> Instruction:
-    while ins.op.defn.name == "contiguous" and ins.args:
+    while ins.op.defn.name == "contiguous" and len(ins.args) == 1:
         ins = ins.args[0]
     return ins
 
 
-def _feeds_shape_transform(ins: Instruction) -> bool:
-    for user in ins.users:
-        if user.op.defn.name in _SHAPE_TRANSFORMS:
-            return True
-        if user.op.defn.name == "contiguous" and _feeds_shape_transform(user):
-            return True
-    return False
+def _output_is_shape_transform(ins: Instruction) -> bool:
+    """MIGraphX's skip_output(contiguous)(shape transform): down single outputs past contiguous."""
+    if len(ins.users) != 1:
+        return False
+    after = next(iter(ins.users))
+    if after.op.defn.name == "contiguous":
+        if len(after.users) == 1:
+            return _output_is_shape_transform(after)
+        return False
+    return after.op.defn.name in _SHAPE_TRANSFORMS
 
 
 def insert_auto_reshape(module: Module, pos: Instruction, dims: Sequence[int], source: Instruction) -> Instruction:
@@ -105,40 +107,42 @@ def _size_one_axes(longer: list[int], shorter: list[int]) -> list[int]:
     return axes if at == len(shorter) else []
 
 
-def find_nested_shape_transforms(module: Module, ins: Instruction) -> bool:
-    if ins.op.defn.name not in _SHAPE_TRANSFORMS or not ins.args or ins.shape.is_dynamic:
+def _broadcasts_to(lens: Sequence[int], out_lens: Sequence[int]) -> bool:
+    if len(lens) > len(out_lens):
         return False
-    if _skip_contiguous(ins.args[0]).op.defn.name not in _SHAPE_TRANSFORMS or _feeds_shape_transform(ins):
+    return all(n in (1, m) for n, m in zip(reversed(lens), reversed(out_lens)))
+
+
+def find_nested_shape_transforms(module: Module, ins: Instruction) -> object:
+    if ins.op.defn.name not in _SHAPE_TRANSFORMS or len(ins.args) != 1 or ins.shape.is_dynamic:
         return False
-    chain: list[Instruction] = []
+    if _skip_contiguous(ins.args[0]).op.defn.name not in _SHAPE_TRANSFORMS or _output_is_shape_transform(ins):
+        return False
+    ops = []
     source = ins
     while source.op.defn.name in _SHAPE_TRANSFORMS or source.op.defn.name == "contiguous":
-        chain.append(source)
+        ops.append(source.op)
         source = source.args[0]
     if source.shape.is_dynamic or source.shape.is_tuple:
         return False
     lens = ins.shape.lens
-    if source.shape.scalar:
+    # Not in MIGraphX (which throws there): a "scalar" (all strides 0) whose lens do not broadcast to
+    # the result goes through the descriptor instead.
+    if source.shape.scalar and _broadcasts_to(source.shape.lens, lens):
         replace_op(module, ins, make_op("multibroadcast", out_lens=lens), [source])
         return True
     if source.shape.elements == 1 and ins.shape.elements == 1:
         replace_op(module, ins, make_op("reshape", dims=lens), [source])
         return True
-    names = {c.op.defn.name for c in chain}
-    if names <= _RESHAPERS and len(chain) > 1:
-        replacement = insert_auto_reshape(module, ins, lens, source)
-        replace_instruction(module, ins, replacement)
-        return True
-    if names == {"transpose"} and len(chain) > 1:
-        permutation = list(range(source.shape.ndim))
-        for step in reversed(chain):
-            permutation = [permutation[p] for p in step.op["permutation"]]
-        if permutation == sorted(permutation):
-            replace_instruction(module, ins, source)
-        else:
-            replace_op(module, ins, make_op("transpose", permutation=permutation), [source])
-        return True
-    return False
+    ops.reverse()
+    optimized = optimize_shape_transforms(source.shape.lens, ops)
+    if optimized == ops:
+        return MATCHED_UNCHANGED
+    replacement = source
+    for op in optimized:
+        replacement = module.insert(ins, op, [replacement])
+    replace_instruction(module, ins, replacement)
+    return True
 
 
 REWRITES = (find_nop_reshapes, find_flatten, find_nested_shape_transforms)

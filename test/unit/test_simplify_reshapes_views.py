@@ -1,0 +1,116 @@
+"""simplify_reshapes' view rewrites (nested.py, views.py) keep what programs compute: every case of
+their lit tests runs on the reference interpreter before and after the pass (rms rule), each rewrite
+changes at least one of those programs, and random chains of views, slices, reductions and pointwise
+ops (which the shape-transform descriptor collapses or moves ops through) compute the same after the
+pass."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_pass_differential import fill_elided_literals
+from test_simplify_reshapes_concat_gather import _run, check_values
+
+from mgxir.ir.dtype import DType
+from mgxir.ir.instruction import Instruction
+from mgxir.ir.program import Program
+from mgxir.ir.shape import Shape
+from mgxir.passes.simplify_reshapes import nested, views
+from mgxir.text.parser import parse_program
+from mgxir.text.printer import print_program
+
+LIT_TESTS = Path(__file__).resolve().parents[1] / "opt"
+LIT_FILES = ("simplify_reshapes.mgx", "simplify_reshapes_views.mgx")
+
+
+def _cases() -> list[tuple[str, int, str]]:
+    cases = []
+    for name in LIT_FILES:
+        text = (LIT_TESTS / name).read_text()
+        for index, case in enumerate(text.split("// -----\n")):
+            program = "\n".join(line for line in case.splitlines() if not line.startswith("//"))
+            cases.append((name, index, program + "\n"))
+    return cases
+
+
+CASES = _cases()
+SIZE_LIMIT = 1 << 20
+
+
+@pytest.mark.parametrize(("name", "index", "text"), CASES, ids=[f"{n}-{i}" for n, i, _ in CASES])
+def test_lit_cases_keep_values(name: str, index: int, text: str) -> None:
+    program = parse_program(text)
+    if any(ins.shape.elements > SIZE_LIMIT for ins in program.main if not ins.is_return):
+        pytest.skip("values too large for the interpreter in a unit test")
+    check_values(program, "simplify_reshapes", seed=index)
+
+
+def test_each_rewrite_changes_some_program() -> None:
+    changed_by: set[str] = set()
+    for _, _, text in CASES:
+        program = parse_program(text)
+        fill_elided_literals(program)
+        transformed, context = _run(program, "simplify_reshapes")
+        if print_program(transformed) == print_program(program):
+            continue
+        changed_by.update(key.removesuffix(" applied") for key in context.statistics)
+    wanted = {rewrite.__name__ for rewrite in (*nested.REWRITES, *views.REWRITES)}
+    assert wanted <= changed_by
+
+
+def _random_view(rng: np.random.Generator, main, x: Instruction) -> Instruction:
+    lens = list(x.shape.lens)
+    rank = len(lens)
+    choice = int(rng.integers(0, 10))
+    if choice == 0 and rank > 1:
+        return main.add_instruction("transpose", [x], permutation=[int(p) for p in rng.permutation(rank)])
+    if choice == 1 and rank > 1:
+        at = int(rng.integers(0, rank - 1))
+        dims = [*lens[:at], lens[at] * lens[at + 1], *lens[at + 2 :]]
+        return main.add_instruction("reshape", [x], dims=dims)
+    if choice == 2:
+        at = int(rng.integers(0, rank))
+        divisors = [d for d in range(2, lens[at]) if lens[at] % d == 0]
+        if divisors:
+            d = int(rng.choice(divisors))
+            return main.add_instruction("reshape", [x], dims=[*lens[:at], d, lens[at] // d, *lens[at + 1 :]])
+    if choice == 3 and rank < 6:
+        return main.add_instruction("unsqueeze", [x], axes=[int(rng.integers(0, rank + 1))])
+    if choice == 4 and 1 in lens and rank > 1:
+        return main.add_instruction("squeeze", [x], axes=[lens.index(1)])
+    if choice == 5 and 1 in lens:
+        out = [n if n != 1 or rng.random() < 0.5 else int(rng.integers(2, 4)) for n in lens]
+        return main.add_instruction("multibroadcast", [x], out_lens=out)
+    if choice == 6 and rank < 5:
+        return main.add_instruction("multibroadcast", [x], out_lens=[int(rng.integers(1, 4)), *lens])
+    if choice == 7:
+        at = int(rng.integers(0, rank))
+        if lens[at] > 1:
+            start = int(rng.integers(0, lens[at] - 1))
+            end = int(rng.integers(start + 1, lens[at] + 1))
+            return main.add_instruction("slice", [x], axes=[at], starts=[start], ends=[end])
+    if choice == 8:
+        return main.add_instruction("reduce_sum", [x], axes=[int(rng.integers(0, rank))])
+    if choice == 9:
+        other = main.add_parameter(f"y{len(main.parameters())}", Shape.make(DType.float, lens))
+        return main.add_instruction("add", [x, other])
+    return main.add_instruction("neg", [x])
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_random_view_chains(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    program = Program()
+    main = program.create_module("main")
+    lens = [int(n) for n in rng.choice([1, 2, 3, 4, 6], size=int(rng.integers(1, 4)))]
+    x = main.add_parameter("x", Shape.make(DType.float, lens))
+    outputs = []
+    for _ in range(int(rng.integers(3, 9))):
+        x = _random_view(rng, main, x)
+        if rng.random() < 0.2:
+            outputs.append(x)
+    outputs.append(main.add_instruction("relu", [x]))
+    main.add_return(list(dict.fromkeys(outputs)))
+    check_values(program, "simplify_reshapes", seed)
