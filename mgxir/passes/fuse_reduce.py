@@ -4,8 +4,10 @@ instruction: `find_reduce_pointwise` (a pointwise consumer of a reduction moves 
 `find_pointwise_reduce` (a pointwise producer moves in) and `find_reduce_reduce` (two reductions
 over the same axes merge). Producers may sit behind a `multibroadcast` (and contiguous copies)
 that broadcasts exactly the reduced axes; the broadcast moves into the module with them.
-Not done: MIGraphX's `rewrite_reshapes<reduce_reshape>` step (reshapes between a reduction and
-its pointwise neighbours), which needs shape_transform_descriptor."""
+Each round starts, as MIGraphX's does, with `rewrite_reshapes<reduce_reshape>` (option
+enable_rewrite_reshapes, on by default): a reduction and a pointwise op (or two reductions) with
+only reshapes between them are rebuilt on common dimensions, the reduction's module copied as
+"<name>_reshape" with its axes mapped."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from typing import NamedTuple
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.ir.program import Program
+from mgxir.ops.definition import Operation
 from mgxir.ops.registry import make_op
 from mgxir.passes.base import ModulePass, PassContext, modules_to_run
 from mgxir.passes.dead_code_elimination import eliminate_dead_code
@@ -28,6 +31,7 @@ from mgxir.passes.module_fusion import (
     last_output,
 )
 from mgxir.passes.rewrite import recompute_shapes
+from mgxir.passes.rewrite_reshapes import AxesMap, ReshapeFusion, rewrite_reshapes
 
 # operators with MIGraphX's "reduce" attribute
 REDUCE_OPS = frozenset(
@@ -257,11 +261,54 @@ class _ReduceFusion:
             self.find_reduce_reduce(ins)
 
 
+class ReduceReshape(ReshapeFusion):
+    """MIGraphX's reduce_reshape: a fused_reduce rebuilt on reshaped inputs, its module copied with
+    the reduction axes (and argmin/argmax axis, and broadcast lens) moved to the new dimensions."""
+
+    name = "fused_reduce"
+
+    def __init__(self, fusion: _ReduceFusion):
+        self.fusion = fusion
+
+    def insert(self, module: Module, ins: Instruction, inputs: list[Instruction], axes_map: AxesMap) -> Instruction:
+        axes = sorted(new_axis for axis in ins.op["axes"] for new_axis in axes_map[axis])
+        dims = self.input_dims(inputs)
+        old_body = ins.module_args[0]
+        body = self.fusion.create_module(f"{old_body.name}_reshape")
+
+        def transform(target: Module, op: Operation, args: list[Instruction], module_args: list[Module]) -> Instruction:
+            name = op.defn.name
+            if "reduce" in name:
+                op = make_op(name, axes=axes)
+            elif name in ("argmin", "argmax"):
+                op = op.replace(axis=axes[0])
+            elif name == "multibroadcast":
+                op = make_op("multibroadcast", out_lens=dims)
+            return target.insert(None, op, args, module_args)
+
+        body.add_return(fuse_module(body, old_body, inputs, None, transform))
+        self.fusion.replaced.append(old_body)
+        return module.insert(ins, make_op("fused_reduce", axes=axes), inputs, [body])
+
+    @staticmethod
+    def input_dims(inputs: list[Instruction]) -> list[int]:
+        """The lens of the input with the most elements (the first of them)."""
+        largest = inputs[0]
+        for value in inputs[1:]:
+            if value.shape.elements > largest.shape.elements:
+                largest = value
+        return list(largest.shape.lens)
+
+    def base_dims(self, ins: Instruction) -> list[int]:
+        return self.input_dims(ins.args)
+
+
 @dataclasses.dataclass
 class FuseReduce(ModulePass):
     name = "fuse_reduce"
     description = "Wrap reductions in fused_reduce modules and fuse pointwise neighbours and reductions into them."
     rounds: int = 4
+    enable_rewrite_reshapes: bool = True
 
     def apply(self, program: Program, context: PassContext) -> None:
         replaced: list[Module] = []
@@ -280,6 +327,8 @@ class FuseReduce(ModulePass):
         fusion.create_reduce_modules()
         eliminate_dead_code(module, context)
         for _ in range(self.rounds):
+            if self.enable_rewrite_reshapes:
+                rewrite_reshapes(module, ReduceReshape(fusion), context)
             fusion.run_matchers()
             eliminate_dead_code(module, context)
 
