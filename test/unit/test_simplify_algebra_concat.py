@@ -1,7 +1,8 @@
 """simplify_algebra's concat and split rewrites keep results: every case of
 test/opt/simplify_algebra_concat.mgx, and a few larger random programs, give the same outputs on the
 interpreter before and after the pass, and every rewrite of the family fires somewhere. Two cases show
-why the rewrites refuse what MIGraphX would do: its results would read other elements."""
+why the rewrites refuse what MIGraphX would do: its results would read other elements. Patterns that
+match but decline change nothing, cost one round and stop the later rewrites."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ from mgxir.ir.dtype import DType
 from mgxir.ir.literal import Literal
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
+from mgxir.passes import simplify_algebra
 from mgxir.passes.base import PassContext
+from mgxir.passes.rewrite import MATCHED_UNCHANGED
 from mgxir.passes.simplify_algebra import SimplifyAlgebra, concat
 from mgxir.text.parser import parse_program
 from mgxir.text.printer import PrintOptions, print_program
@@ -139,3 +142,55 @@ def test_migraphx_split_concat_interleaved_result_differs() -> None:
     original = np.concatenate([x[:, 0:2], y[:, 2:4], x[:, 2:4]], axis=1)
     migraphx = np.concatenate([x, x[:, 2:4]], axis=1)
     assert not np.array_equal(original, migraphx)
+
+
+def run_recording(program: Program, watched: str, monkeypatch: pytest.MonkeyPatch) -> tuple[list[object], Counter[str]]:
+    """Runs simplify_algebra on `program`, recording what the rewrite named `watched` returns on the
+    returned concat; gives those outcomes and the pass statistics."""
+    concat_ins = program.main.last.args[0]
+    outcomes: list[object] = []
+
+    def record(rewrite):
+        def recorded(module, ins, constant):
+            outcome = rewrite(module, ins, constant)
+            if ins is concat_ins:
+                outcomes.append(outcome)
+            return outcome
+
+        return recorded
+
+    rewrites = tuple(record(r) if r.__name__ == watched else r for r in simplify_algebra.REWRITES)
+    monkeypatch.setattr(simplify_algebra, "REWRITES", rewrites)
+    context = PassContext()
+    SimplifyAlgebra().apply(program, context)
+    return outcomes, context.statistics
+
+
+def test_declined_concat_op_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """concat(relu(x), tanh(y)) matches find_concat_op, which finds no run of like inputs to merge:
+    one round, no change counted, the module unchanged."""
+    program = Program()
+    main = program.create_module("main")
+    x = main.add_parameter("x", Shape.make(DType.float, (2, 3)))
+    y = main.add_parameter("y", Shape.make(DType.float, (2, 4)))
+    relu, tanh = main.add_instruction("relu", [x]), main.add_instruction("tanh", [y])
+    main.add_return([main.add_instruction("concat", [relu, tanh], axis=1)])
+    text_before = print_program(program)
+    outcomes, statistics = run_recording(program, "find_concat_op", monkeypatch)
+    assert outcomes == [MATCHED_UNCHANGED]
+    assert not any(key.endswith(" applied") for key in statistics), dict(statistics)
+    assert print_program(program) == text_before
+
+
+def test_declined_concat_same_input_stops_concat_op(monkeypatch: pytest.MonkeyPatch) -> None:
+    """concat(relu(x), relu(x)) along an axis of length 3 matches find_concat_same_input, which
+    declines; as in MIGraphX find_concat_op is then not tried, so the concat stays."""
+    program = Program()
+    main = program.create_module("main")
+    relu = main.add_instruction("relu", [main.add_parameter("x", Shape.make(DType.float, (2, 3)))])
+    main.add_return([main.add_instruction("concat", [relu, relu], axis=1)])
+    text_before = print_program(program)
+    outcomes, statistics = run_recording(program, "find_concat_op", monkeypatch)
+    assert outcomes == []
+    assert not any(key.endswith(" applied") for key in statistics), dict(statistics)
+    assert print_program(program) == text_before

@@ -1,5 +1,6 @@
 """simplify_algebra's convolution and dot rewrites keep results: each program below triggers one
-rewrite (checked by the pass statistics), and the interpreter gives the same outputs before and after."""
+rewrite (checked by the pass statistics), and the interpreter gives the same outputs before and after.
+A pattern that matches but declines changes nothing and costs one round."""
 
 from __future__ import annotations
 
@@ -16,8 +17,11 @@ from mgxir.ir.literal import Literal
 from mgxir.ir.module import Module
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
+from mgxir.passes import simplify_algebra
 from mgxir.passes.base import PassContext
-from mgxir.passes.simplify_algebra import SimplifyAlgebra
+from mgxir.passes.propagate_constant import ConstantAnalysis
+from mgxir.passes.rewrite import MATCHED_UNCHANGED
+from mgxir.passes.simplify_algebra import SimplifyAlgebra, linear
 from mgxir.text.printer import print_program
 from mgxir.verifier import verify
 
@@ -227,3 +231,29 @@ def test_horizontal_fusion_leaves_one_dot() -> None:
     horiz_dot(builder)
     SimplifyAlgebra().apply(builder.program, PassContext())
     assert _count(builder.program.main, "dot") == 1
+
+
+def test_declined_horizontal_fusion_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two convolutions of one input with different output channel counts match
+    find_conv_dot_horiz_fusion but stay apart: one round, no change counted, the module unchanged."""
+    builder = Builder(seed=11)
+    x = builder.param("x", 1, 3, 6, 6)
+    first = builder.op("convolution", x, builder.literal(4, 3, 3, 3), padding=(1, 1))
+    second = builder.op("convolution", x, builder.literal(2, 3, 3, 3), padding=(1, 1))
+    builder.ret(first, second)
+    outcomes: list[object] = []
+
+    def recorded(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
+        outcome = linear.find_conv_dot_horiz_fusion(module, ins, constant)
+        if ins is x:
+            outcomes.append(outcome)
+        return outcome
+
+    rewrites = tuple(recorded if r is linear.find_conv_dot_horiz_fusion else r for r in simplify_algebra.REWRITES)
+    monkeypatch.setattr(simplify_algebra, "REWRITES", rewrites)
+    text_before = print_program(builder.program)
+    context = PassContext()
+    SimplifyAlgebra().apply(builder.program, context)
+    assert outcomes == [MATCHED_UNCHANGED]
+    assert not any(key.endswith(" applied") for key in context.statistics), dict(context.statistics)
+    assert print_program(builder.program) == text_before

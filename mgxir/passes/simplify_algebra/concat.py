@@ -1,10 +1,9 @@
 """simplify_algebra's concat and split rewrites: find_concat_same_input, find_concat_op, find_split_concat,
 find_splits, find_split_reshape and find_split_transpose.
 
-The driver moves on to the next rewrite when one returns False, while MIGraphX stops at the first matcher
-that matches even when its apply changes nothing. So that the rewrites of this family meet an instruction
-in the same cases as MIGraphX's, each first checks that none of the earlier matchers on that instruction
-(find_concat_conv and this family's) would have claimed it; the `_matches_*` predicates are those matchers.
+As in MIGraphX's find_matches, a rewrite whose pattern matched but that then changed nothing returns
+MATCHED_UNCHANGED: no later rewrite is tried on that instruction. The `_matches_*` predicates are
+MIGraphX's matchers.
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from mgxir.ir.module import Module, compute_shape
 from mgxir.ops.definition import Operation, ShapeError
 from mgxir.ops.registry import make_op
 from mgxir.passes.propagate_constant import ConstantAnalysis
-from mgxir.passes.rewrite import recompute_shapes, replace_instruction, replace_op
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, recompute_shapes, replace_instruction, replace_op
 from mgxir.text.printer import print_module
 
 # MIGraphX gives these the "pointwise" attribute too
@@ -41,10 +40,6 @@ def _used_once(ins: Instruction) -> bool:
 # -- MIGraphX's matchers ------------------------------------------------------------------------
 
 
-def _matches_concat_conv(ins: Instruction) -> bool:
-    return _name(ins) == "concat" and all(_used_once(a) and _name(a) == "convolution" for a in ins.args)
-
-
 def _matches_concat_same_input(ins: Instruction) -> bool:
     return _name(ins) == "concat" and bool(ins.args) and all(a is ins.args[0] for a in ins.args)
 
@@ -53,10 +48,6 @@ def _matches_concat_op(ins: Instruction) -> bool:
     return _name(ins) == "concat" and any(
         _pointwise(a.op) or _name(a) in _CONCAT_OP_VIEWS or _used_once(a) for a in ins.args
     )
-
-
-def _claimed_by_concat_matchers(ins: Instruction) -> bool:
-    return _matches_concat_conv(ins) or _matches_concat_same_input(ins) or _matches_concat_op(ins)
 
 
 def _matches_split_concat(ins: Instruction) -> bool:
@@ -70,12 +61,6 @@ def _splits_user(ins: Instruction) -> bool:
 
 def _matches_splits(ins: Instruction) -> bool:
     return any(_name(s) == "slice" and any(_splits_user(u) for u in s.users) for s in ins.users)
-
-
-def _claimed_by_split_matchers(ins: Instruction) -> bool:
-    if _claimed_by_concat_matchers(ins):
-        return True
-    return _matches_split_concat(ins) or _matches_splits(ins)
 
 
 # -- shared helpers ---------------------------------------------------------------------------
@@ -120,17 +105,19 @@ def _concat_const_foldable(group: Sequence[Instruction], axis: int, constant: Co
 # -- find_concat_same_input ---------------------------------------------------------------------
 
 
-def find_concat_same_input(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+def find_concat_same_input(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """concat(x, x, ..., x) along an axis where x has length 1 is a multibroadcast of x."""
-    if not _matches_concat_same_input(ins) or _matches_concat_conv(ins) or len(ins.args) < 2:
+    if not _matches_concat_same_input(ins):
         return False
+    if len(ins.args) < 2:
+        return MATCHED_UNCHANGED
     x = ins.args[0]
     if x.shape.is_dynamic or x.shape.is_tuple:
-        return False
+        return MATCHED_UNCHANGED
     axis = ins.op["axis"]
     lens = list(x.shape.lens)
     if not 0 <= axis < len(lens) or lens[axis] != 1:
-        return False
+        return MATCHED_UNCHANGED
     lens[axis] = len(ins.args)
     replace_op(module, ins, make_op("multibroadcast", out_lens=lens), [x])
     return True
@@ -200,14 +187,14 @@ def _concat_group(
     return module.insert(ins, op, concats)
 
 
-def find_concat_op(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+def find_concat_op(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """concat(op(a0, b0), op(a1, b1)) = op(concat(a0, a1), concat(b0, b1)) for runs of the same pointwise
     op or broadcast among a concat's inputs, when the constants stay foldable."""
-    if not _matches_concat_op(ins) or _matches_concat_conv(ins) or _matches_concat_same_input(ins):
+    if not _matches_concat_op(ins):
         return False
     axis = ins.op["axis"]
     if axis < 0:
-        return False
+        return MATCHED_UNCHANGED
     inputs = list(ins.args)
     args: list[Instruction] = []
     changed = False
@@ -231,7 +218,7 @@ def find_concat_op(module: Module, ins: Instruction, constant: ConstantAnalysis)
         replace_instruction(module, ins, args[0])
         return True
     if not changed:
-        return False
+        return MATCHED_UNCHANGED
     replace_op(module, ins, ins.op, args)
     return True
 
@@ -239,25 +226,25 @@ def find_concat_op(module: Module, ins: Instruction, constant: ConstantAnalysis)
 # -- find_split_concat --------------------------------------------------------------------------
 
 
-def find_split_concat(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+def find_split_concat(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """concat(..., slice(x)[0:a], slice(x)[a:b], ..., ...) covering all of x in order is concat(..., x, ...)."""
-    if _claimed_by_concat_matchers(ins) or not _matches_split_concat(ins):
+    if not _matches_split_concat(ins):
         return False
     splits = _get_splits(ins)
     if not splits or any(len(s.users) != 1 for s in splits):
-        return False
+        return MATCHED_UNCHANGED
     concat = next(iter(splits[0].users))
     if _name(concat) != "concat" or any(next(iter(s.users)) is not concat for s in splits):
-        return False
+        return MATCHED_UNCHANGED
     axes = splits[0].op["axes"]
     if len(axes) != 1 or axes[0] != concat.op["axis"]:
-        return False
+        return MATCHED_UNCHANGED
     args = list(concat.args)
     at = args.index(splits[0])
     # MIGraphX only checks that the run holds slices in order; requiring these very slices keeps a
     # slice of another tensor in the run from being dropped
     if args[at : at + len(splits)] != splits:
-        return False
+        return MATCHED_UNCHANGED
     args[at : at + len(splits)] = [ins]
     if len(args) == 1:
         replace_instruction(module, concat, args[0])
@@ -432,14 +419,14 @@ def _plan_moves_back(
     return moves
 
 
-def find_splits(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+def find_splits(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """Slices of `ins` that each feed the same pointwise op or reduction become one op on `ins`, sliced
     after (binary ops take the concatenated constants as their other argument)."""
-    if _claimed_by_concat_matchers(ins) or _matches_split_concat(ins) or not _matches_splits(ins):
+    if not _matches_splits(ins):
         return False
     splits = _get_splits(ins)
     if not splits:
-        return False
+        return MATCHED_UNCHANGED
     printed: dict[int, str] = {}
     least_used = min(splits, key=lambda s: len(s.users))
     candidates = []
@@ -450,12 +437,12 @@ def find_splits(module: Module, ins: Instruction, constant: ConstantAnalysis) ->
         if group is not None:
             candidates.append(group)
     if not candidates:
-        return False
+        return MATCHED_UNCHANGED
     members = list(dict.fromkeys(x for group in candidates for x in group))
     span = _Span(module, ins, members)
     groups = [g for g in candidates if not span.interdependent(g)]
     if span.groups_dependent(groups):
-        return False
+        return MATCHED_UNCHANGED
 
     changed = False
     for group in groups:
@@ -469,13 +456,13 @@ def find_splits(module: Module, ins: Instruction, constant: ConstantAnalysis) ->
         elif len(start.args) == 2:
             axes = splits[0].op["axes"]
             if len(axes) > 1:
-                return changed
+                break
             concat_axis = axes[0]
             if not _concat_const_foldable(group, concat_axis, constant):
-                return changed
+                break
             split_index = _split_index(group, splits)
             if split_index < 0 and not op.defn.commutative:
-                return changed
+                break
             if split_index < 0:
                 split_index = 0
                 in_splits = set(splits)
@@ -486,17 +473,17 @@ def find_splits(module: Module, ins: Instruction, constant: ConstantAnalysis) ->
             data_index = 1 - split_index
             data_args = [x.args[data_index] for x in group]
             if not all(constant(a) for a in data_args) or any(a is ins for a in data_args):
-                return changed
+                break
             concat_op = make_op("concat", axis=concat_axis)
             try:
                 concat_shape = compute_shape(concat_op, data_args, ())
                 shapes = [ins.shape, concat_shape] if split_index == 0 else [concat_shape, ins.shape]
                 op.defn.shape(op, shapes, start.module_args)
             except ShapeError:
-                return changed
+                break
             moves = _plan_moves_back(module, ins, data_args, span.after)
             if moves is None:
-                return changed
+                break
             for x in moves:
                 module.move_before(x, ins)
                 span.after.discard(x)
@@ -508,30 +495,30 @@ def find_splits(module: Module, ins: Instruction, constant: ConstantAnalysis) ->
         for x in group:
             _replace_with_slice(module, x, x.args[split_index].op, fused)
         changed = True
-    return changed
+    return True if changed else MATCHED_UNCHANGED
 
 
 # -- find_split_reshape -------------------------------------------------------------------------
 
 
-def find_split_reshape(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+def find_split_reshape(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """reshape(contiguous(slice(x))) for several slices of x: one reshape of x, sliced."""
     if _name(ins) != "reshape" or not ins.args or _name(ins.args[0]) != "contiguous":
         return False
     slc = ins.args[0].args[0]
-    if _name(slc) != "slice" or _claimed_by_split_matchers(ins):
+    if _name(slc) != "slice":
         return False
     x = slc.args[0]
     axes = slc.op["axes"]
     if len(axes) != 1:
-        return False
+        return MATCHED_UNCHANGED
     splits = _get_splits(x)
     if not splits:
-        return False
+        return MATCHED_UNCHANGED
     contiguous = [c for s in splits for c in s.users if _name(c) == "contiguous"]
     reshapes = [r for c in contiguous for r in c.users if r.op == ins.op]
     if len(reshapes) <= 1:
-        return False
+        return MATCHED_UNCHANGED
     axis = axes[0]
     slice_lens = slc.shape.lens
     slice_inner = math.prod(slice_lens[axis:])
@@ -541,17 +528,17 @@ def find_split_reshape(module: Module, ins: Instruction, constant: ConstantAnaly
     reshape_lens = list(ins.shape.lens)
     strides = [ins.shape.strides[0] * reshape_lens[0], *ins.shape.strides]
     if slice_inner not in strides:
-        return False
+        return MATCHED_UNCHANGED
     found = strides.index(slice_inner)
     reshape_axis = found - 1 if found == len(strides) - 1 else found
     # MIGraphX's len-1 case can pair the slice axis with a reshape axis that has other dims before it
     if math.prod(reshape_lens[:reshape_axis]) != math.prod(input_lens[:axis]):
-        return False
+        return MATCHED_UNCHANGED
     out_lens = list(reshape_lens)
     out_lens[reshape_axis] = 1
     fixed = math.prod(out_lens)
     if fixed == 0 or input_size % fixed != 0:
-        return False
+        return MATCHED_UNCHANGED
     reshape_axis_len = input_size // fixed
     out_lens[reshape_axis] = reshape_axis_len
     bounds = []
@@ -560,12 +547,12 @@ def find_split_reshape(module: Module, ins: Instruction, constant: ConstantAnaly
         start, end = piece["starts"][0] * reshape_axis_len, piece["ends"][0] * reshape_axis_len
         # a boundary that falls inside a row of the new axis would slice other elements
         if start % slice_axis_len or end % slice_axis_len:
-            return False
+            return MATCHED_UNCHANGED
         bounds.append((start // slice_axis_len, end // slice_axis_len))
     try:
         reshaped = module.insert(x.next, make_op("reshape", dims=out_lens), [x])
     except ShapeError:
-        return False
+        return MATCHED_UNCHANGED
     for r, (start, end) in zip(reshapes, bounds):
         replace_op(module, r, make_op("slice", axes=[reshape_axis], starts=[start], ends=[end]), [reshaped])
     return True
@@ -574,25 +561,23 @@ def find_split_reshape(module: Module, ins: Instruction, constant: ConstantAnaly
 # -- find_split_transpose -----------------------------------------------------------------------
 
 
-def find_split_transpose(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+def find_split_transpose(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """The same transpose on every slice of x: one transpose of x, sliced on the moved axis."""
     if _name(ins) != "transpose" or not ins.args or _name(ins.args[0]) != "slice":
-        return False
-    if _claimed_by_split_matchers(ins):
         return False
     slc = ins.args[0]
     x = slc.args[0]
     splits = _get_splits(x)
     if not splits or any(len(s.users) != 1 for s in splits):
-        return False
+        return MATCHED_UNCHANGED
     transposes = [next(iter(s.users)) for s in splits]
     if any(t.op != transposes[0].op for t in transposes):
-        return False
+        return MATCHED_UNCHANGED
     axes = slc.op["axes"]
     perm = list(ins.op["permutation"])
     # MIGraphX takes the first axis only, which would make an invalid slice for several
     if len(axes) != 1 or axes[0] not in perm:
-        return False
+        return MATCHED_UNCHANGED
     axis = perm.index(axes[0])
     transposed = module.insert(x.next, make_op("transpose", permutation=perm), [x])
     for s, t in zip(splits, transposes):

@@ -5,7 +5,8 @@ to the inputs (find_dot_broadcast, find_dot_slice), convolutions of broadcast in
 (find_conv_broadcast_input).
 
 As in MIGraphX, once a matcher's pattern matches an instruction no later matcher is tried on it, even
-where the rewrite then declines: each rewrite returns True when its pattern matched. Where MIGraphX's
+where the rewrite then declines: each rewrite returns True when it changed the module, MATCHED_UNCHANGED
+when its pattern matched but it changed nothing, and False when its pattern did not match. Where MIGraphX's
 rewrite would change meaning (group convolutions, padded strided 1x1 convolutions, dots that do not
 take the shared input first) it declines here.
 """
@@ -20,7 +21,7 @@ from mgxir.ir.shape import Shape
 from mgxir.ops.definition import Operation, ShapeError
 from mgxir.ops.registry import make_op
 from mgxir.passes.propagate_constant import ConstantAnalysis
-from mgxir.passes.rewrite import replace_instruction, replace_op
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, replace_op
 
 _BROADCASTS = ("broadcast", "multibroadcast")
 
@@ -89,7 +90,7 @@ def _broadcast_to(broadcast: Instruction, lens: Sequence[int]) -> Operation:
     return broadcast.op.replace(out_lens=tuple(lens))
 
 
-def find_mul_conv(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+def find_mul_conv(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """mul(conv(x, w), broadcast(a)) with `a` along the channels: conv(x, mul(broadcast(a), w))."""
     if _name(ins) != "mul":
         return False
@@ -101,22 +102,22 @@ def find_mul_conv(module: Module, ins: Instruction, constant: ConstantAnalysis) 
     w = conv.args[1]
     a_input = a.args[0]
     if sum(1 for n in a_input.shape.lens if n != 1) > 1:
-        return True
+        return MATCHED_UNCHANGED
     lens, strides = a.shape.lens, a.shape.strides
     if len(strides) < 2 or strides[1] != 1:
-        return True
+        return MATCHED_UNCHANGED
 
     def broadcast_axis(n: int, stride: int) -> bool:
         return n == 1 or stride == 0
 
     if not broadcast_axis(lens[0], strides[0]):
-        return True
+        return MATCHED_UNCHANGED
     if not all(broadcast_axis(n, s) for n, s in zip(lens[2:], strides[2:])):
-        return True
+        return MATCHED_UNCHANGED
     squeeze = make_op("squeeze")
     broadcast = make_op("broadcast", axis=0, out_lens=w.shape.lens)
     if _shape_of(broadcast, [_shape_of(squeeze, [a_input.shape])]) is None:
-        return True
+        return MATCHED_UNCHANGED
     squeezed = module.insert(ins, squeeze, [a_input])
     new_a = module.insert(ins, broadcast, [squeezed])
     new_w = module.insert(ins, make_op("mul"), [new_a, w])
@@ -125,7 +126,7 @@ def find_mul_conv(module: Module, ins: Instruction, constant: ConstantAnalysis) 
     return True
 
 
-def find_mul_slice_conv(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+def find_mul_slice_conv(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """mul(slice(conv(x, w)), broadcast(a)) over the channels: the slice of the weights is scaled
     instead, conv(x, concat(w[:s], a * w[s:e], w[e:]))."""
     if _name(ins) != "mul":
@@ -148,27 +149,27 @@ def find_mul_slice_conv(module: Module, ins: Instruction, constant: ConstantAnal
     conv = slice_ins.args[0]
     w = conv.args[1]
     if a.op["axis"] != 1:
-        return True
+        return MATCHED_UNCHANGED
     axes, starts, ends = slice_ins.op["axes"], slice_ins.op["starts"], slice_ins.op["ends"]
     if tuple(axes) != (1,):
-        return True
+        return MATCHED_UNCHANGED
     for other in conv.users:
         if other is slice_ins:
             continue
         if tuple(other.op["axes"]) != tuple(axes):
-            return True
+            return MATCHED_UNCHANGED
         if max(other.op["starts"][0], starts[0]) < min(other.op["ends"][0], ends[0]):
-            return True
+            return MATCHED_UNCHANGED
     if not _slices_follow(slice_ins, conv):
-        return True
+        return MATCHED_UNCHANGED
     out_channels = w.shape.lens[0]
     start, end = starts[0], ends[0]
     if not 0 <= start < end <= out_channels:
-        return True  # MIGraphX uses the attributes as written; only in-range ones keep meaning
+        return MATCHED_UNCHANGED  # MIGraphX uses the attributes as written; only in-range ones keep meaning
     w_slice_op = slice_ins.op.replace(axes=(0,))
     broadcast = make_op("broadcast", axis=0, out_lens=_shape_of(w_slice_op, [w.shape]).lens)  # type: ignore[union-attr]
     if not _fits(broadcast, a.args[:1]):
-        return True
+        return MATCHED_UNCHANGED
     w_slice = module.insert(ins, w_slice_op, [w])
     new_a = module.insert(ins, broadcast, a.args[:1])
     scaled = module.insert(ins, make_op("mul"), [new_a, w_slice])
@@ -200,7 +201,7 @@ def _slices_follow(slice_ins: Instruction, conv: Instruction) -> bool:
     return True
 
 
-def find_mul_dot(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+def find_mul_dot(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """mul(dot(a, b), broadcast(c)) with `c` along N (or M, or a scalar): the constant operand of
     the dot is scaled instead."""
     if _name(ins) != "mul":
@@ -218,7 +219,7 @@ def find_mul_dot(module: Module, ins: Instruction, constant: ConstantAnalysis) -
     a, b = dot.args
     c_strides = c.shape.strides
     if sum(1 for s in c_strides if s != 0) > 1:
-        return True
+        return MATCHED_UNCHANGED
 
     def scaled(x: Instruction) -> Instruction | None:
         if not constant(x):
@@ -231,23 +232,23 @@ def find_mul_dot(module: Module, ins: Instruction, constant: ConstantAnalysis) -
 
     if c_strides[-1] == 1:
         if not constant(b):
-            return True
+            return MATCHED_UNCHANGED
         new_a, new_b = a, scaled(b)
     elif len(c_strides) > 1 and c_strides[-2] == 1:
         if not constant(a):
-            return True
+            return MATCHED_UNCHANGED
         new_a, new_b = scaled(a), b
     elif c.shape.scalar:
         new_a, new_b = (scaled(a), b) if constant(a) else (a, scaled(b))
     else:
-        return True
+        return MATCHED_UNCHANGED
     if new_a is None or new_b is None:
-        return True
+        return MATCHED_UNCHANGED
     replace_op(module, ins, make_op("dot"), [new_a, new_b])
     return True
 
 
-def find_dot_slice(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+def find_dot_slice(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """slice(dot(a, b)) over M, N or batch axes: dot(slice(a), slice(b))."""
     if _name(ins) != "slice" or len(ins.args) != 1:
         return False
@@ -255,7 +256,7 @@ def find_dot_slice(module: Module, ins: Instruction, constant: ConstantAnalysis)
     if _name(dot) not in ("dot", "quant_dot") or not _used_once(module, dot):
         return False
     if len(dot.args) != 2:
-        return True
+        return MATCHED_UNCHANGED
     lens = dot.shape.lens
     ndim = len(lens)
     batch = ndim - 2
@@ -280,7 +281,7 @@ def find_dot_slice(module: Module, ins: Instruction, constant: ConstantAnalysis)
     return True
 
 
-def find_dot_mul(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+def find_dot_mul(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """dot(mul(z, broadcast(d)), c) with constant `c` and `d` along K (or a scalar): dot(z, mul(c, d'))."""
     if _name(ins) != "dot":
         return False
@@ -301,19 +302,19 @@ def find_dot_mul(module: Module, ins: Instruction, constant: ConstantAnalysis) -
     a, b = ins.args
     d_strides = d.shape.strides
     if sum(1 for s in d_strides if s != 0) > 1:
-        return True
+        return MATCHED_UNCHANGED
     if not d.shape.scalar:
         # MIGraphX asks for stride 1; any non-zero stride needs the same check to keep meaning
         if d_strides[-1] != 0 and not constant(b):
-            return True
+            return MATCHED_UNCHANGED
         if d_strides[-2] != 0 and not constant(a):
-            return True
+            return MATCHED_UNCHANGED
     permutation = list(range(len(c.shape.lens)))
     permutation[-1], permutation[-2] = permutation[-2], permutation[-1]
     c_lens = [c.shape.lens[p] for p in permutation]
     op = _broadcast_to(d, c_lens)
     if not _fits(op, d.args):
-        return True
+        return MATCHED_UNCHANGED
     scale = module.insert(ins, op, d.args)
     scale_t = module.insert(ins, make_op("transpose", permutation=permutation), [scale])
     scaled = module.insert(ins, make_op("mul"), [c, scale_t])
@@ -334,7 +335,7 @@ def _add_with_constant(
     return None
 
 
-def find_dot_add(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+def find_dot_add(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """dot(add(x, b), a) with `a`, `b` constant: add(dot(x, a), dot(b, a)) (either side)."""
     if _name(ins) != "dot":
         return False
@@ -361,7 +362,7 @@ def find_dot_add(module: Module, ins: Instruction, constant: ConstantAnalysis) -
     return True
 
 
-def find_conv_add(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+def find_conv_add(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """conv(add(x, a), w) with `a`, `w` constant: add(conv(a, w), conv(x, w))."""
     if _name(ins) != "convolution" or not _used_once(module, ins) or len(ins.args) != 2:
         return False
@@ -384,7 +385,7 @@ def _stride_factor(x: Operation, y: Operation) -> int:
     return xs[0] // ys[0]
 
 
-def find_add_convs(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+def find_add_convs(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """add(conv(x, w), conv(y, v)): conv(concat(x, y), concat(w, v)) over the input channels; 1x1
     convolutions of different strides first step the input of the smaller stride."""
     if _name(ins) != "add" or len(ins.args) != 2:
@@ -396,35 +397,42 @@ def find_add_convs(module: Module, ins: Instruction, constant: ConstantAnalysis)
     b_input, b_weights = b_conv.args
     aw, bw = a_weights.shape.lens, b_weights.shape.lens
     if len(aw) != len(bw) or len(aw) < 2 or aw[:1] != bw[:1] or aw[2:] != bw[2:]:
-        return True
+        return MATCHED_UNCHANGED
     a_op, b_op = a_conv.op, b_conv.op
     if a_op["group"] != 1 or b_op["group"] != 1:
-        return True
+        return MATCHED_UNCHANGED
     new_op = a_op
+    a_step = b_step = None
     if a_op != b_op:
         same = (a_op["padding"], a_op["dilation"], a_op["group"]) == (b_op["padding"], b_op["dilation"], b_op["group"])
         if not same or len(aw) < 4 or aw[2] != 1 or aw[3] != 1 or any(p != 0 for p in a_op["padding"]):
-            return True
+            return MATCHED_UNCHANGED
         if tuple(a_op["stride"]) < tuple(b_op["stride"]):
             n = _stride_factor(b_op, a_op)
             if n == 0:
-                return True
-            b_input = module.insert(ins, make_op("step", axes=(2, 3), steps=(n, n)), [b_input])
+                return MATCHED_UNCHANGED
+            b_step = make_op("step", axes=(2, 3), steps=(n, n))
         elif tuple(b_op["stride"]) < tuple(a_op["stride"]):
             n = _stride_factor(a_op, b_op)
             if n == 0:
-                return True
+                return MATCHED_UNCHANGED
             new_op = b_op
-            a_input = module.insert(ins, make_op("step", axes=(2, 3), steps=(n, n)), [a_input])
+            a_step = make_op("step", axes=(2, 3), steps=(n, n))
         else:
-            return True
+            return MATCHED_UNCHANGED
     concat = make_op("concat", axis=1)
-    if not _fits(concat, [a_input, b_input]) or not _fits(concat, [a_weights, b_weights]):
-        return True
+    a_shape = a_input.shape if a_step is None else _shape_of(a_step, [a_input.shape])
+    b_shape = b_input.shape if b_step is None else _shape_of(b_step, [b_input.shape])
+    input_shape = _shape_of(concat, [a_shape, b_shape])
+    weights_shape = _shape_of(concat, [a_weights.shape, b_weights.shape])
+    if _shape_of(new_op, [input_shape, weights_shape]) is None:
+        return MATCHED_UNCHANGED
+    if b_step is not None:
+        b_input = module.insert(ins, b_step, [b_input])
+    if a_step is not None:
+        a_input = module.insert(ins, a_step, [a_input])
     concat_input = module.insert(ins, concat, [a_input, b_input])
     concat_weights = module.insert(ins, concat, [a_weights, b_weights])
-    if not _fits(new_op, [concat_input, concat_weights]):
-        return True
     replace_op(module, ins, new_op, [concat_input, concat_weights])
     return True
 
@@ -478,7 +486,7 @@ def _partition(items: list[Instruction], start: int, last: int, keep: Callable[[
         first += 1
 
 
-def find_conv_dot_horiz_fusion(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+def find_conv_dot_horiz_fusion(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """Dots (or convolutions) of one input with constant weights become one over the weights
     concatenated, each result a slice of it."""
     if len(ins.users) < 2:
@@ -489,37 +497,39 @@ def find_conv_dot_horiz_fusion(module: Module, ins: Instruction, constant: Const
         for name in _HORIZONTAL
     ):
         return False
+    changed = False
     start = 0
     while start != len(users):
         first = users[start]
         split = _partition(users, start, len(users), lambda x, first=first: _same_kind(x, first))
-        _fuse_group(module, ins, users[start:split])
+        changed |= _fuse_group(module, ins, users[start:split])
         start = split
-    return True
+    return True if changed else MATCHED_UNCHANGED
 
 
-def _fuse_group(module: Module, ins: Instruction, group: list[Instruction]) -> None:
+def _fuse_group(module: Module, ins: Instruction, group: list[Instruction]) -> bool:
+    """Fuses `group` (users of `ins` alike); whether it did."""
     if len(group) < 2:
-        return
+        return False
     name = _name(group[0])
     if name not in _HORIZONTAL:
-        return
+        return False
     op = group[0].op
     if name == "convolution" and op["group"] != 1:
-        return
+        return False
     # MIGraphX fuses any member; one that does not take `ins` first would change meaning
     if any(not _horizontal_candidate(ins, u, name) for u in group):
-        return
+        return False
     weights = [u.args[1] for u in group]
     axis, concat_axis = 1, 0
     if name != "convolution":
         axis = concat_axis = len(weights[0].shape.lens) - 1
     concat = make_op("concat", axis=concat_axis)
     if not _fits(concat, weights):
-        return
+        return False
     after_input = _instructions_after(ins, group)
     if _depends_on(ins, weights, after_input):
-        return
+        return False
     _move_back(module, ins, weights, after_input)
     concat_ins = module.insert(ins, concat, weights)
     fused = module.insert(ins.next, op, [ins, concat_ins])
@@ -528,6 +538,7 @@ def _fuse_group(module: Module, ins: Instruction, group: list[Instruction]) -> N
         n = member.shape.lens[axis]
         replace_op(module, member, make_op("slice", axes=(axis,), starts=(offset,), ends=(offset + n,)), [fused])
         offset += n
+    return True
 
 
 def _instructions_after(ins: Instruction, group: list[Instruction]) -> set[Instruction]:
@@ -590,14 +601,14 @@ def _move_back(module: Module, pos: Instruction, targets: list[Instruction], aft
             after.discard(owner)
 
 
-def find_dot_broadcast(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+def find_dot_broadcast(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """dot(broadcast(x), broadcast(y)) broadcast over leading batch axes in both: the dot over the
     rest, broadcast after."""
     if _name(ins) != "dot" or not all(_name(a) in _BROADCASTS for a in ins.args):
         return False
     out_lens = ins.shape.lens
     if len(out_lens) < 3:
-        return True
+        return MATCHED_UNCHANGED
     batch = len(out_lens) - 2
     a, b = ins.args
     naxes = 0
@@ -619,11 +630,11 @@ def find_dot_broadcast(module: Module, ins: Instruction, constant: ConstantAnaly
         else:
             axis = x.op["axis"] - naxes
             if axis < 0:
-                return True
+                return MATCHED_UNCHANGED
             broadcast = make_op("broadcast", axis=axis, out_lens=lens)
         squeezed = source.shape if squeeze is None else _shape_of(squeeze, [source.shape])
         if _shape_of(broadcast, [squeezed]) is None:
-            return True
+            return MATCHED_UNCHANGED
         new_ops.append((source, squeeze, broadcast))
     new_args = []
     for source, squeeze, broadcast in new_ops:
@@ -638,28 +649,28 @@ def find_dot_broadcast(module: Module, ins: Instruction, constant: ConstantAnaly
     return True
 
 
-def find_concat_conv(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+def find_concat_conv(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """concat over channels of convolutions alike: one grouped convolution of concatenated inputs."""
     if _name(ins) != "concat":
         return False
     if not all(_used_once(module, c) and _name(c) == "convolution" for c in ins.args):
         return False
     if ins.op["axis"] != 1 or not ins.args:
-        return True
+        return MATCHED_UNCHANGED
     conv = ins.args[0].op
     if any(c.op != conv or len(c.args) != 2 for c in ins.args):
-        return True
+        return MATCHED_UNCHANGED
     inputs = [c.args[0] for c in ins.args]
     weights = [c.args[1] for c in ins.args]
     if any(x.shape != inputs[0].shape for x in inputs) or any(w.shape != weights[0].shape for w in weights):
-        return True
+        return MATCHED_UNCHANGED
     x = module.insert(ins, make_op("concat", axis=1), inputs)
     w = module.insert(ins, make_op("concat", axis=0), weights)
     replace_op(module, ins, conv.replace(group=conv["group"] * len(inputs)), [x, w])
     return True
 
 
-def find_conv_broadcast_input(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+def find_conv_broadcast_input(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """conv(broadcast(x), w) with `x` constant over space: without padding a dot of `x` with the
     weights summed over space, broadcast; with padding (stride and dilation 1) the convolution of a
     kernel-sized input, its centre broadcast over the interior."""
@@ -671,28 +682,28 @@ def find_conv_broadcast_input(module: Module, ins: Instruction, constant: Consta
     x = bcast.args[0]
     op = ins.op
     if op["group"] != 1 or op["padding_mode"] != 0:
-        return True
+        return MATCHED_UNCHANGED
     x_lens = x.shape.lens
     if len(x_lens) > 2 and any(n != 1 for n in x_lens[2:]):
-        return True
+        return MATCHED_UNCHANGED
     ndim = w.shape.ndim
     spatial = ndim - 2
     oc, ic = w.shape.lens[0], w.shape.lens[1]
     out_lens = ins.shape.lens
     n = out_lens[0]
     if x.shape.elements != n * ic:
-        return True
+        return MATCHED_UNCHANGED
     # MIGraphX assumes this; a broadcast that varies over space would change meaning
     if any(length != 1 and stride != 0 for length, stride in zip(bcast.shape.lens[2:], bcast.shape.strides[2:])):
-        return True
+        return MATCHED_UNCHANGED
     padding = list(op["padding"])
     if any(p != 0 for p in padding):
         if any(v != 1 for v in op["stride"]) or any(v != 1 for v in op["dilation"]):
-            return True
+            return MATCHED_UNCHANGED
         if len(padding) == spatial:
             padding = padding + padding
         if any(out_lens[i + 2] <= padding[i] + padding[i + spatial] for i in range(spatial)):
-            return True
+            return MATCHED_UNCHANGED
         _small_conv(module, ins, x, w, bcast, padding)
         return True
     axes = tuple(range(2, ndim))
