@@ -20,6 +20,7 @@ from mgxir.ops.common import normalize_axis
 from mgxir.ops.definition import Operation, ShapeError
 from mgxir.ops.registry import make_op
 from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, replace_op
+from mgxir.passes.shape_transform_descriptor import invert_permutation
 
 _RESHAPERS = frozenset({"reshape", "unsqueeze", "squeeze", "reshape_lazy"})
 _BROADCASTS = frozenset({"multibroadcast", "broadcast"})
@@ -27,13 +28,6 @@ _BROADCASTS = frozenset({"multibroadcast", "broadcast"})
 
 def _is_static_concat(ins: Instruction) -> bool:
     return ins.op.defn.name == "concat" and not ins.shape.is_dynamic and not ins.shape.is_tuple
-
-
-def _invert_permutation(permutation: Sequence[int]) -> list[int]:
-    inverse = [0] * len(permutation)
-    for i, p in enumerate(permutation):
-        inverse[p] = i
-    return inverse
 
 
 def find_concat_slice(module: Module, ins: Instruction) -> object:
@@ -72,7 +66,7 @@ def find_concat_transpose(module: Module, ins: Instruction) -> object:
     permutation = list(find_permutation(ins.args[0].shape))
     if any(list(find_permutation(a.shape)) != permutation for a in ins.args):
         return MATCHED_UNCHANGED
-    inverse = _invert_permutation(permutation)
+    inverse = invert_permutation(permutation)
     axis = inverse[normalize_axis("concat", ins.op["axis"], ins.args[0].shape.ndim)]
     transposed = [module.insert(ins, make_op("transpose", permutation=permutation), [a]) for a in ins.args]
     concat = module.insert(ins, ins.op.replace(axis=axis), transposed)

@@ -192,6 +192,8 @@ def generate_shape_transforms_for(
         make_op("multibroadcast", out_lens=broadcast_lens),
     ]
     descriptor = ShapeTransformDescriptor.create([nelements], transforms)
+    if descriptor.empty():
+        return None
 
     result: list[Operation] = []
     end = offset + nelements
