@@ -88,6 +88,9 @@ class Interpreter:
     def _literal_value(self, module: Module, ins: Instruction, index: int) -> np.ndarray:
         literal = ins.literal
         if literal.data is not None:
+            if literal.shape.scalar and literal.data.size:
+                # stride 0 as in its shape, so ops that tell a scalar by its strides (gather) see one
+                return np.broadcast_to(literal.data.reshape(-1)[0], literal.data.shape)
             return literal.data
         self.sink.warn(
             f"literal {_where(ins)} in module '{module.name}' was printed elided ({{ ... }}); "

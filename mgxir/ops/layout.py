@@ -307,7 +307,7 @@ class Squeeze(OpDef):
         lens = [s.lens[i] for i in keep]
         strides = [s.strides[i] for i in keep]
         if not lens:
-            return Shape.make(s.dtype, (1,), (0,) if s.scalar else (1,))
+            return Shape.make(s.dtype, (1,), (0,))  # MIGraphX: shape{type}, a scalar
         return Shape.make(s.dtype, lens, strides)
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
