@@ -209,6 +209,43 @@ def test_built_programs_keep_results(name: str) -> None:
     check_same_results(built_program(name), 3)
 
 
+def random_broadcasts(seed: int) -> Program:
+    """A pointwise op on one to three broadcasts (broadcast on an axis, multibroadcast from a lower
+    rank, or a multibroadcast of a multibroadcast) of random parameters, to one output shape."""
+    rng = np.random.default_rng(seed)
+    ndim = int(rng.integers(1, 5))
+    out = tuple(int(rng.integers(1, 4)) for _ in range(ndim))
+    program = Program()
+    main = program.create_module("main")
+    count = int(rng.integers(1, 4))
+    broadcasts = []
+    for k in range(count):
+        kind = int(rng.integers(0, 3))
+        if kind == 1:
+            axis = int(rng.integers(0, ndim))
+            lens = out[axis : axis + int(rng.integers(1, ndim - axis + 1))]
+            p = main.add_parameter(f"p{k}", _float(*lens))
+            broadcasts.append(main.add_instruction("broadcast", [p], axis=axis, out_lens=out))
+            continue
+        rank = int(rng.integers(1, ndim + 1))
+        lens = tuple(out[ndim - rank + i] if rng.random() < 0.5 else 1 for i in range(rank))
+        if kind == 2:
+            narrower = tuple(n if rng.random() < 0.5 else 1 for n in lens)
+            p = main.add_parameter(f"p{k}", _float(*narrower))
+            p = main.add_instruction("multibroadcast", [p], out_lens=lens)
+        else:
+            p = main.add_parameter(f"p{k}", _float(*lens))
+        broadcasts.append(main.add_instruction("multibroadcast", [p], out_lens=out))
+    main.add_return([main.add_instruction(("exp", "add", "clip")[count - 1], broadcasts)])
+    return program
+
+
+@pytest.mark.parametrize("seed", range(0, 300, 30))
+def test_random_inner_broadcasts_keep_results(seed: int) -> None:
+    for offset in range(30):
+        check_same_results(random_broadcasts(seed + offset), seed + offset)
+
+
 def test_every_rewrite_fires() -> None:
     fired: Counter[str] = Counter()
     for index, case in enumerate(lit_cases()):

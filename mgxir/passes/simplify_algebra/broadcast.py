@@ -4,9 +4,12 @@ find_double_add_lit_broadcast, find_add_lit_broadcast and find_mul_add."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
+from mgxir.ir.shape import Shape
+from mgxir.ops.definition import Operation, ShapeError
 from mgxir.ops.registry import make_op
 from mgxir.passes.propagate_constant import ConstantAnalysis
 from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_op
@@ -38,15 +41,20 @@ def _non_broadcast_input(ins: Instruction) -> Instruction:
     return ins.args[0] if len(ins.args) == 1 else ins
 
 
+def _common_lens(all_lens: list[tuple[int, ...]]) -> tuple[int, ...]:
+    """The lens every input multibroadcasts to (numpy's rule)."""
+    ndim = max(len(lens) for lens in all_lens)
+    common = [1] * ndim
+    for lens in all_lens:
+        for k, n in enumerate(lens):
+            at = ndim - len(lens) + k
+            common[at] = max(common[at], n)
+    return tuple(common)
+
+
 def _insert_common_op(module: Module, pos: Instruction, op, inputs: list[Instruction]) -> Instruction:
     """`op(inputs)` with every input multibroadcast to the common lens (numpy's rule)."""
-    ndim = max(i.shape.ndim for i in inputs)
-    lens = [1] * ndim
-    for i in inputs:
-        for k, n in enumerate(i.shape.lens):
-            at = ndim - i.shape.ndim + k
-            lens[at] = max(lens[at], n)
-    common = tuple(lens)
+    common = _common_lens([tuple(i.shape.lens) for i in inputs])
     args = [
         i if tuple(i.shape.lens) == common else module.insert(pos, make_op("multibroadcast", out_lens=common), [i])
         for i in inputs
@@ -70,8 +78,8 @@ def find_inner_broadcast(module: Module, ins: Instruction, constant: ConstantAna
         return MATCHED_UNCHANGED
     first = next((i for i, b in enumerate(broadcasts) if not b.shape.scalar), len(broadcasts))
     if _same_broadcasts(broadcasts[first:]):
-        _apply_same_broadcasts(module, ins, broadcasts[first] if first < len(broadcasts) else broadcasts[0])
-        return True
+        outer = broadcasts[first] if first < len(broadcasts) else broadcasts[0]
+        return True if _apply_same_broadcasts(module, ins, outer) else MATCHED_UNCHANGED
     # MIGraphX leaves inputs that are themselves broadcast to the simple case only
     if any(b.args[0].shape.broadcasted for b in broadcasts):
         return MATCHED_UNCHANGED
@@ -89,25 +97,32 @@ def _same_broadcasts(broadcasts: list[Instruction]) -> bool:
     )
 
 
-def _apply_same_broadcasts(module: Module, ins: Instruction, outer: Instruction) -> None:
-    """op(b(x), b(y)) -> b(op(x, y)); single-element inputs of another rank are squeezed."""
+def _apply_same_broadcasts(module: Module, ins: Instruction, outer: Instruction) -> bool:
+    """op(b(x), b(y)) -> b(op(x, y)); single-element inputs of another rank are squeezed. False
+    when b cannot take op's result back to ins's lens (MIGraphX would throw there)."""
     broadcasts = list(ins.args)
     max_ndim = max(broadcasts, key=lambda b: _non_broadcast_input(b).shape.ndim).shape.ndim
-    inputs = []
-    for b in broadcasts:
-        inner = _non_broadcast_input(b)
-        s = inner.shape
-        if s.elements == 1 and s.ndim > 1 and s.ndim != max_ndim:
-            inner = module.insert(b, make_op("squeeze"), [inner])
-        inputs.append(inner)
+    squeeze = make_op("squeeze")
+    inners = [_non_broadcast_input(b) for b in broadcasts]
+    squeezed = [i.shape.elements == 1 and i.shape.ndim > 1 and i.shape.ndim != max_ndim for i in inners]
+    inner_shapes = [squeeze.defn.shape(squeeze, [i.shape], []) if sq else i.shape for i, sq in zip(inners, squeezed)]
+    common = Shape.make(ins.shape.dtype, _common_lens([tuple(s.lens) for s in inner_shapes]))
+    try:
+        result = outer.op.defn.shape(outer.op, [common], [])
+    except ShapeError:
+        return False
+    if result is None or result.lens != ins.shape.lens:
+        return False
+    inputs = [module.insert(b, squeeze, [i]) if sq else i for b, i, sq in zip(broadcasts, inners, squeezed)]
     inner_op = _insert_common_op(module, ins, ins.op, inputs)
     replace_op(module, ins, outer.op, [inner_op])
+    return True
 
 
 def _apply_diff_broadcasts(module: Module, ins: Instruction) -> bool:
     """Different broadcasts: compute on the axes some input is not broadcast on (the inner axes),
     each input squeezed (or broadcast) to those axes, then broadcast the result back out. False
-    when every axis is inner."""
+    when every axis is inner, or when MIGraphX's result would be wrong (it refuses there)."""
     broadcasts = list(ins.args)
     out_lens = ins.shape.lens
     ndim = len(out_lens)
@@ -121,32 +136,58 @@ def _apply_diff_broadcasts(module: Module, ins: Instruction) -> bool:
     if len(inner_axes) == ndim:
         return False
     inner_lens = tuple(out_lens[axis] for axis in inner_axes)
-    inputs = [_inner_input(module, b, axes, inner_axes, inner_lens) for b in broadcasts]
-    inner_op = _insert_common_op(module, ins, ins.op, inputs)
-    if len(inner_axes) == 1:
-        replace_op(module, ins, make_op("broadcast", axis=inner_axes[0], out_lens=out_lens), [inner_op])
-        return True
-    if _unsqueeze_needed(inner_op.shape.lens, out_lens):
-        inner_op = module.insert(ins, make_op("unsqueeze", axes=tuple(axes)), [inner_op])
-    replace_op(module, ins, make_op("multibroadcast", out_lens=out_lens), [inner_op])
+    trailing = inner_axes == list(range(ndim - len(inner_axes), ndim))
+    if len(inner_axes) > 1 and not trailing and not _unsqueeze_needed(inner_lens, out_lens):
+        # MIGraphX would multibroadcast the result onto the trailing axes, not the inner ones
+        return False
+    inserted: list[Instruction] = []
+
+    def insert(pos: Instruction, op: Operation, args: list[Instruction]) -> Instruction:
+        inserted.append(module.insert(pos, op, args))
+        return inserted[-1]
+
+    try:
+        inputs = [_inner_input(insert, b, axes, inner_axes, inner_lens) for b in broadcasts]
+        common = _common_lens([tuple(i.shape.lens) for i in inputs])
+        args = [
+            i if i.shape.lens == common else insert(ins, make_op("multibroadcast", out_lens=common), [i])
+            for i in inputs
+        ]
+        inner_op = insert(ins, ins.op, args)
+        if len(inner_axes) == 1:
+            outer = make_op("broadcast", axis=inner_axes[0], out_lens=out_lens)
+        else:
+            if _unsqueeze_needed(inner_op.shape.lens, out_lens):
+                inner_op = insert(ins, make_op("unsqueeze", axes=tuple(axes)), [inner_op])
+            outer = make_op("multibroadcast", out_lens=out_lens)
+        replace_op(module, ins, outer, [inner_op])
+    except ShapeError:
+        # MIGraphX throws here (a size-1 axis an inner broadcast cannot stretch): leave it as it is
+        for new in reversed(inserted):
+            module.remove(new)
+        return False
     return True
 
 
 def _inner_input(
-    module: Module, b: Instruction, axes: list[int], inner_axes: list[int], inner_lens: tuple[int, ...]
+    insert: Callable[[Instruction, Operation, list[Instruction]], Instruction],
+    b: Instruction,
+    axes: list[int],
+    inner_axes: list[int],
+    inner_lens: tuple[int, ...],
 ) -> Instruction:
     """The input of broadcast `b` on the inner axes only."""
     result = b.args[0]
     s = result.shape
     if s.elements == 1:
-        return module.insert(b, make_op("squeeze"), [result]) if s.ndim > 1 else result
+        return insert(b, make_op("squeeze"), [result]) if s.ndim > 1 else result
     shift = b.op["axis"] if b.op.defn.name == "broadcast" else len(b.shape.lens) - s.ndim
     squeeze_axes = tuple(axis - shift for axis in axes if 0 <= axis - shift < s.ndim)
     if squeeze_axes:
-        result = module.insert(b, make_op("squeeze", axes=squeeze_axes), [result])
+        result = insert(b, make_op("squeeze", axes=squeeze_axes), [result])
     if result.shape.ndim < len(inner_axes):
         start_axis = next((i for i, axis in enumerate(inner_axes) if axis >= shift), len(inner_axes))
-        result = module.insert(b, make_op("broadcast", axis=start_axis, out_lens=inner_lens), [result])
+        result = insert(b, make_op("broadcast", axis=start_axis, out_lens=inner_lens), [result])
     return result
 
 
