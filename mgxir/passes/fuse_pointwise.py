@@ -41,20 +41,22 @@ def scalar_constant(ins: Instruction) -> Literal | None:
     """The one value of a constant with one element (through broadcasts), as a scalar literal."""
     while ins.op.defn.name in _SCALAR_SOURCES and ins.args:
         ins = ins.args[0]
+    if not ins.is_literal or ins.literal.data is None:
+        return None
     shape = ins.shape
     if shape.is_dynamic or shape.is_tuple or not (shape.elements == 1 or shape.scalar):
-        return None
-    if not ins.is_literal or ins.literal.data is None:
         return None
     return Literal(Shape.scalar_of(shape.dtype), ins.literal.data.ravel()[:1])
 
 
 class _Builder:
-    """What one run of the pass reuses: parameter operations by name, the return operation, and
-    the scalar shapes of operations already seen."""
+    """What one run of the pass reuses: parameter operations by name, the return operation, the
+    scalar shapes of operations already seen, and the parameters (in name order) of the modules
+    it built or grew."""
 
     def __init__(self) -> None:
         self.params: dict[str, Operation] = {}
+        self.params_of: dict[Module, list[Instruction]] = {}
         self.return_op = make_return()
         self.shapes: dict[tuple, Shape] = {}
 
@@ -62,7 +64,16 @@ class _Builder:
         op = self.params.get(name)
         if op is None:
             op = self.params[name] = make_param(name)
-        return module.insert(module.first, op, (), (), shape)
+        param = module.insert(module.first, op, (), (), shape)
+        self.params_of.setdefault(module, []).append(param)
+        return param
+
+    def parameters(self, module: Module) -> list[Instruction]:
+        """`module`'s parameters in name order (x0.., so also in the order this builder adds them)."""
+        params = self.params_of.get(module)
+        if params is None:
+            params = self.params_of[module] = sorted(_front_parameters(module), key=lambda p: p.param_name)
+        return params
 
     def insert(
         self, module: Module, pos: Instruction | None, op: Operation, args: list[Instruction], module_args=()
@@ -91,6 +102,21 @@ def cycle_collector_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def _settle_shape(ins: Instruction) -> None:
+    """A pointwise instruction's shape by its rule (the body's ops on the inputs' shapes), with its
+    users' shapes following. Without broadcast inputs that is the shape the instruction had: the
+    body computes what the op (or the merged pair) computed, so only then is the body walked."""
+    for arg in ins.args:
+        if arg.shape.broadcasted:
+            break
+    else:
+        return
+    shape = compute_shape(ins.op, ins.args, ins.module_args)
+    if shape != ins.shape:
+        ins.shape = shape
+        recompute_shapes(list(ins.users))
 
 
 def _is_dead(ins: Instruction) -> bool:
@@ -137,6 +163,7 @@ class FusePointwise(ModulePass):
     def create_pointwise_modules(module: Module, program: Program, builder: _Builder, context: PassContext) -> None:
         pointwise = make_op("pointwise")
         counter = 0
+        created = 0
         for ins in module:
             defn = ins.op.defn
             if not defn.pointwise or defn.name == "layout":
@@ -164,14 +191,16 @@ class FusePointwise(ModulePass):
             # in place, as MIGraphX's replace_instruction: users keep using `ins`
             ins.op = pointwise
             ins.set_args(outer_inputs, [body])
-            context.count("pointwise modules created")
+            _settle_shape(ins)
+            created += 1
+        context.count("pointwise modules created", created)
 
     # -- merging a pointwise into its single-use pointwise producer -------------------------
 
     def find_pointwise_modules(
         self, module: Module, program: Program, builder: _Builder, uses: dict[int, int], context: PassContext
     ) -> bool:
-        changed = False
+        merged = 0
         last = module.last
         for ins in module:
             if ins is not last and _is_dead(ins):
@@ -185,9 +214,9 @@ class FusePointwise(ModulePass):
             if producer is None:
                 continue
             self.merge_instruction(module, program, builder, producer, ins, uses)
-            context.count("pointwise instructions fused")
-            changed = True
-        return changed
+            merged += 1
+        context.count("pointwise instructions fused", merged)
+        return merged > 0
 
     @staticmethod
     def merge_instruction(
@@ -210,12 +239,10 @@ class FusePointwise(ModulePass):
             program.modules[shared.name] = shared
             program.modules[body.name] = body
             uses[id(body)] = 1
-        params = _front_parameters(body)
-        params.sort(key=lambda p: p.param_name)
         inner_of_outer: dict[Instruction, Instruction] = {}
         inputs: list[Instruction] = []
-        for param, outer in zip(params, producer.args):
-            inner_of_outer[outer] = param
+        for param, outer in zip(builder.parameters(body), producer.args):
+            inner_of_outer.setdefault(outer, param)
             inputs.append(outer)
         ret = body.last
         assert ret is not None and ret.is_return and len(ret.args) == 1
@@ -224,8 +251,7 @@ class FusePointwise(ModulePass):
             if arg not in inner_of_outer:
                 inner_of_outer[arg] = builder.param(body, param_name(len(inputs)), Shape.scalar_of(arg.shape.dtype))
                 inputs.append(arg)
-        consumer_params = _front_parameters(consumer_body)
-        consumer_params.sort(key=lambda p: p.param_name)
+        consumer_params = builder.parameters(consumer_body)
         moved: dict[Instruction, Instruction] = {p: inner_of_outer[a] for p, a in zip(consumer_params, consumer.args)}
         results: list[Instruction] = []
         for sub in consumer_body:
@@ -243,10 +269,13 @@ class FusePointwise(ModulePass):
         ret.set_args(results)
         ret.shape = results[0].shape if len(results) == 1 else Shape.tuple_of([r.shape for r in results])
         consumer.set_args(inputs, [body])
+        _settle_shape(consumer)
         module.remove(producer)
         uses[id(consumer_body)] = uses.get(id(consumer_body), 1) - 1
-        if uses[id(consumer_body)] <= 0 and program.modules.get(consumer_body.name) is consumer_body:
-            program.remove_module(consumer_body.name)
+        if uses[id(consumer_body)] <= 0:
+            builder.params_of.pop(consumer_body, None)
+            if program.modules.get(consumer_body.name) is consumer_body:
+                program.remove_module(consumer_body.name)
 
     # -- the other steps of a round -----------------------------------------------------------
 
