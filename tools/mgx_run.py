@@ -372,5 +372,3 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-
-

@@ -23,6 +23,7 @@ from mgxir.text.printer import print_program
 
 LIT_TESTS = Path(__file__).resolve().parents[1] / "opt"
 LIT_FILES = ("simplify_reshapes.mgx", "simplify_reshapes_views.mgx")
+VIEWS_PIPELINE = "simplify_reshapes{enable_op_shape_transform_op=true}"
 
 
 def _cases() -> list[tuple[str, int, str]]:
@@ -44,7 +45,7 @@ def test_lit_cases_keep_values(name: str, index: int, text: str) -> None:
     program = parse_program(text)
     if any(ins.shape.elements > SIZE_LIMIT for ins in program.main if not ins.is_return):
         pytest.skip("values too large for the interpreter in a unit test")
-    check_values(program, "simplify_reshapes", seed=index)
+    check_values(program, VIEWS_PIPELINE, seed=index)
 
 
 def test_each_rewrite_changes_some_program() -> None:
@@ -52,7 +53,7 @@ def test_each_rewrite_changes_some_program() -> None:
     for _, _, text in CASES:
         program = parse_program(text)
         fill_elided_literals(program)
-        transformed, context = _run(program, "simplify_reshapes")
+        transformed, context = _run(program, VIEWS_PIPELINE)
         if print_program(transformed) == print_program(program):
             continue
         changed_by.update(key.removesuffix(" applied") for key in context.statistics)
@@ -113,4 +114,4 @@ def test_random_view_chains(seed: int) -> None:
             outputs.append(x)
     outputs.append(main.add_instruction("relu", [x]))
     main.add_return(list(dict.fromkeys(outputs)))
-    check_values(program, "simplify_reshapes", seed)
+    check_values(program, VIEWS_PIPELINE, seed)

@@ -43,6 +43,10 @@ WRITTEN: dict[str, Rewrite] = {
     rewrite.__name__: rewrite for family in (nested, views, concat, gather) for rewrite in family.REWRITES
 }
 REWRITES: tuple[Rewrite, ...] = tuple(WRITTEN[name] for name in ORDER if name in WRITTEN)
+# MIGraphX runs the last one only when enable_op_shape_transform_op is set
+WITHOUT_OP_SHAPE_TRANSFORM_OP: tuple[Rewrite, ...] = tuple(
+    r for r in REWRITES if r.__name__ != "find_op_shape_transform_op"
+)
 GATHER_SCALAR: tuple[Rewrite, ...] = tuple(WRITTEN[n] for n in ("find_gather_scalar",) if n in WRITTEN)
 GATHER: tuple[Rewrite, ...] = tuple(WRITTEN[n] for n in ("find_gather",) if n in WRITTEN)
 
@@ -68,15 +72,17 @@ class SimplifyReshapes(ModulePass):
     name = "simplify_reshapes"
     description = "Remove no-op shape ops, collapse chains of views, move views through concat, slice and dot."
     depth: int = 4
-    enable_gather_rewrite: bool = True
+    enable_op_shape_transform_op: bool = False  # MIGraphX's defaults; its GPU target enables the gather rewrite
+    enable_gather_rewrite: bool = False
 
     def apply_module(self, module: Module, context: PassContext) -> None:
         if GATHER_SCALAR and _run_once(module, GATHER_SCALAR, context):
             eliminate_dead_code(module, context)
         if self.enable_gather_rewrite and GATHER:
             _run_once(module, GATHER, context)
+        rewrites = REWRITES if self.enable_op_shape_transform_op else WITHOUT_OP_SHAPE_TRANSFORM_OP
         for _ in range(self.depth):
-            changed = _run_once(module, REWRITES, context)
+            changed = _run_once(module, rewrites, context)
             eliminate_dead_code(module, context)
             if not changed:
                 break
