@@ -57,7 +57,8 @@ ORDER: tuple[str, ...] = (
 WRITTEN: dict[str, Rewrite] = {
     rewrite.__name__: rewrite for family in (broadcast, linear, elementwise, concat) for rewrite in family.REWRITES
 }
-REWRITES: tuple[Rewrite, ...] = tuple(WRITTEN[name] for name in ORDER if name in WRITTEN)
+REWRITES: tuple[Rewrite, ...] = tuple(WRITTEN[name] for name in ORDER)
+assert set(WRITTEN) == set(ORDER), "every rewrite has its place in ORDER"
 
 
 @dataclasses.dataclass

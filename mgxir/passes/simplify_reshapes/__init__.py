@@ -42,13 +42,14 @@ ORDER: tuple[str, ...] = (
 WRITTEN: dict[str, Rewrite] = {
     rewrite.__name__: rewrite for family in (nested, views, concat, gather) for rewrite in family.REWRITES
 }
-REWRITES: tuple[Rewrite, ...] = tuple(WRITTEN[name] for name in ORDER if name in WRITTEN)
+REWRITES: tuple[Rewrite, ...] = tuple(WRITTEN[name] for name in ORDER)
 # MIGraphX runs the last one only when enable_op_shape_transform_op is set
 WITHOUT_OP_SHAPE_TRANSFORM_OP: tuple[Rewrite, ...] = tuple(
     r for r in REWRITES if r.__name__ != "find_op_shape_transform_op"
 )
-GATHER_SCALAR: tuple[Rewrite, ...] = tuple(WRITTEN[n] for n in ("find_gather_scalar",) if n in WRITTEN)
-GATHER: tuple[Rewrite, ...] = tuple(WRITTEN[n] for n in ("find_gather",) if n in WRITTEN)
+GATHER_SCALAR: tuple[Rewrite, ...] = (WRITTEN["find_gather_scalar"],)
+GATHER: tuple[Rewrite, ...] = (WRITTEN["find_gather"],)
+assert set(WRITTEN) == {*ORDER, "find_gather_scalar", "find_gather"}, "every rewrite has its place"
 
 
 def _run_once(module: Module, rewrites: Sequence[Rewrite], context: PassContext) -> bool:
@@ -76,9 +77,9 @@ class SimplifyReshapes(ModulePass):
     enable_gather_rewrite: bool = False
 
     def apply_module(self, module: Module, context: PassContext) -> None:
-        if GATHER_SCALAR and _run_once(module, GATHER_SCALAR, context):
+        if _run_once(module, GATHER_SCALAR, context):
             eliminate_dead_code(module, context)
-        if self.enable_gather_rewrite and GATHER:
+        if self.enable_gather_rewrite:
             _run_once(module, GATHER, context)
         rewrites = REWRITES if self.enable_op_shape_transform_op else WITHOUT_OP_SHAPE_TRANSFORM_OP
         for _ in range(self.depth):
