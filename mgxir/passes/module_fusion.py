@@ -78,7 +78,10 @@ def copy_instructions(
                 outputs = args
                 break
             if insert is None:
-                copy = module.insert(None, ins.op, args, ins.module_args)
+                # the same op on arguments of the same shapes has the same shape: no need to
+                # run its rule again (for a pointwise that walks its whole module)
+                same = all(a.shape == b.shape for a, b in zip(args, ins.args))
+                copy = module.insert(None, ins.op, args, ins.module_args, ins.shape if same else None)
             else:
                 copy = insert(module, ins.op, args, list(ins.module_args))
         map_ins[ins] = copy
