@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.literal import Literal
@@ -76,7 +76,12 @@ class _Builder:
         return params
 
     def insert(
-        self, module: Module, pos: Instruction | None, op: Operation, args: list[Instruction], module_args=()
+        self,
+        module: Module,
+        pos: Instruction | None,
+        op: Operation,
+        args: list[Instruction],
+        module_args: Sequence[Module] = (),
     ) -> Instruction:
         key = (op, *[a.shape for a in args])
         shape = self.shapes.get(key) if not module_args else None
@@ -253,17 +258,26 @@ class FusePointwise(ModulePass):
                 inputs.append(arg)
         consumer_params = builder.parameters(consumer_body)
         moved: dict[Instruction, Instruction] = {p: inner_of_outer[a] for p, a in zip(consumer_params, consumer.args)}
+        shared_consumer = uses.get(id(consumer_body), 1) > 1
         results: list[Instruction] = []
         for sub in consumer_body:
             if sub.is_param:
                 continue
             if sub.is_return:
                 results = [moved.get(a, a) for a in sub.args]
-                sub.set_args([])
+                if not shared_consumer:
+                    sub.set_args([])
                 break
+            args = [moved.get(a, a) for a in sub.args]
+            if shared_consumer:
+                if sub.is_literal:
+                    moved[sub] = body.add_literal(sub.literal)
+                else:
+                    moved[sub] = body.insert(ret, sub.op, args, sub.module_args, sub.shape)
+                continue
             # moved rather than copied: the consumer's module is dropped, and a scalar op keeps
             # its shape; literals go to the front, as MIGraphX's add_literal puts its copies
-            sub.set_args([moved.get(a, a) for a in sub.args])
+            sub.set_args(args)
             consumer_body._unlink(sub)
             body._link_before(sub, body.first if sub.is_literal else ret)
         ret.set_args(results)

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_pass_differential import check_pipeline
+from test_pass_differential import check_pipeline, copy_of, parameter_values, rms_ok
 
+from mgxir.interp.interpreter import run_program
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.program import Program
@@ -18,6 +19,7 @@ from mgxir.ir.shape import Shape
 from mgxir.passes.base import PassContext
 from mgxir.passes.registry import parse_pipeline
 from mgxir.text.parser import parse_program
+from mgxir.verifier import verify
 
 PIPELINE = "fuse_pointwise,fuse_reduce,dce"
 PIPELINES = (PIPELINE, "fuse_pointwise{enable_rewrite_broadcasts=true},fuse_reduce,dce")
@@ -92,3 +94,37 @@ def test_random_reduction_chains_fuse() -> None:
             statistics[key] = statistics.get(key, 0) + n
     for counter in ("pointwise producers fused", "pointwise consumers fused", "reductions merged"):
         assert statistics.get(counter, 0) > 0, statistics
+
+
+SHARED_MODULE_PROGRAM = """module: "main"
+x = @param:x -> float_type, {2, 3}, {3, 1}
+y = @param:y -> float_type, {2, 3}, {3, 1}
+@2 = pointwise(x), [m0] -> float_type, {2, 3}, {3, 1}
+@3 = pointwise(@2), [m1] -> float_type, {2, 3}, {3, 1}
+@4 = pointwise(y), [m1] -> float_type, {2, 3}, {3, 1}
+@5 = @return(@3,@4)
+
+module: "m0"
+m0:x0 = @param:x0 -> float_type, {1}, {0}
+m0:@1 = neg(m0:x0) -> float_type, {1}, {0}
+m0:@2 = @return(m0:@1)
+
+module: "m1"
+m1:x0 = @param:x0 -> float_type, {1}, {0}
+m1:@1 = exp(m1:x0) -> float_type, {1}, {0}
+m1:@2 = @return(m1:@1)
+"""
+
+
+def test_merge_keeps_a_module_another_instruction_uses() -> None:
+    """The consumer's module is copied, not moved, when another pointwise uses it too."""
+    program = parse_program(SHARED_MODULE_PROGRAM)
+    for name in ("m0", "m1"):
+        program.modules[name].bypass = True
+    params = parameter_values(program, 0)
+    before = run_program(copy_of(program), params)
+    parse_pipeline("fuse_pointwise")[0].apply(program, PassContext())
+    verify(program)
+    after = run_program(program, params)
+    assert [ins.op.defn.name for ins in program.modules["m1"]] == ["@param", "exp", "@return"]
+    assert all(rms_ok(a, b) for a, b in zip(after, before))
