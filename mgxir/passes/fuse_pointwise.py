@@ -13,10 +13,8 @@ printed result is the same."""
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import gc
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.literal import Literal
@@ -95,20 +93,6 @@ class _Builder:
         return module.insert(None, self.return_op, [result], (), result.shape)
 
 
-@contextlib.contextmanager
-def cycle_collector_paused() -> Iterator[None]:
-    """Python's cycle collector off while a pass allocates: every instruction is in a cycle (its
-    list links), so each collection would only rescan the whole IR again, making the pass grow
-    faster than linearly. The tools keep it off anyway; this does the same for library callers."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _settle_shape(ins: Instruction) -> None:
     """A pointwise instruction's shape by its rule (the body's ops on the inputs' shapes), with its
     users' shapes following. Without broadcast inputs that is the shape the instruction had: the
@@ -135,10 +119,6 @@ class FusePointwise(ModulePass):
     max_rounds: int = 8
     enable_rewrite_reshapes: bool = True
     enable_rewrite_broadcasts: bool = False
-
-    def apply(self, program: Program, context: PassContext) -> None:
-        with cycle_collector_paused():
-            super().apply(program, context)
 
     def apply_module(self, module: Module, context: PassContext) -> None:
         if module.bypass:

@@ -22,7 +22,6 @@ from mgxir.ops.registry import make_op
 from mgxir.passes.base import ModulePass, PassContext, modules_to_run
 from mgxir.passes.dead_code_elimination import eliminate_dead_code
 from mgxir.passes.eliminate_common_subexpression import EliminateCommonSubexpression
-from mgxir.passes.fuse_pointwise import cycle_collector_paused
 from mgxir.passes.module_fusion import (
     InstructionMap,
     find_inputs,
@@ -312,10 +311,9 @@ class FuseReduce(ModulePass):
 
     def apply(self, program: Program, context: PassContext) -> None:
         replaced: list[Module] = []
-        with cycle_collector_paused():
-            for module in modules_to_run(program, context.main_only):
-                self._fuse(module, context, replaced)
-            _remove_unused(program, replaced)
+        for module in modules_to_run(program, context.main_only):
+            self._fuse(module, context, replaced)
+        _remove_unused(program, replaced)
 
     def apply_module(self, module: Module, context: PassContext) -> None:
         self._fuse(module, context, [])

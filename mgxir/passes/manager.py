@@ -13,12 +13,14 @@ fingerprint means the verifier would see the same IR."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TextIO
 
@@ -70,6 +72,10 @@ class PassManager:
         self, program: Program, sink: DiagnosticSink | None = None, replay: Callable[[], Program] | None = None
     ) -> None:
         """Runs the pipeline on `program`; `replay`, if given, builds the same input afresh."""
+        with cycle_collector_paused():
+            self._run(program, sink, replay)
+
+    def _run(self, program: Program, sink: DiagnosticSink | None, replay: Callable[[], Program] | None) -> None:
         o = self.options
         keep_snapshot = o.print_after_change or (o.reproducer is not None and replay is None)
         verified = _fingerprint(program) if o.verify_each else None
@@ -161,6 +167,20 @@ class PassManager:
             print(f"  (S) {before} instructions before, {after} after", file=out)
             for what, n in sorted(counts.items()):
                 print(f"  (S) {n} {what}", file=out)
+
+
+@contextlib.contextmanager
+def cycle_collector_paused() -> Iterator[None]:
+    """Python's cycle collector off while passes run: every instruction is in a reference cycle
+    (its list links, its users), so each collection would only rescan the whole IR, making large
+    pipelines grow faster than linearly. The command-line tools keep it off for their whole run."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _fingerprint(program: Program) -> tuple[object, ...]:

@@ -20,7 +20,7 @@ from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.ops.registry import make_op
 from mgxir.passes.base import ModulePass, PassContext
-from mgxir.passes.module_fusion import param_name
+from mgxir.passes.module_fusion import InstructionMap, copy_instructions, param_name
 from mgxir.passes.rewrite import replace_instruction
 
 _ASSIGN = {
@@ -72,28 +72,13 @@ def sorted_parameters(module: Module) -> list[Instruction]:
     return sorted((ins for ins in module if ins.is_param), key=lambda p: p.param_name)
 
 
-def copy_instructions(
-    module: Module, pos: Instruction | None, instructions: Iterable[Instruction], map_ins: dict
+def _copy_before(
+    module: Module, pos: Instruction | None, instructions: Iterable[Instruction], map_ins: InstructionMap
 ) -> list[Instruction]:
-    """Copies `instructions` (those not mapped yet) before `pos` as MIGraphX's insert_instructions
-    does (parameters and literals at the front); returns what a copied `@return` returned, else
-    the copy of the last instruction."""
-    last: Instruction | None = None
-    for ins in instructions:
-        last = ins
-        if ins in map_ins:
-            continue
-        if ins.is_literal:
-            copy = module.add_literal(ins.literal)
-        elif ins.is_param:
-            copy = module.add_parameter(ins.param_name, ins.shape)
-        else:
-            args = [map_ins.get(a, a) for a in ins.args]
-            if ins.is_return:
-                return args
-            copy = module.insert(pos, ins.op, args, ins.module_args)
-        map_ins[ins] = copy
-    return [] if last is None else [map_ins[last]]
+    """MIGraphX's insert_instructions: copies before `pos` (parameters and literals at the front)."""
+    if pos is None:
+        return copy_instructions(module, instructions, map_ins)
+    return copy_instructions(module, instructions, map_ins, lambda m, op, args, subs: m.insert(pos, op, args, subs))
 
 
 @dataclasses.dataclass
@@ -109,7 +94,7 @@ class ModuleWithInputs:
 
     def insert_inline(self, parent: Module, pos: Instruction) -> list[Instruction]:
         map_ins = dict(zip(sorted_parameters(self.module), self.inputs, strict=True))
-        return copy_instructions(parent, pos, self.module, map_ins)
+        return _copy_before(parent, pos, self.module, map_ins)
 
 
 def split_module(
@@ -131,7 +116,7 @@ def split_module(
     first_inputs = [param_map[p] for p in sorted((i for i in first_part if i.is_param), key=lambda p: p.param_name)]
     first = Module("")
     first_map: dict[Instruction, Instruction] = {}
-    copy_instructions(first, None, first_part, first_map)
+    _copy_before(first, None, first_part, first_map)
     first.add_return([first_map[s] for s in splits])
 
     second_part: list[Instruction] = []
@@ -154,7 +139,7 @@ def split_module(
         if p.is_param and p in in_second:
             second_inputs.append(param_map[p])
             second_map[p] = second.add_parameter(param_name(len(second_map)), p.shape.as_standard())
-    second.add_return(copy_instructions(second, None, second_part, second_map))
+    second.add_return(_copy_before(second, None, second_part, second_map))
     return ModuleWithInputs(first, first_inputs), ModuleWithInputs(second, second_inputs), second_map
 
 
