@@ -341,6 +341,7 @@ class Quantizelinear(OpDef):
     name = "quantizelinear"
     attributes = (Attr("out_type", OptionalKind(TYPE), None),)
     arity = (2, 3)
+    pointwise = True
 
     def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
         x = inputs[0]
@@ -369,6 +370,7 @@ class Quantizelinear(OpDef):
 class Dequantizelinear(OpDef):
     name = "dequantizelinear"
     arity = (2, 3)
+    pointwise = True
 
     def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
         return unary_result(inputs[0]).with_type(inputs[1].dtype)

@@ -43,6 +43,7 @@ class Identity(OpDef):
     name = "identity"
     arity = (1, None)  # lowered programs list the instructions it must follow after its input
     is_view = True
+    pointwise = True  # as MIGraphX marks it
 
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
         return inputs[0]

@@ -15,10 +15,9 @@ from mgxir.passes.propagate_constant import ConstantAnalysis
 from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_op
 
 _BROADCASTS = ("broadcast", "multibroadcast")
+
+
 # Ops with MIGraphX's "pointwise" attribute that OpDef.pointwise leaves out
-_ALSO_POINTWISE = frozenset({"identity", "quantizelinear", "dequantizelinear"})
-
-
 def _lit_broadcast(ins: Instruction, constant: ConstantAnalysis) -> bool:
     return constant(ins) or ins.op.defn.name == "broadcast"
 
@@ -65,7 +64,7 @@ def _insert_common_op(module: Module, pos: Instruction, op, inputs: list[Instruc
 def find_inner_broadcast(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """A pointwise op whose inputs are all broadcasts computes on the broadcasts' inputs, and its
     result is broadcast."""
-    if not (ins.op.defn.pointwise or ins.op.defn.name in _ALSO_POINTWISE):
+    if not ins.op.defn.pointwise:
         return False
     if any(b.op.defn.name not in _BROADCASTS or not b.args for b in ins.args) or ins.shape.is_dynamic:
         return False

@@ -21,7 +21,6 @@ from mgxir.passes.rewrite import MATCHED_UNCHANGED, recompute_shapes, replace_in
 from mgxir.text.printer import print_module
 
 # MIGraphX gives these the "pointwise" attribute too
-_POINTWISE_BY_NAME = frozenset({"identity", "dequantizelinear", "quantizelinear"})
 _CONCAT_OP_VIEWS = frozenset({"broadcast", "multibroadcast", "unpack_int4"})
 
 
@@ -30,7 +29,7 @@ def _name(ins: Instruction) -> str:
 
 
 def _pointwise(op: Operation) -> bool:
-    return op.defn.pointwise or op.defn.name in _POINTWISE_BY_NAME
+    return op.defn.pointwise
 
 
 def _used_once(ins: Instruction) -> bool:
