@@ -4,11 +4,12 @@ after an argument changes, users' shapes are recomputed, and so on downstream wh
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Generic, TypeVar
 
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
-from mgxir.ops.definition import Operation
+from mgxir.ops.definition import OpDef, Operation
 from mgxir.ops.registry import make_op
 
 
@@ -59,3 +60,45 @@ def recompute_shapes(start: list[Instruction]) -> None:
         if shape is not None and shape != ins.shape:
             ins.shape = shape
             pending.extend(ins.users)
+
+
+RewriteT = TypeVar("RewriteT", bound=Callable[..., object])
+
+
+def roots(*names: str, where: Callable[[OpDef], bool] | None = None) -> Callable[[RewriteT], RewriteT]:
+    """Marks a rewrite as able to fire only on instructions whose op is named in `names` or whose
+    definition satisfies `where`; a rewrite left unmarked may fire on any op."""
+
+    def mark(rewrite: RewriteT) -> RewriteT:
+        rewrite.root_names = frozenset(names)  # type: ignore[attr-defined]
+        rewrite.root_test = where  # type: ignore[attr-defined]
+        return rewrite
+
+    return mark
+
+
+def is_pointwise(defn: OpDef) -> bool:
+    return defn.pointwise
+
+
+def may_fire_on(rewrite: Callable[..., object], defn: OpDef) -> bool:
+    names: frozenset[str] | None = getattr(rewrite, "root_names", None)
+    if names is None or defn.name in names:
+        return True
+    test: Callable[[OpDef], bool] | None = getattr(rewrite, "root_test", None)
+    return test is not None and test(defn)
+
+
+class RootDispatch(Generic[RewriteT]):
+    """The rewrites, in their order, that may fire on an op, built on first sight of each operator
+    definition (one per op name) and kept."""
+
+    def __init__(self, rewrites: Sequence[RewriteT]):
+        self.rewrites = tuple(rewrites)
+        self._by_defn: dict[OpDef, tuple[RewriteT, ...]] = {}
+
+    def __call__(self, defn: OpDef) -> tuple[RewriteT, ...]:
+        found = self._by_defn.get(defn)
+        if found is None:
+            found = self._by_defn[defn] = tuple(r for r in self.rewrites if may_fire_on(r, defn))
+        return found

@@ -5,6 +5,7 @@ first that applies wins), repeated with dead-code elimination between while anyt
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 
 from mgxir.ir.instruction import Instruction
@@ -12,7 +13,7 @@ from mgxir.ir.module import Module
 from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.dead_code_elimination import eliminate_dead_code
 from mgxir.passes.propagate_constant import ConstantAnalysis
-from mgxir.passes.rewrite import MATCHED_UNCHANGED
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, RootDispatch
 from mgxir.passes.simplify_algebra import broadcast, concat, elementwise, linear
 
 # True: changed; False: no match; MATCHED_UNCHANGED: matched, changed nothing, try no other rewrite here
@@ -59,6 +60,15 @@ WRITTEN: dict[str, Rewrite] = {
 }
 REWRITES: tuple[Rewrite, ...] = tuple(WRITTEN[name] for name in ORDER)
 assert set(WRITTEN) == set(ORDER), "every rewrite has its place in ORDER"
+# False tries every rewrite on every instruction (tests compare the two)
+DISPATCH_BY_ROOT = True
+
+
+@functools.cache
+def by_root(rewrites: tuple[Rewrite, ...]) -> RootDispatch[Rewrite]:
+    """The dispatch table of `rewrites`, built once (looked up per run, so that a test may
+    substitute REWRITES)."""
+    return RootDispatch(rewrites)
 
 
 @dataclasses.dataclass
@@ -71,10 +81,11 @@ class SimplifyAlgebra(ModulePass):
         for _ in range(self.max_rounds):
             changed = False
             constant = ConstantAnalysis(need_values=False)
+            rewrites = by_root(REWRITES)
             for ins in module:
                 if ins.parent is not module:
                     continue
-                for rewrite in REWRITES:
+                for rewrite in rewrites(ins.op.defn) if DISPATCH_BY_ROOT else rewrites.rewrites:
                     outcome = rewrite(module, ins, constant)
                     if outcome is MATCHED_UNCHANGED:
                         break

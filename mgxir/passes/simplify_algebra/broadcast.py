@@ -12,7 +12,7 @@ from mgxir.ir.shape import Shape
 from mgxir.ops.definition import Operation, ShapeError
 from mgxir.ops.registry import make_op
 from mgxir.passes.propagate_constant import ConstantAnalysis
-from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_op
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, is_pointwise, replace_op, roots
 
 _BROADCASTS = ("broadcast", "multibroadcast")
 
@@ -61,6 +61,7 @@ def _insert_common_op(module: Module, pos: Instruction, op, inputs: list[Instruc
     return module.insert(pos, op, args)
 
 
+@roots(where=is_pointwise)
 def find_inner_broadcast(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """A pointwise op whose inputs are all broadcasts computes on the broadcasts' inputs, and its
     result is broadcast."""
@@ -202,6 +203,7 @@ def _unsqueeze_needed(lens: tuple[int, ...], out_lens: tuple[int, ...]) -> bool:
     return True
 
 
+@roots("add")
 def find_double_add_lit_broadcast(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     if ins.op.defn.name != "add" or len(ins.args) != 2:
         return False
@@ -223,6 +225,7 @@ def find_double_add_lit_broadcast(module: Module, ins: Instruction, constant: Co
     return True
 
 
+@roots("add")
 def find_add_lit_broadcast(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
     if ins.op.defn.name != "add" or len(ins.args) != 2:
         return False
@@ -252,6 +255,7 @@ def _conv_const_weights(ins: Instruction, constant: ConstantAnalysis) -> bool:
     )
 
 
+@roots("mul")
 def find_mul_add(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
     """a * (x + b) -> a * x + a * b, with a constant and b constant (or a convolution with constant
     weights), the sum used only here and not of two constants."""

@@ -17,7 +17,7 @@ from mgxir.ir.module import Module, compute_shape
 from mgxir.ops.definition import Operation, ShapeError
 from mgxir.ops.registry import make_op
 from mgxir.passes.propagate_constant import ConstantAnalysis
-from mgxir.passes.rewrite import MATCHED_UNCHANGED, recompute_shapes, replace_instruction, replace_op
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, recompute_shapes, replace_instruction, replace_op, roots
 from mgxir.text.printer import print_module
 
 # MIGraphX gives these the "pointwise" attribute too
@@ -104,6 +104,7 @@ def _concat_const_foldable(group: Sequence[Instruction], axis: int, constant: Co
 # -- find_concat_same_input ---------------------------------------------------------------------
 
 
+@roots("concat")
 def find_concat_same_input(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """concat(x, x, ..., x) along an axis where x has length 1 is a multibroadcast of x."""
     if not _matches_concat_same_input(ins):
@@ -186,6 +187,7 @@ def _concat_group(
     return module.insert(ins, op, concats)
 
 
+@roots("concat")
 def find_concat_op(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """concat(op(a0, b0), op(a1, b1)) = op(concat(a0, a1), concat(b0, b1)) for runs of the same pointwise
     op or broadcast among a concat's inputs, when the constants stay foldable."""
@@ -500,6 +502,7 @@ def find_splits(module: Module, ins: Instruction, constant: ConstantAnalysis) ->
 # -- find_split_reshape -------------------------------------------------------------------------
 
 
+@roots("reshape")
 def find_split_reshape(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """reshape(contiguous(slice(x))) for several slices of x: one reshape of x, sliced."""
     if _name(ins) != "reshape" or not ins.args or _name(ins.args[0]) != "contiguous":
@@ -560,6 +563,7 @@ def find_split_reshape(module: Module, ins: Instruction, constant: ConstantAnaly
 # -- find_split_transpose -----------------------------------------------------------------------
 
 
+@roots("transpose")
 def find_split_transpose(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """The same transpose on every slice of x: one transpose of x, sliced on the moved axis."""
     if _name(ins) != "transpose" or not ins.args or _name(ins.args[0]) != "slice":

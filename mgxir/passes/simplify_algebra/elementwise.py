@@ -14,7 +14,7 @@ from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.ops.registry import make_op
 from mgxir.passes.propagate_constant import ConstantAnalysis
-from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, replace_op
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, replace_op, roots
 from mgxir.passes.simplify_algebra.broadcast import _used_once
 
 _SKIPPED_BY_HAS_VALUE = frozenset({"broadcast", "multibroadcast", "contiguous", "convert"})
@@ -80,6 +80,7 @@ def _second_is(ins: Instruction, value: float, atol_mult: int = 10, rtol_mult: i
     return len(ins.args) == 2 and _has_value(ins.args[1], value, atol_mult, rtol_mult)
 
 
+@roots("mul", "div", "add", "sub")
 def find_unit_ops(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
     """x * 1, 1 * x, x / 1, x + 0, 0 + x, x - 0 -> x."""
     name = ins.op.defn.name
@@ -98,6 +99,7 @@ def find_unit_ops(module: Module, ins: Instruction, constant: ConstantAnalysis) 
     return True
 
 
+@roots("mul", "div", "sub")
 def find_neg_unit_ops(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
     """x * -1, -1 * x, x / -1, 0 - x -> neg(x)."""
     name = ins.op.defn.name
@@ -115,6 +117,7 @@ def find_neg_unit_ops(module: Module, ins: Instruction, constant: ConstantAnalys
     return True
 
 
+@roots("quantizelinear", "dequantizelinear")
 def eliminate_zero_point(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
     """quantizelinear / dequantizelinear with a zero point of 0 drop it (quantizelinear keeps its
     output type in out_type)."""
@@ -129,6 +132,7 @@ def eliminate_zero_point(module: Module, ins: Instruction, constant: ConstantAna
     return True
 
 
+@roots("mul", "div")
 def find_zero_ops(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
     """0 * x, x * 0, 0 / x -> the zero (a scalar zero reshaped to the result's lens)."""
     name = ins.op.defn.name
@@ -145,6 +149,7 @@ def find_zero_ops(module: Module, ins: Instruction, constant: ConstantAnalysis) 
     return True
 
 
+@roots("div")
 def find_div_const(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """x / c -> x * recip(c), recip placed just after c; not for integral types."""
     if ins.op.defn.name != "div" or len(ins.args) < 2 or not constant(ins.args[1]):
@@ -157,6 +162,7 @@ def find_div_const(module: Module, ins: Instruction, constant: ConstantAnalysis)
     return True
 
 
+@roots("sub")
 def find_sub_const(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
     """x - c -> x + neg(c), neg placed just after c."""
     if ins.op.defn.name != "sub" or len(ins.args) < 2 or not constant(ins.args[1]):
@@ -167,6 +173,7 @@ def find_sub_const(module: Module, ins: Instruction, constant: ConstantAnalysis)
     return True
 
 
+@roots("recip")
 def find_rsqrt(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
     """recip(sqrt(x)) -> rsqrt(x) when the sqrt has no other use."""
     if ins.op.defn.name != "recip" or len(ins.args) != 1:
@@ -178,6 +185,7 @@ def find_rsqrt(module: Module, ins: Instruction, constant: ConstantAnalysis) -> 
     return True
 
 
+@roots("log")
 def find_log_exp(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
     """log(exp(x)) -> x."""
     if ins.op.defn.name != "log" or not ins.args:
@@ -200,6 +208,7 @@ def _positive(ins: Instruction) -> bool:
     return ins.op.defn.name == "exp"
 
 
+@roots("log")
 def find_log_div(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
     """log(x / y) -> log(x) - log(y) when x and y are known positive and the quotient has no other use."""
     if ins.op.defn.name != "log" or len(ins.args) != 1:
@@ -216,6 +225,7 @@ def find_log_div(module: Module, ins: Instruction, constant: ConstantAnalysis) -
     return True
 
 
+@roots("pow")
 def find_pow2(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
     """pow(x, 2) -> x * x."""
     if ins.op.defn.name != "pow" or len(ins.args) < 2 or not _has_value(ins.args[1], 2.0, 0, 1):

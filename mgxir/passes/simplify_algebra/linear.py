@@ -21,7 +21,7 @@ from mgxir.ir.shape import Shape
 from mgxir.ops.definition import Operation, ShapeError
 from mgxir.ops.registry import make_op
 from mgxir.passes.propagate_constant import ConstantAnalysis
-from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, replace_op
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, replace_op, roots
 
 _BROADCASTS = ("broadcast", "multibroadcast")
 
@@ -90,6 +90,7 @@ def _broadcast_to(broadcast: Instruction, lens: Sequence[int]) -> Operation:
     return broadcast.op.replace(out_lens=tuple(lens))
 
 
+@roots("mul")
 def find_mul_conv(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """mul(conv(x, w), broadcast(a)) with `a` along the channels: conv(x, mul(broadcast(a), w))."""
     if _name(ins) != "mul":
@@ -126,6 +127,7 @@ def find_mul_conv(module: Module, ins: Instruction, constant: ConstantAnalysis) 
     return True
 
 
+@roots("mul")
 def find_mul_slice_conv(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """mul(slice(conv(x, w)), broadcast(a)) over the channels: the slice of the weights is scaled
     instead, conv(x, concat(w[:s], a * w[s:e], w[e:]))."""
@@ -201,6 +203,7 @@ def _slices_follow(slice_ins: Instruction, conv: Instruction) -> bool:
     return True
 
 
+@roots("mul")
 def find_mul_dot(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """mul(dot(a, b), broadcast(c)) with `c` along N (or M, or a scalar): the constant operand of
     the dot is scaled instead."""
@@ -248,6 +251,7 @@ def find_mul_dot(module: Module, ins: Instruction, constant: ConstantAnalysis) -
     return True
 
 
+@roots("slice")
 def find_dot_slice(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """slice(dot(a, b)) over M, N or batch axes: dot(slice(a), slice(b))."""
     if _name(ins) != "slice" or len(ins.args) != 1:
@@ -281,6 +285,7 @@ def find_dot_slice(module: Module, ins: Instruction, constant: ConstantAnalysis)
     return True
 
 
+@roots("dot")
 def find_dot_mul(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """dot(mul(z, broadcast(d)), c) with constant `c` and `d` along K (or a scalar): dot(z, mul(c, d'))."""
     if _name(ins) != "dot":
@@ -335,6 +340,7 @@ def _add_with_constant(
     return None
 
 
+@roots("dot")
 def find_dot_add(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """dot(add(x, b), a) with `a`, `b` constant: add(dot(x, a), dot(b, a)) (either side)."""
     if _name(ins) != "dot":
@@ -362,6 +368,7 @@ def find_dot_add(module: Module, ins: Instruction, constant: ConstantAnalysis) -
     return True
 
 
+@roots("convolution")
 def find_conv_add(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """conv(add(x, a), w) with `a`, `w` constant: add(conv(a, w), conv(x, w))."""
     if _name(ins) != "convolution" or not _used_once(module, ins) or len(ins.args) != 2:
@@ -385,6 +392,7 @@ def _stride_factor(x: Operation, y: Operation) -> int:
     return xs[0] // ys[0]
 
 
+@roots("add")
 def find_add_convs(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """add(conv(x, w), conv(y, v)): conv(concat(x, y), concat(w, v)) over the input channels; 1x1
     convolutions of different strides first step the input of the smaller stride."""
@@ -601,6 +609,7 @@ def _move_back(module: Module, pos: Instruction, targets: list[Instruction], aft
             after.discard(owner)
 
 
+@roots("dot")
 def find_dot_broadcast(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """dot(broadcast(x), broadcast(y)) broadcast over leading batch axes in both: the dot over the
     rest, broadcast after."""
@@ -649,6 +658,7 @@ def find_dot_broadcast(module: Module, ins: Instruction, constant: ConstantAnaly
     return True
 
 
+@roots("concat")
 def find_concat_conv(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """concat over channels of convolutions alike: one grouped convolution of concatenated inputs."""
     if _name(ins) != "concat":
@@ -670,6 +680,7 @@ def find_concat_conv(module: Module, ins: Instruction, constant: ConstantAnalysi
     return True
 
 
+@roots("convolution")
 def find_conv_broadcast_input(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """conv(broadcast(x), w) with `x` constant over space: without padding a dot of `x` with the
     weights summed over space, broadcast; with padding (stride and dilation 1) the convolution of a

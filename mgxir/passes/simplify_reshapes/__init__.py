@@ -6,13 +6,13 @@ times. Each rewrite lives in the file of its family and is named as MIGraphX nam
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.dead_code_elimination import eliminate_dead_code
-from mgxir.passes.rewrite import MATCHED_UNCHANGED
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, RootDispatch
 from mgxir.passes.simplify_reshapes import concat, gather, nested, views
 
 # True: changed; False: no match; MATCHED_UNCHANGED: matched, changed nothing, try no other rewrite here
@@ -43,21 +43,21 @@ WRITTEN: dict[str, Rewrite] = {
     rewrite.__name__: rewrite for family in (nested, views, concat, gather) for rewrite in family.REWRITES
 }
 REWRITES: tuple[Rewrite, ...] = tuple(WRITTEN[name] for name in ORDER)
-# MIGraphX runs the last one only when enable_op_shape_transform_op is set
-WITHOUT_OP_SHAPE_TRANSFORM_OP: tuple[Rewrite, ...] = tuple(
-    r for r in REWRITES if r.__name__ != "find_op_shape_transform_op"
-)
-GATHER_SCALAR: tuple[Rewrite, ...] = (WRITTEN["find_gather_scalar"],)
-GATHER: tuple[Rewrite, ...] = (WRITTEN["find_gather"],)
+GATHER_SCALAR = RootDispatch((WRITTEN["find_gather_scalar"],))
+GATHER = RootDispatch((WRITTEN["find_gather"],))
 assert set(WRITTEN) == {*ORDER, "find_gather_scalar", "find_gather"}, "every rewrite has its place"
+WITH_OP_SHAPE_TRANSFORM_OP = RootDispatch(REWRITES)
+WITHOUT_OP_SHAPE_TRANSFORM_OP = RootDispatch(r for r in REWRITES if r.__name__ != "find_op_shape_transform_op")
+# False tries every rewrite on every instruction (tests compare the two)
+DISPATCH_BY_ROOT = True
 
 
-def _run_once(module: Module, rewrites: Sequence[Rewrite], context: PassContext) -> bool:
+def _run_once(module: Module, rewrites: RootDispatch[Rewrite], context: PassContext) -> bool:
     changed = False
     for ins in module:
         if ins.parent is not module:
             continue
-        for rewrite in rewrites:
+        for rewrite in rewrites(ins.op.defn) if DISPATCH_BY_ROOT else rewrites.rewrites:
             outcome = rewrite(module, ins)
             if outcome is MATCHED_UNCHANGED:
                 break
@@ -81,7 +81,8 @@ class SimplifyReshapes(ModulePass):
             eliminate_dead_code(module, context)
         if self.enable_gather_rewrite:
             _run_once(module, GATHER, context)
-        rewrites = REWRITES if self.enable_op_shape_transform_op else WITHOUT_OP_SHAPE_TRANSFORM_OP
+        # MIGraphX runs find_op_shape_transform_op only when enable_op_shape_transform_op is set
+        rewrites = WITH_OP_SHAPE_TRANSFORM_OP if self.enable_op_shape_transform_op else WITHOUT_OP_SHAPE_TRANSFORM_OP
         for _ in range(self.depth):
             changed = _run_once(module, rewrites, context)
             eliminate_dead_code(module, context)

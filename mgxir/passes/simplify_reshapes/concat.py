@@ -19,7 +19,7 @@ from mgxir.ir.shape import find_permutation
 from mgxir.ops.common import normalize_axis
 from mgxir.ops.definition import Operation, ShapeError
 from mgxir.ops.registry import make_op
-from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, replace_op
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, replace_op, roots
 from mgxir.passes.shape_transform_descriptor import invert_permutation
 
 _RESHAPERS = frozenset({"reshape", "unsqueeze", "squeeze", "reshape_lazy"})
@@ -30,6 +30,7 @@ def _is_static_concat(ins: Instruction) -> bool:
     return ins.op.defn.name == "concat" and not ins.shape.is_dynamic and not ins.shape.is_tuple
 
 
+@roots("concat")
 def find_concat_slice(module: Module, ins: Instruction) -> object:
     if not _is_static_concat(ins):
         return False
@@ -60,6 +61,7 @@ def find_concat_slice(module: Module, ins: Instruction) -> object:
     return True if changed else MATCHED_UNCHANGED
 
 
+@roots("concat")
 def find_concat_transpose(module: Module, ins: Instruction) -> object:
     if not _is_static_concat(ins) or not all(a.op.defn.name == "transpose" for a in ins.args):
         return False
@@ -75,6 +77,7 @@ def find_concat_transpose(module: Module, ins: Instruction) -> object:
     return True
 
 
+@roots("concat")
 def find_concat_reshape(module: Module, ins: Instruction) -> object:
     if not _is_static_concat(ins) or not all(a.op.defn.name in _RESHAPERS for a in ins.args):
         return False
@@ -112,6 +115,7 @@ def _fits(concat_op: Operation, broadcast: Operation, inputs: Sequence[Instructi
     return True
 
 
+@roots("concat")
 def find_concat_multibroadcasts(module: Module, ins: Instruction) -> object:
     if not _is_static_concat(ins) or not all(a.op.defn.name in _BROADCASTS for a in ins.args):
         return False
@@ -144,6 +148,7 @@ def find_concat_multibroadcasts(module: Module, ins: Instruction) -> object:
     return True
 
 
+@roots("concat")
 def find_nested_concat(module: Module, ins: Instruction) -> object:
     if not _is_static_concat(ins) or not any(a.op.defn.name == "concat" for a in ins.args):
         return False

@@ -20,7 +20,7 @@ from mgxir.ops.common import normalize_axis
 from mgxir.ops.definition import Operation
 from mgxir.ops.registry import make_op
 from mgxir.passes.propagate_constant import evaluate_constant
-from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, roots
 from mgxir.passes.shape_transform_descriptor import ShapeTransformDescriptor, invert_permutation
 from mgxir.passes.simplify_reshapes.nested import insert_auto_reshape
 
@@ -42,6 +42,7 @@ def _can_eval(ins: Instruction) -> bool:
     return True
 
 
+@roots("gather")
 def find_gather_scalar(module: Module, ins: Instruction) -> bool:
     if ins.op.defn.name != "gather" or len(ins.args) != 2 or ins.shape.is_dynamic:
         return False
@@ -259,6 +260,7 @@ def _flat_gather_indices(dlens: Sequence[int], axis: int, positions: np.ndarray)
     return offsets.reshape(-1)
 
 
+@roots("gather")
 def find_gather(module: Module, ins: Instruction) -> object:
     if ins.op.defn.name != "gather" or len(ins.args) != 2 or ins.shape.is_dynamic:
         return False

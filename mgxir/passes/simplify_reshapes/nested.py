@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.ops.registry import make_op
-from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, replace_op
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, replace_op, roots
 from mgxir.passes.shape_transform_descriptor import optimize_shape_transforms
 
 _SAME_SHAPE_NOPS = frozenset(
@@ -38,6 +38,7 @@ _SHAPE_TRANSFORMS = frozenset(
 )
 
 
+@roots(*_SAME_SHAPE_NOPS, *_SAME_LENS_NOPS)
 def find_nop_reshapes(module: Module, ins: Instruction) -> bool:
     name = ins.op.defn.name
     if not ins.args:
@@ -51,6 +52,7 @@ def find_nop_reshapes(module: Module, ins: Instruction) -> bool:
     return False
 
 
+@roots("flatten")
 def find_flatten(module: Module, ins: Instruction) -> bool:
     if ins.op.defn.name != "flatten" or ins.shape.is_dynamic:
         return False
@@ -113,6 +115,7 @@ def _broadcasts_to(lens: Sequence[int], out_lens: Sequence[int]) -> bool:
     return all(n in (1, m) for n, m in zip(reversed(lens), reversed(out_lens)))
 
 
+@roots(*_SHAPE_TRANSFORMS)
 def find_nested_shape_transforms(module: Module, ins: Instruction) -> object:
     if ins.op.defn.name not in _SHAPE_TRANSFORMS or len(ins.args) != 1 or ins.shape.is_dynamic:
         return False

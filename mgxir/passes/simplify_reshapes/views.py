@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.ir.shape import Shape
-from mgxir.ops.definition import Operation
+from mgxir.ops.definition import OpDef, Operation
 from mgxir.ops.registry import make_op
 from mgxir.passes.propagate_constant import ConstantAnalysis
-from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, replace_op
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, is_pointwise, replace_instruction, replace_op, roots
 from mgxir.passes.shape_transform_descriptor import ShapeTransformDescriptor, compute_dims, invert_permutation
 
 _SHAPE_TRANSFORMS = frozenset(
@@ -62,6 +62,7 @@ def _insert_ops(module: Module, pos: Instruction, ops: Sequence[Operation], sour
     return source
 
 
+@roots(where=is_pointwise)
 def find_reshape_cont(module: Module, ins: Instruction) -> object:
     if not ins.op.defn.pointwise or len(ins.args) != 2:
         return False
@@ -87,6 +88,7 @@ def find_reshape_cont(module: Module, ins: Instruction) -> object:
     return True
 
 
+@roots(*_SHAPE_TRANSFORMS_OR_CONTIGUOUS)
 def find_slice_shape_transforms(module: Module, ins: Instruction) -> object:
     views = _SHAPE_TRANSFORMS_OR_CONTIGUOUS
     if ins.op.defn.name not in views or not ins.args or ins.shape.is_dynamic:
@@ -132,6 +134,7 @@ def find_slice_shape_transforms(module: Module, ins: Instruction) -> object:
     return True
 
 
+@roots("slice")
 def find_nested_slice(module: Module, ins: Instruction) -> object:
     if ins.op.defn.name != "slice" or len(ins.args) != 1 or ins.args[0].op.defn.name != "slice":
         return False
@@ -156,6 +159,7 @@ def _slice_axes(op: Operation) -> dict[int, tuple[int, int]]:
     return {axis: (start, end) for axis, start, end in zip(op["axes"], op["starts"], op["ends"])}
 
 
+@roots("transpose")
 def find_transpose_slice(module: Module, ins: Instruction) -> object:
     if ins.op.defn.name != "transpose" or any(user.op.defn.name != "slice" for user in ins.users):
         return False
@@ -233,6 +237,7 @@ def _can_fuse_unary(ins: Instruction) -> bool:
     return ins.is_literal or ins.op.defn.pointwise or "reduce" in ins.op.defn.name
 
 
+@roots(where=is_pointwise)
 def find_unary_shape_transforms(module: Module, ins: Instruction) -> object:
     if not ins.op.defn.pointwise or ins.op.defn.name == "layout" or not _used_once(module, ins):
         return False
@@ -279,6 +284,7 @@ def find_unary_shape_transforms(module: Module, ins: Instruction) -> object:
     return MATCHED_UNCHANGED
 
 
+@roots("dot")
 def find_reshape_dot(module: Module, ins: Instruction) -> object:
     if ins.op.defn.name != "dot" or len(ins.args) != 2 or not _used_once(module, ins):
         return False
@@ -330,6 +336,7 @@ def find_reshape_dot(module: Module, ins: Instruction) -> object:
     return True
 
 
+@roots("transpose", "convert")
 def find_mul_add_shape_op_dot(module: Module, ins: Instruction) -> object:
     shape_ops = frozenset({"transpose", "convert"})
     if ins.op.defn.name not in shape_ops or len(ins.args) != 1:
@@ -365,7 +372,12 @@ def _is_reduce(ins: Instruction) -> bool:
 
 
 def _matches_op(ins: Instruction) -> bool:
-    return _is_reduce(ins) or ins.op.defn.pointwise
+    return _reduce_or_pointwise(ins.op.defn)
+
+
+def _reduce_or_pointwise(defn: OpDef) -> bool:
+    """The operators `_matches_op` accepts."""
+    return defn.name.startswith("reduce_") or defn.name in ("argmin", "argmax") or defn.pointwise
 
 
 def _fusable_split(ins: Instruction) -> bool:
@@ -469,6 +481,7 @@ def _remove_inserted(module: Module, anchor: Instruction | None, pos: Instructio
         module.remove(pos.prev)
 
 
+@roots(where=_reduce_or_pointwise)
 def find_op_shape_transform_op(module: Module, ins: Instruction) -> object:
     if not _matches_op(ins) or ins.shape.is_dynamic:
         return False
