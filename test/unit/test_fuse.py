@@ -5,10 +5,9 @@ fuse_pointwise's rewrite_broadcasts on)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from lit_cases import lit_cases
 from test_pass_differential import check_pipeline, copy_of, parameter_values, rms_ok
 
 from mgxir.interp.interpreter import run_program
@@ -23,21 +22,12 @@ from mgxir.verifier import verify
 
 PIPELINE = "fuse_pointwise,fuse_reduce,dce"
 PIPELINES = (PIPELINE, "fuse_pointwise{enable_rewrite_broadcasts=true},fuse_reduce,dce")
-LIT_DIR = Path(__file__).parent.parent / "opt"
-
-
-def lit_cases(name: str) -> list[str]:
-    text = (LIT_DIR / name).read_text()
-    cases = []
-    for chunk in text.split("// -----"):
-        body = "\n".join(line for line in chunk.splitlines() if not line.startswith("//"))
-        if body.strip():
-            cases.append(body)
-    return cases
 
 
 CASES = [
-    (name, i, text) for name in ("fuse_reduce.mgx", "fuse_pointwise.mgx") for i, text in enumerate(lit_cases(name))
+    (name, i, text)
+    for name in ("fuse_reduce.mgx", "fuse_pointwise.mgx")
+    for i, text in enumerate(c for c in lit_cases(name) if c.strip())
 ]
 
 

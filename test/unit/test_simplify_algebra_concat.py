@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from lit_cases import lit_cases
 from test_pass_differential import parameter_values, rms_ok
 
 from mgxir.interp.interpreter import run_program
@@ -28,11 +29,6 @@ from mgxir.verifier import verify
 
 LIT_FILE = Path(__file__).resolve().parents[1] / "opt" / "simplify_algebra_concat.mgx"
 FAMILY = [rewrite.__name__ for rewrite in concat.REWRITES]
-
-
-def lit_cases() -> list[str]:
-    chunks = LIT_FILE.read_text().split("// -----")
-    return ["\n".join(line for line in chunk.splitlines() if not line.startswith("//")) for chunk in chunks]
 
 
 def outputs(program: Program, params: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -55,9 +51,9 @@ def check_same_results(program: Program, seed: int) -> Counter[str]:
     return context.statistics
 
 
-@pytest.mark.parametrize("index", range(len(lit_cases())))
+@pytest.mark.parametrize("index", range(len(lit_cases(LIT_FILE))))
 def test_lit_cases_keep_results(index: int) -> None:
-    check_same_results(parse_program(lit_cases()[index]), index)
+    check_same_results(parse_program(lit_cases(LIT_FILE)[index]), index)
 
 
 def random_program(build) -> Program:
@@ -118,7 +114,7 @@ def test_random_programs_keep_results(build) -> None:
 
 
 def test_every_rewrite_fires() -> None:
-    programs = [parse_program(text) for text in lit_cases()] + [random_program(b) for b in RANDOM_BUILDS]
+    programs = [parse_program(text) for text in lit_cases(LIT_FILE)] + [random_program(b) for b in RANDOM_BUILDS]
     fired: Counter[str] = Counter()
     for program in programs:
         context = PassContext()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from lit_cases import lit_cases
 from test_pass_differential import rms_ok
 
 from mgxir.interp.interpreter import run_program
@@ -33,12 +34,8 @@ LIT_FILES = (OPT / "simplify_algebra_elementwise.mgx", OPT / "simplify_algebra_b
 FAMILY = [rewrite.__name__ for rewrite in elementwise.REWRITES + broadcast.REWRITES]
 
 
-def lit_cases() -> list[str]:
-    cases = []
-    for path in LIT_FILES:
-        for chunk in path.read_text().split("// -----"):
-            cases.append("\n".join(line for line in chunk.splitlines() if not line.startswith("//")))
-    return cases
+def all_lit_cases() -> list[str]:
+    return [case for path in LIT_FILES for case in lit_cases(path)]
 
 
 def parameter_values(program: Program, seed: int) -> dict[str, np.ndarray]:
@@ -69,9 +66,9 @@ def check_same_results(program: Program, seed: int) -> Counter[str]:
     return context.statistics
 
 
-@pytest.mark.parametrize("index", range(len(lit_cases())))
+@pytest.mark.parametrize("index", range(len(all_lit_cases())))
 def test_lit_cases_keep_results(index: int) -> None:
-    check_same_results(parse_program(lit_cases()[index]), index)
+    check_same_results(parse_program(all_lit_cases()[index]), index)
 
 
 def _float(*lens: int) -> Shape:
@@ -248,7 +245,7 @@ def test_random_inner_broadcasts_keep_results(seed: int) -> None:
 
 def test_every_rewrite_fires() -> None:
     fired: Counter[str] = Counter()
-    for index, case in enumerate(lit_cases()):
+    for index, case in enumerate(all_lit_cases()):
         fired += check_same_results(parse_program(case), index)
     for name in BUILT:
         fired += check_same_results(built_program(name), 5)

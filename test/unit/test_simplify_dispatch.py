@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from lit_cases import lit_cases
 from test_pass_differential import random_program
 
 import mgxir.passes.simplify_algebra as simplify_algebra
@@ -31,11 +32,6 @@ PIPELINES = (
 )
 
 
-def _cases(path: Path) -> list[str]:
-    chunks = path.read_text().split("// -----")
-    return ["\n".join(line for line in chunk.splitlines() if not line.lstrip().startswith("//")) for chunk in chunks]
-
-
 def _printed_after(make_program: object, pipeline: str, dispatch: bool, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setattr(simplify_algebra, "DISPATCH_BY_ROOT", dispatch)
     monkeypatch.setattr(simplify_reshapes, "DISPATCH_BY_ROOT", dispatch)
@@ -57,7 +53,7 @@ def _assert_same(make_program: object, pipeline: str, monkeypatch: pytest.Monkey
 @pytest.mark.parametrize("pipeline", PIPELINES)
 @pytest.mark.parametrize("path", CASE_FILES, ids=lambda p: p.name)
 def test_lit_cases(path: Path, pipeline: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    for text in _cases(path):
+    for text in lit_cases(path):
         if "module:" in text:
             _assert_same(lambda text=text: parse_program(text), pipeline, monkeypatch)
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from lit_cases import lit_cases
 from test_pass_differential import copy_of, fill_elided_literals, parameter_values, rms_ok
 
 from mgxir.interp.interpreter import run_program
@@ -37,17 +38,7 @@ PIPELINES = {name: _pipeline(name) for name in LIT_FILES}
 GATHER_PIPELINE = "simplify_reshapes{enable_gather_rewrite=true}"
 
 
-def _cases() -> list[tuple[str, int, str]]:
-    cases = []
-    for name in LIT_FILES:
-        text = (LIT_TESTS / name).read_text()
-        for index, case in enumerate(text.split("// -----\n")):
-            program = "\n".join(line for line in case.splitlines() if not line.startswith("//"))
-            cases.append((name, index, program + "\n"))
-    return cases
-
-
-CASES = _cases()
+CASES = [(name, index, case) for name in LIT_FILES for index, case in enumerate(lit_cases(name))]
 
 
 def _run(program: Program, pipeline: str) -> tuple[Program, PassContext]:

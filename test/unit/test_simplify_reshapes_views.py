@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from lit_cases import lit_cases
 from test_pass_differential import fill_elided_literals
 from test_simplify_reshapes_concat_gather import _run, check_values
 
@@ -26,17 +27,7 @@ LIT_FILES = ("simplify_reshapes.mgx", "simplify_reshapes_views.mgx")
 VIEWS_PIPELINE = "simplify_reshapes{enable_op_shape_transform_op=true}"
 
 
-def _cases() -> list[tuple[str, int, str]]:
-    cases = []
-    for name in LIT_FILES:
-        text = (LIT_TESTS / name).read_text()
-        for index, case in enumerate(text.split("// -----\n")):
-            program = "\n".join(line for line in case.splitlines() if not line.startswith("//"))
-            cases.append((name, index, program + "\n"))
-    return cases
-
-
-CASES = _cases()
+CASES = [(name, index, case) for name in LIT_FILES for index, case in enumerate(lit_cases(name))]
 SIZE_LIMIT = 1 << 20
 
 
