@@ -160,7 +160,7 @@ def _read_option(pass_name: str, key: str, kind: type, raw: str) -> object:
             return raw.lower() in ("true", "1")
         return kind(raw)
     except ValueError:
-        raise MgxError(f"pass '{pass_name}': option '{key}' wants a {kind.__name__}, got '{raw}'") from None
+        raise MgxError(f"pass '{pass_name}': option '{key}' must be of type {kind.__name__}, got '{raw}'") from None
 
 
 def format_pipeline(passes: list[Pass]) -> str:
