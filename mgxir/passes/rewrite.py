@@ -11,6 +11,7 @@ from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.ops.definition import OpDef, Operation
 from mgxir.ops.registry import make_op
+from mgxir.passes.base import PassContext
 
 
 class _MatchedUnchanged:
@@ -102,3 +103,24 @@ class RootDispatch(Generic[RewriteT]):
         if found is None:
             found = self._by_defn[defn] = tuple(r for r in self.rewrites if may_fire_on(r, defn))
         return found
+
+
+def find_matches(
+    module: Module, rewrites: RootDispatch, context: PassContext, *args: object, by_root: bool = True
+) -> bool:
+    """MIGraphX's match::find_matches: on each instruction of `module`, the first rewrite that matches
+    (called as `rewrite(module, ins, *args)`) is the only one applied; True if any changed the module.
+    `by_root=False` tries every rewrite on every instruction (tests compare the two)."""
+    changed = False
+    for ins in module:
+        if ins.parent is not module:
+            continue
+        for rewrite in rewrites(ins.op.defn) if by_root else rewrites.rewrites:
+            outcome = rewrite(module, ins, *args)
+            if outcome is MATCHED_UNCHANGED:
+                break
+            if outcome:
+                context.count(f"{rewrite.__name__} applied")
+                changed = True
+                break
+    return changed

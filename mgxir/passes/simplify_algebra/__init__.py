@@ -13,7 +13,7 @@ from mgxir.ir.module import Module
 from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.dead_code_elimination import eliminate_dead_code
 from mgxir.passes.propagate_constant import ConstantAnalysis
-from mgxir.passes.rewrite import MATCHED_UNCHANGED, RootDispatch
+from mgxir.passes.rewrite import RootDispatch, find_matches
 from mgxir.passes.simplify_algebra import broadcast, concat, elementwise, linear
 
 # True: changed; False: no match; MATCHED_UNCHANGED: matched, changed nothing, try no other rewrite here
@@ -79,20 +79,8 @@ class SimplifyAlgebra(ModulePass):
 
     def apply_module(self, module: Module, context: PassContext) -> None:
         for _ in range(self.max_rounds):
-            changed = False
             constant = ConstantAnalysis(need_values=False)
-            rewrites = by_root(REWRITES)
-            for ins in module:
-                if ins.parent is not module:
-                    continue
-                for rewrite in rewrites(ins.op.defn) if DISPATCH_BY_ROOT else rewrites.rewrites:
-                    outcome = rewrite(module, ins, constant)
-                    if outcome is MATCHED_UNCHANGED:
-                        break
-                    if outcome:
-                        context.count(f"{rewrite.__name__} applied")
-                        changed = True
-                        break
+            changed = find_matches(module, by_root(REWRITES), context, constant, by_root=DISPATCH_BY_ROOT)
             eliminate_dead_code(module, context)
             if not changed:
                 break

@@ -12,7 +12,7 @@ from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.dead_code_elimination import eliminate_dead_code
-from mgxir.passes.rewrite import MATCHED_UNCHANGED, RootDispatch
+from mgxir.passes.rewrite import RootDispatch, find_matches
 from mgxir.passes.simplify_reshapes import concat, gather, nested, views
 
 # True: changed; False: no match; MATCHED_UNCHANGED: matched, changed nothing, try no other rewrite here
@@ -53,19 +53,7 @@ DISPATCH_BY_ROOT = True
 
 
 def _run_once(module: Module, rewrites: RootDispatch[Rewrite], context: PassContext) -> bool:
-    changed = False
-    for ins in module:
-        if ins.parent is not module:
-            continue
-        for rewrite in rewrites(ins.op.defn) if DISPATCH_BY_ROOT else rewrites.rewrites:
-            outcome = rewrite(module, ins)
-            if outcome is MATCHED_UNCHANGED:
-                break
-            if outcome:
-                context.count(f"{rewrite.__name__} applied")
-                changed = True
-                break
-    return changed
+    return find_matches(module, rewrites, context, by_root=DISPATCH_BY_ROOT)
 
 
 @dataclasses.dataclass
