@@ -8,10 +8,9 @@ from __future__ import annotations
 from mgxir.diagnostics import DiagnosticSink, Location, MgxError
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
+from mgxir.ir.operation import ShapeError
 from mgxir.ir.program import Program
-from mgxir.ir.shape import Shape
-from mgxir.ops.definition import ShapeError
-from mgxir.text.format import format_shape
+from mgxir.ir.shape import Shape, format_shape
 
 
 class _Where:

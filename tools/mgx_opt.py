@@ -10,8 +10,8 @@ from typing import Annotated
 import typer
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
+from mgxir.drivers.diagnostics_check import SPLIT_MARKER, check, expectations, split_input
 from mgxir.ir.program import Program
-from mgxir.passes.diagnostics_check import SPLIT_MARKER, check, expectations, split_input
 from mgxir.passes.manager import Instrumentation, PassManager, disabled_passes, read_reproducer
 from mgxir.passes.registry import ALIASES, format_pipeline, list_passes, parse_pipeline
 from mgxir.text.parser import parse_program, read_program
@@ -198,7 +198,7 @@ def _reader(text: str, filename: str, base_dir: Path | None, line_map=None) -> C
 
 
 def split_input_whole(text: str):
-    from mgxir.passes.diagnostics_check import Chunk
+    from mgxir.drivers.diagnostics_check import Chunk
 
     return [Chunk(text, 1)]
 

@@ -16,9 +16,9 @@ import typer
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.interp import Interpreter
 from mgxir.ir.dtype import DType
+from mgxir.ir.operation import RuntimeValue
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
-from mgxir.ops.definition import RuntimeValue
 from mgxir.text.parser import read_program
 from mgxir.tools.common import run_guarded
 from mgxir.verifier import verify

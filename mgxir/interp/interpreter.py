@@ -8,14 +8,14 @@ instructions by name), so all modules of one run share one environment.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
+from mgxir.ir.operation import ComputeError, RuntimeValue, ShapeError
 from mgxir.ir.shape import Shape
-from mgxir.ops.definition import ComputeError, RuntimeValue, ShapeError
 
 if TYPE_CHECKING:
     from mgxir.ir.instruction import Instruction
@@ -123,13 +123,6 @@ class Interpreter:
                 self.env[p] = value
         return self._execute(module)
 
-    def bind_in_order(self, module: Module, args: Sequence[RuntimeValue]) -> None:
-        """Binds `args` to a module's parameters in MIGraphX's creation order (the reverse of
-        the printed order, since MIGraphX inserts each new parameter at the front): loop bodies."""
-        _, param_instructions, _ = self._plan(module)
-        for p, value in zip(reversed(param_instructions), args):
-            self.env[p] = value
-
     def _execute(self, module: Module) -> list[RuntimeValue]:
         steps, _, outputs = self._plan(module)
         env = self.env
@@ -177,11 +170,3 @@ def run_program(
     program: Program, params: Mapping[str, np.ndarray], sink: DiagnosticSink | None = None
 ) -> list[RuntimeValue]:
     return Interpreter(program, sink).run(params)
-
-
-def current_interpreter(run_module: Callable) -> Interpreter:
-    """The interpreter behind a `run_module` callback (loop binds its body's parameters itself)."""
-    interpreter = getattr(run_module, "__self__", None)
-    if not isinstance(interpreter, Interpreter):
-        raise ComputeError("loop needs the reference interpreter's run_module")
-    return interpreter

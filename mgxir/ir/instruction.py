@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from mgxir.ops.definition import Operation
+from mgxir.ir.operation import Operation
 
 if TYPE_CHECKING:
     from mgxir.ir.literal import Literal

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from mgxir.ir.builtin import make_literal, make_param, make_return
 from mgxir.ir.instruction import Instruction
-from mgxir.ops.definition import Operation, ShapeError
+from mgxir.ir.operation import Operation, ShapeError
+from mgxir.ir.registry import make_op
 
 if TYPE_CHECKING:
     from mgxir.ir.literal import Literal
@@ -102,26 +104,18 @@ class Module:
     ) -> Instruction:
         """Appends `op(args)`; `op` may be a name, with attributes as keywords."""
         if isinstance(op, str):
-            from mgxir.ops.registry import make_op
-
             op = make_op(op, **attributes)
         return self.insert(None, op, args, module_args)
 
     def add_parameter(self, name: str, shape: Shape) -> Instruction:
         """A parameter, inserted at the front as MIGraphX does."""
-        from mgxir.ops.builtin import make_param
-
         return self.insert(self.first, make_param(name), (), (), shape)
 
     def add_literal(self, literal: Literal) -> Instruction:
         """A literal, inserted at the front as MIGraphX does."""
-        from mgxir.ops.builtin import make_literal
-
         return self.insert(self.first, make_literal(literal), (), (), literal.shape)
 
     def add_return(self, args: Sequence[Instruction]) -> Instruction:
-        from mgxir.ops.builtin import make_return
-
         return self.insert(None, make_return(), args)
 
     def append_parsed(self, ins: Instruction) -> None:

@@ -142,8 +142,6 @@ class Shape:
         return self._hash
 
     def __repr__(self) -> str:
-        from mgxir.text.printer import format_shape
-
         return f"Shape({format_shape(self)})"
 
     # -- kinds --------------------------------------------------------------------------------
@@ -280,3 +278,33 @@ def find_common_permutation(shapes: Sequence[Shape]) -> tuple[int, ...]:
         return tuple(range(shapes[0].ndim)) if shapes else ()
     best = max(counts.values())
     return min(p for p, c in counts.items() if c == best)
+
+
+# -- how MIGraphX prints shapes ----------------------------------------------------------------
+
+
+def format_int_list(values: Sequence[int]) -> str:
+    return "{" + ", ".join(map(str, values)) + "}"
+
+
+def format_dynamic_dimension(d: DynamicDimension, keep_optimals: bool = False) -> str:
+    if keep_optimals and d.optimals:
+        return f"[ {d.min}, {d.max}, {format_int_list(d.optimals)} ]"
+    if d.min == d.max:
+        return str(d.min)
+    return f"[{d.min}..{d.max}]"
+
+
+def format_shape(shape: Shape) -> str:
+    """`float_type, {2, 3}, {3, 1}`, `dynamic, float_type, {[1..4], 3}` or `[s1, s2]`."""
+    text = shape.text
+    if text is None:
+        if shape.sub_shapes is not None:
+            text = "[" + ", ".join(format_shape(s) for s in shape.sub_shapes) + "]"
+        elif shape.dyn_dims is not None:
+            dims = ", ".join(format_dynamic_dimension(d) for d in shape.dyn_dims)
+            text = f"dynamic, {shape.dtype.type_name}, {{{dims}}}"
+        else:
+            text = f"{shape.dtype.type_name}, {format_int_list(shape.lens)}, {format_int_list(shape.strides)}"
+        shape.text = text
+    return text

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from mgxir.ir.operation import ShapeError
 from mgxir.ir.shape import Shape, find_common_permutation
-from mgxir.ops.definition import ShapeError
 
 
 def fail(op: str, message: str) -> ShapeError:

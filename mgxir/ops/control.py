@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from mgxir.ir.attributes import INT, INTS, SHAPE, STRING, Attr
+from mgxir.ir.operation import ComputeError, OpDef, Operation, RunModule, RuntimeValue, ShapeError
+from mgxir.ir.registry import register
 from mgxir.ir.shape import Shape, find_common_permutation, find_permutation
-from mgxir.ops.attributes import INT, INTS, SHAPE, STRING, Attr
 from mgxir.ops.common import fail, same_dims
-from mgxir.ops.definition import OpDef, Operation, RunModule, RuntimeValue, ShapeError
-from mgxir.ops.registry import register
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module
@@ -58,11 +58,16 @@ class Loop(OpDef):
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
         # inputs: trip count, condition, carried values; the body takes (iteration, condition,
-        # carried...) and returns (condition, carried..., scan outputs...)
-        from mgxir.interp.interpreter import current_interpreter
-
-        interp = current_interpreter(run_module)
+        # carried...) in MIGraphX's creation order of its parameters (the reverse of the printed
+        # order: each new parameter goes to the front) and returns (condition, carried...,
+        # scan outputs...); run_module binds parameters sorted by name
         body = modules[0]
+        creation_order = list(reversed(body.parameter_names()))
+        if len(creation_order) != len(inputs):
+            raise ComputeError(
+                f"loop body '{body.name}' has {len(creation_order)} parameters but gets {len(inputs)} values"
+            )
+        by_name = sorted(range(len(creation_order)), key=creation_order.__getitem__)
         max_iterations = op["max_iterations"]
         trip_count = min(int(inputs[0].reshape(-1)[0]), max_iterations)
         condition = inputs[1].reshape(-1)[:1].copy()
@@ -73,8 +78,8 @@ class Loop(OpDef):
         iteration = 0
         while iteration < trip_count and bool(condition[0]):
             counter = np.array([iteration], dtype=inputs[0].dtype)
-            interp.bind_in_order(body, [counter, condition, *carried])
-            outs = run_module(body, [])
+            values = [counter, condition, *carried]
+            outs = run_module(body, [values[i] for i in by_name])
             condition = np.asarray(outs[0]).reshape(-1)[:1].copy()
             carried = [np.array(v, copy=True) for v in outs[1 : 1 + len(carried)]]
             for k, value in enumerate(outs[1 + len(carried) :]):

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
+from mgxir.ir.attributes import FLOAT, TYPE, Attr, OptionalKind
 from mgxir.ir.dtype import DType
+from mgxir.ir.operation import OpDef, Operation, RunModule
+from mgxir.ir.registry import register
 from mgxir.ir.shape import Shape
-from mgxir.ops.attributes import FLOAT, TYPE, Attr, OptionalKind
 from mgxir.ops.common import elementwise_result, fail, require_static, same_dims, same_type, unary_result
-from mgxir.ops.definition import OpDef, Operation, RunModule
-from mgxir.ops.registry import register
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module
@@ -63,8 +63,6 @@ def _keeps_dtype(fn: Callable[..., np.ndarray], dtype: np.dtype, arity: int) -> 
 
 
 def _runtime_shape(x: np.ndarray) -> Shape:
-    from mgxir.ir.dtype import DType
-
     return Shape.make(DType.from_numpy(x.dtype), x.shape or (1,))
 
 

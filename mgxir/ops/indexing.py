@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
+from mgxir.ir.attributes import BOOL, INT, Attr, OptionalKind
 from mgxir.ir.dtype import DType
+from mgxir.ir.operation import ComputeError, OpDef, Operation, RunModule, RuntimeValue
+from mgxir.ir.registry import register
 from mgxir.ir.shape import DynamicDimension, Shape
-from mgxir.ops.attributes import BOOL, INT, Attr, OptionalKind
 from mgxir.ops.common import fail, lens_text, normalize_axis, require_static
-from mgxir.ops.definition import ComputeError, OpDef, Operation, RunModule, RuntimeValue
-from mgxir.ops.registry import register
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module

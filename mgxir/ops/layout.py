@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from mgxir.ir.attributes import DYN_DIMS, INT, INTS, Attr
+from mgxir.ir.dtype import DType
+from mgxir.ir.operation import OpDef, Operation, RunModule
+from mgxir.ir.registry import register
 from mgxir.ir.shape import DynamicDimension, Shape, find_common_permutation, standard_strides
-from mgxir.ops.attributes import DYN_DIMS, INT, INTS, Attr
 from mgxir.ops.common import fail, lens_text, normalize_axes, normalize_axis, require_static, same_type
-from mgxir.ops.definition import OpDef, Operation, RunModule
-from mgxir.ops.registry import register
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module
@@ -58,8 +59,6 @@ class Undefined(OpDef):
     arity = (0, 0)
 
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
-        from mgxir.ir.dtype import DType
-
         return Shape.make(DType.float, (), ())
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
@@ -476,8 +475,6 @@ class Concat(OpDef):
 
 
 def _runtime_shape(x: np.ndarray) -> Shape:
-    from mgxir.ir.dtype import DType
-
     return Shape.make(DType.from_numpy(x.dtype), x.shape or (1,), [st // x.itemsize for st in x.strides] or (0,))
 
 

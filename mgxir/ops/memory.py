@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from mgxir.ir.attributes import INT, SHAPE, TYPE, Attr, AttributeError_, OptionalKind
+from mgxir.ir.operation import OpDef, Operation, RunModule
+from mgxir.ir.registry import register
 from mgxir.ir.shape import Shape
-from mgxir.ops.attributes import INT, SHAPE, TYPE, Attr, AttributeError_, OptionalKind
+from mgxir.ir.values import OpNode
 from mgxir.ops.common import fail
-from mgxir.ops.definition import OpDef, Operation, RunModule
-from mgxir.ops.registry import register
-from mgxir.text.values import OpNode
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module

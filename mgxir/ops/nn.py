@@ -8,9 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mgxir.ir.dtype import DType
-from mgxir.ir.shape import DynamicDimension, Shape
-from mgxir.ops.attributes import (
+from mgxir.ir.attributes import (
     BOOL,
     FLOAT,
     FLOATS,
@@ -21,9 +19,11 @@ from mgxir.ops.attributes import (
     STRING,
     Attr,
 )
+from mgxir.ir.dtype import DType
+from mgxir.ir.operation import ComputeError, OpDef, Operation, RunModule
+from mgxir.ir.registry import register
+from mgxir.ir.shape import DynamicDimension, Shape
 from mgxir.ops.common import fail, lens_text, normalize_axes, normalize_axis, require_static, same_type
-from mgxir.ops.definition import ComputeError, OpDef, Operation, RunModule
-from mgxir.ops.registry import register
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module

@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
+from mgxir.ir.attributes import FLOAT, INT, RNN_DIRECTION, STRING, Attr
+from mgxir.ir.operation import ComputeError, OpDef, Operation, RunModule, RuntimeValue
+from mgxir.ir.registry import OPERATIONS, make_op, register
 from mgxir.ir.shape import Shape
-from mgxir.ops.attributes import FLOAT, INT, OPERATIONS, RNN_DIRECTION, STRING, Attr
+from mgxir.ops import elementwise  # noqa: F401  (the actv_func defaults are elementwise ops: registered first)
 from mgxir.ops.common import fail, lens_text, require_static
-from mgxir.ops.definition import ComputeError, OpDef, Operation, RunModule, RuntimeValue
-from mgxir.ops.registry import make_op, register
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module

@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from mgxir.ir.attributes import BOOL, INT, SHAPE, STRING, TYPE, Attr, OptionalKind
 from mgxir.ir.dtype import DType
+from mgxir.ir.operation import ComputeError, OpDef, Operation, RunModule, RuntimeValue
+from mgxir.ir.registry import register
 from mgxir.ir.shape import Shape
-from mgxir.ops.attributes import BOOL, INT, SHAPE, STRING, TYPE, Attr, OptionalKind
+from mgxir.ir.values import OpNode
 from mgxir.ops.common import fail, lens_text, normalize_axis, require_static
-from mgxir.ops.definition import ComputeError, OpDef, Operation, RunModule, RuntimeValue
 from mgxir.ops.layout import Reshape
-from mgxir.ops.registry import register
-from mgxir.text.values import OpNode
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module

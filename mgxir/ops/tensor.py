@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from mgxir.ir.attributes import BOOL, FLOAT, INT, INTS, PAD_MODE, SHAPE, Attr
 from mgxir.ir.dtype import DType
+from mgxir.ir.operation import OpDef, Operation, RunModule, RuntimeValue
+from mgxir.ir.registry import register
 from mgxir.ir.shape import Shape
-from mgxir.ops.attributes import BOOL, FLOAT, INT, INTS, PAD_MODE, SHAPE, Attr
 from mgxir.ops.common import fail, lens_text, normalize_axes, normalize_axis, require_static, same_type
-from mgxir.ops.definition import OpDef, Operation, RunModule, RuntimeValue
-from mgxir.ops.registry import register
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from mgxir.ir.attributes import BOOL, FLOAT, INT, INTS, PADDING_MODE, POOLING_MODE, STRING, Attr
 from mgxir.ir.dtype import DType
+from mgxir.ir.operation import OpDef, Operation, RunModule, RuntimeValue
+from mgxir.ir.registry import register
 from mgxir.ir.shape import Shape
-from mgxir.ops.attributes import BOOL, FLOAT, INT, INTS, PADDING_MODE, POOLING_MODE, STRING, Attr
 from mgxir.ops.common import fail, lens_text, require_static, same_type
-from mgxir.ops.definition import OpDef, Operation, RunModule, RuntimeValue
 from mgxir.ops.nn import CONV_ATTRS_MODE_FIRST
-from mgxir.ops.registry import register
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module

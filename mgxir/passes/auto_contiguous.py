@@ -8,7 +8,7 @@ import dataclasses
 
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
-from mgxir.ops.registry import make_op
+from mgxir.ir.registry import make_op
 from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.rewrite import replace_instruction
 

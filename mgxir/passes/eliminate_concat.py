@@ -16,14 +16,13 @@ import dataclasses
 
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
+from mgxir.ir.operation import Operation
+from mgxir.ir.registry import make_op, opaque
 from mgxir.ir.shape import Shape
-from mgxir.ops.builtin import opaque
-from mgxir.ops.definition import Operation
-from mgxir.ops.registry import make_op
+from mgxir.ir.values import OpNode
 from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.rewrite import recompute_shapes, replace_instruction, replace_op
 from mgxir.text.syntax import SyntaxProblem, parse_layer2
-from mgxir.text.values import OpNode
 
 
 def op_names(text: str) -> frozenset[str]:

@@ -16,14 +16,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from mgxir.ir.builtin import make_param, make_return
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.literal import Literal
 from mgxir.ir.module import Module, compute_shape
+from mgxir.ir.operation import Operation
 from mgxir.ir.program import Program
+from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape
-from mgxir.ops.builtin import make_param, make_return
-from mgxir.ops.definition import Operation
-from mgxir.ops.registry import make_op
 from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.dead_code_elimination import eliminate_dead_code
 from mgxir.passes.eliminate_common_subexpression import EliminateCommonSubexpression

@@ -16,9 +16,9 @@ from typing import NamedTuple
 
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
+from mgxir.ir.operation import Operation
 from mgxir.ir.program import Program
-from mgxir.ops.definition import Operation
-from mgxir.ops.registry import make_op
+from mgxir.ir.registry import make_op
 from mgxir.passes.base import ModulePass, PassContext, modules_to_run
 from mgxir.passes.dead_code_elimination import eliminate_dead_code
 from mgxir.passes.eliminate_common_subexpression import EliminateCommonSubexpression

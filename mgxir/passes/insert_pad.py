@@ -9,7 +9,7 @@ import dataclasses
 import numpy as np
 
 from mgxir.ir.module import Module
-from mgxir.ops.registry import make_op
+from mgxir.ir.registry import make_op
 from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.rewrite import replace_op
 

@@ -18,8 +18,8 @@ import heapq
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
+from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape
-from mgxir.ops.registry import make_op
 from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.rewrite import replace_op
 

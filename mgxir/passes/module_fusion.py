@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
+from mgxir.ir.operation import Operation
 from mgxir.ir.shape import Shape
-from mgxir.ops.definition import Operation
 
 InstructionMap = dict[Instruction, Instruction]
 ShapeTransform = Callable[[Shape], Shape]

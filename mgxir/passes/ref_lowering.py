@@ -8,8 +8,8 @@ import dataclasses
 
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
-from mgxir.ops.definition import Operation
-from mgxir.ops.registry import lookup
+from mgxir.ir.operation import Operation
+from mgxir.ir.registry import lookup
 from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.rewrite import replace_op
 

@@ -9,8 +9,8 @@ from typing import Generic, TypeVar
 
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
-from mgxir.ops.definition import OpDef, Operation
-from mgxir.ops.registry import make_op
+from mgxir.ir.operation import OpDef, Operation
+from mgxir.ir.registry import make_op
 from mgxir.passes.base import PassContext
 
 

@@ -22,9 +22,9 @@ from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.literal import Literal
 from mgxir.ir.module import Module
+from mgxir.ir.operation import Operation
+from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape
-from mgxir.ops.definition import Operation
-from mgxir.ops.registry import make_op
 from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.rewrite import replace_instruction, replace_op
 from mgxir.passes.rewrite_gelu import has_value

@@ -11,14 +11,15 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+from mgxir.analysis.shape_transform_descriptor import ShapeTransformDescriptor
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
-from mgxir.ops.registry import make_op
+from mgxir.ir.registry import make_op
 from mgxir.passes.base import PassContext
 from mgxir.passes.dead_code_elimination import eliminate_dead_code
 from mgxir.passes.eliminate_common_subexpression import EliminateCommonSubexpression
 from mgxir.passes.rewrite import replace_instruction
-from mgxir.passes.shape_transform_descriptor import ShapeTransformDescriptor
+from mgxir.passes.simplify_reshapes import SimplifyReshapes
 
 _RESHAPES = frozenset(
     {"reshape", "squeeze", "unsqueeze", "flatten", "transpose", "contiguous", "multibroadcast", "broadcast"}
@@ -133,8 +134,6 @@ class FindOpReshapeOp:
 
 def rewrite_reshapes(module: Module, fusion: ReshapeFusion, context: PassContext) -> bool:
     """One run of MIGraphX's rewrite_reshapes<T> over `module`; True when some rewrite fired."""
-    from mgxir.passes.simplify_reshapes import SimplifyReshapes
-
     if fusion.name == "pointwise":
         matchers = [FindOpReshapeOp(fusion, "pointwise", "pointwise")]
     else:

@@ -20,9 +20,9 @@ from mgxir.interp.interpreter import Interpreter
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.literal import Literal
 from mgxir.ir.module import Module
+from mgxir.ir.operation import Operation
+from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape
-from mgxir.ops.definition import Operation
-from mgxir.ops.registry import make_op
 from mgxir.ops.rnn import BIDIRECTIONAL, FORWARD, Recurrent
 from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.propagate_constant import ConstantAnalysis, evaluate_constant

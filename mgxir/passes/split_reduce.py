@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
-from mgxir.ops.registry import make_op
+from mgxir.ir.registry import make_op
 from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.module_fusion import InstructionMap, copy_instructions, param_name
 from mgxir.passes.rewrite import replace_instruction

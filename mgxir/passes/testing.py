@@ -7,7 +7,7 @@ import dataclasses
 
 from mgxir.diagnostics import MgxError
 from mgxir.ir.module import Module
-from mgxir.ops.registry import make_op
+from mgxir.ir.registry import make_op
 from mgxir.passes.base import ModulePass, PassContext
 
 TEST_PASSES_ENV = "MGXIR_TEST_PASSES"

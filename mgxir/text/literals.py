@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 
 from mgxir.ir.dtype import DType
+from mgxir.ir.format import format_float
 from mgxir.ir.literal import Literal
 from mgxir.ir.shape import Shape
-from mgxir.text.format import format_float
 
 ELIDED = "..."
 PRINT_LIMIT = 10  # MIGraphX prints literals of at most this many elements

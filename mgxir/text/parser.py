@@ -15,15 +15,16 @@ from pathlib import Path
 from lark import Lark, Token, Transformer, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from mgxir.diagnostics import DiagnosticSink, Location, MgxError
+from mgxir.ir.attributes import AttributeError_
+from mgxir.ir.builtin import make_literal, make_param
+from mgxir.ir.format import ShapeSyntaxError, shape_from_value
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
+from mgxir.ir.operation import Operation
 from mgxir.ir.program import Program
+from mgxir.ir.registry import lookup, opaque, operation_from_node
 from mgxir.ir.shape import Shape
-from mgxir.ops.attributes import AttributeError_
-from mgxir.ops.builtin import make_literal, make_param
-from mgxir.ops.definition import Operation
-from mgxir.ops.registry import lookup, operation_from_node
-from mgxir.text.format import ShapeSyntaxError, shape_from_value
+from mgxir.ops import register_all_ops
 from mgxir.text.literals import LiteralSyntaxError, literal_from_items
 from mgxir.text.syntax import SyntaxProblem, describe_expected, grammar_text, parse_layer2
 
@@ -131,8 +132,6 @@ class _Builder:
 
     def _missing(self, arg_name: str, tok: Token) -> Instruction:
         if arg_name == "?":
-            from mgxir.ops.builtin import opaque
-
             unknown = Instruction(opaque("?").make_raw(""), (), None)
             unknown.line = tok.line
             return unknown
@@ -272,6 +271,7 @@ def parse_program(
     """Parses program text; raises MgxError pointing at the first syntax error."""
     if not text.endswith("\n"):
         text += "\n"
+    register_all_ops()
     source = SourceText(filename, text, line_map)
     sink = sink if sink is not None else DiagnosticSink()
     builder = _Builder(source, base_dir, sink)

@@ -6,10 +6,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mgxir.ir.format import format_shape_lossless
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.ir.program import Program
-from mgxir.text.format import format_shape, format_shape_lossless
+from mgxir.ir.shape import format_shape
 from mgxir.text.literals import format_lossless, format_migraphx
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from lark import Lark, Token, Transformer, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
-from mgxir.text.values import Braces, Brackets, OpNode, Seq
+from mgxir.ir.values import Braces, Brackets, OpNode, Seq
 
 
 @functools.cache

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mgxir.ops.registry import all_ops, make_op
+from mgxir.ir.registry import all_ops, make_op
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -233,7 +233,7 @@ def test_topk_pad_reverse_scan() -> None:
 
 
 def test_ref_lowered_forwards_compute() -> None:
-    from mgxir.ops.registry import lookup
+    from mgxir.ir.registry import lookup
 
     ref_add = lookup("ref::add")
     assert ref_add is not None and ref_add.has_compute

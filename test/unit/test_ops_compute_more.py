@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mgxir.ops.registry import make_op
+from mgxir.ir.registry import make_op
 
 pytest.importorskip("onnxruntime")
 from test_ops_compute import data, onnx_node, run
@@ -208,7 +208,7 @@ def test_multinomial_int4_fp4_and_introspection() -> None:
 
 
 def test_unknown_prints_its_onnx_name_and_has_no_compute() -> None:
-    from mgxir.ops.registry import lookup
+    from mgxir.ir.registry import lookup
 
     defn = lookup("unknown:Foo")
     assert defn is not None

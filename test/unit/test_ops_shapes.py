@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mgxir.ir.dtype import DType
+from mgxir.ir.operation import ShapeError
+from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape
-from mgxir.ops.definition import ShapeError
-from mgxir.ops.registry import make_op
 
 lens_strategy = st.lists(st.integers(1, 4), min_size=1, max_size=4)
 

@@ -9,14 +9,14 @@ from typing import Any
 
 import numpy as np
 
-from mgxir.ops.definition import Operation
-from mgxir.ops.registry import make_op
-from mgxir.passes.shape_transform_descriptor import (
+from mgxir.analysis.shape_transform_descriptor import (
     Dimension,
     ShapeTransformDescriptor,
     Sub,
     optimize_shape_transforms,
 )
+from mgxir.ir.operation import Operation
+from mgxir.ir.registry import make_op
 
 
 def mk(name: str, attributes: Sequence[Sequence[Any]] = ()) -> Operation:

@@ -65,7 +65,7 @@ def test_random_programs(pipeline: str, monkeypatch: pytest.MonkeyPatch) -> None
 
 
 def test_roots_are_recorded() -> None:
-    from mgxir.ops.registry import lookup
+    from mgxir.ir.registry import lookup
 
     rewrites = {r.__name__: r for r in (*simplify_algebra.REWRITES, *simplify_reshapes.REWRITES)}
     add, relu, reduce_sum, dot = (lookup(name) for name in ("add", "relu", "reduce_sum", "dot"))

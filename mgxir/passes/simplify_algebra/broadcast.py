@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
+from mgxir.ir.operation import Operation, ShapeError
+from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape
-from mgxir.ops.definition import Operation, ShapeError
-from mgxir.ops.registry import make_op
 from mgxir.passes.propagate_constant import ConstantAnalysis
 from mgxir.passes.rewrite import MATCHED_UNCHANGED, is_pointwise, replace_op, roots
 

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module, compute_shape
-from mgxir.ops.definition import Operation, ShapeError
-from mgxir.ops.registry import make_op
+from mgxir.ir.operation import Operation, ShapeError
+from mgxir.ir.registry import make_op
 from mgxir.passes.propagate_constant import ConstantAnalysis
 from mgxir.passes.rewrite import MATCHED_UNCHANGED, recompute_shapes, replace_instruction, replace_op, roots
 from mgxir.text.printer import print_module

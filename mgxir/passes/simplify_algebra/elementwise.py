@@ -12,7 +12,7 @@ import numpy as np
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
-from mgxir.ops.registry import make_op
+from mgxir.ir.registry import make_op
 from mgxir.passes.propagate_constant import ConstantAnalysis
 from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, replace_op, roots
 from mgxir.passes.simplify_algebra.broadcast import _used_once

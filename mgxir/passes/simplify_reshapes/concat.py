@@ -13,14 +13,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from mgxir.analysis.shape_transform_descriptor import invert_permutation
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
+from mgxir.ir.operation import Operation, ShapeError
+from mgxir.ir.registry import make_op
 from mgxir.ir.shape import find_permutation
 from mgxir.ops.common import normalize_axis
-from mgxir.ops.definition import Operation, ShapeError
-from mgxir.ops.registry import make_op
 from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, replace_op, roots
-from mgxir.passes.shape_transform_descriptor import invert_permutation
 
 _RESHAPERS = frozenset({"reshape", "unsqueeze", "squeeze", "reshape_lazy"})
 _BROADCASTS = frozenset({"multibroadcast", "broadcast"})

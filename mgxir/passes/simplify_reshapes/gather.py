@@ -11,17 +11,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from mgxir.analysis.shape_transform_descriptor import ShapeTransformDescriptor, invert_permutation
 from mgxir.interp.interpreter import Interpreter
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
+from mgxir.ir.operation import Operation
+from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape, find_permutation
 from mgxir.ops.common import normalize_axis
-from mgxir.ops.definition import Operation
-from mgxir.ops.registry import make_op
 from mgxir.passes.propagate_constant import evaluate_constant
 from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, roots
-from mgxir.passes.shape_transform_descriptor import ShapeTransformDescriptor, invert_permutation
 from mgxir.passes.simplify_reshapes.nested import insert_auto_reshape
 
 

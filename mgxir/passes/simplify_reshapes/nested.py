@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from mgxir.analysis.shape_transform_descriptor import optimize_shape_transforms
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
-from mgxir.ops.registry import make_op
+from mgxir.ir.registry import make_op
 from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, replace_op, roots
-from mgxir.passes.shape_transform_descriptor import optimize_shape_transforms
 
 _SAME_SHAPE_NOPS = frozenset(
     {

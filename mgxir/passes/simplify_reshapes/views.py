@@ -15,14 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from mgxir.analysis.shape_transform_descriptor import ShapeTransformDescriptor, compute_dims, invert_permutation
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
+from mgxir.ir.operation import OpDef, Operation
+from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape
-from mgxir.ops.definition import OpDef, Operation
-from mgxir.ops.registry import make_op
 from mgxir.passes.propagate_constant import ConstantAnalysis
 from mgxir.passes.rewrite import MATCHED_UNCHANGED, is_pointwise, replace_instruction, replace_op, roots
-from mgxir.passes.shape_transform_descriptor import ShapeTransformDescriptor, compute_dims, invert_permutation
 
 _SHAPE_TRANSFORMS = frozenset(
     {"flatten", "reshape", "squeeze", "unsqueeze", "transpose", "broadcast", "multibroadcast"}

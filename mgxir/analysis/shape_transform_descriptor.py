@@ -33,9 +33,9 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 
 from mgxir.ir.dtype import DType
+from mgxir.ir.operation import Operation
+from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape
-from mgxir.ops.definition import Operation
-from mgxir.ops.registry import make_op
 
 _LAST_AXIS_SPLIT = 2**64 - 1
 

@@ -10,17 +10,9 @@ from typing import Any
 import numpy as np
 
 from mgxir.ir.dtype import DType
-from mgxir.ir.shape import DynamicDimension, Shape
-from mgxir.text.format import (
-    ShapeSyntaxError,
-    _dynamic_dimension,
-    format_dynamic_dimension,
-    format_float,
-    format_int_list,
-    format_shape,
-    shape_from_value,
-)
-from mgxir.text.values import Braces, Brackets, OpNode, Seq, Value
+from mgxir.ir.format import ShapeSyntaxError, format_float, read_dynamic_dimension, shape_from_value
+from mgxir.ir.shape import DynamicDimension, Shape, format_dynamic_dimension, format_int_list, format_shape
+from mgxir.ir.values import Braces, Brackets, Seq, Value
 
 
 class AttributeError_(ValueError):
@@ -33,7 +25,7 @@ def _atom(v: Value, what: str) -> str:
     raise AttributeError_(f"expected {what}")
 
 
-def _list_items(v: Value, what: str) -> tuple:
+def list_items(v: Value, what: str) -> tuple:
     if isinstance(v, Braces):
         return v.items
     if v == "":
@@ -131,7 +123,7 @@ class IntListKind(Kind):
     description = "integers"
 
     def read(self, v: Value) -> tuple[int, ...]:
-        return tuple(IntKind().read(x) for x in _list_items(v, self.description))
+        return tuple(IntKind().read(x) for x in list_items(v, self.description))
 
     def coerce(self, x: Any) -> tuple[int, ...]:
         return tuple(int(i) for i in x)
@@ -144,7 +136,7 @@ class FloatListKind(Kind):
     description = "numbers"
 
     def read(self, v: Value) -> tuple[float, ...]:
-        return tuple(FloatKind().read(x) for x in _list_items(v, self.description))
+        return tuple(FloatKind().read(x) for x in list_items(v, self.description))
 
     def coerce(self, x: Any) -> tuple[float, ...]:
         return tuple(float(np.float32(i)) for i in x)
@@ -250,7 +242,7 @@ class DynamicDimsKind(Kind):
 
     def read(self, v: Value) -> tuple[DynamicDimension, ...]:
         try:
-            return tuple(_dynamic_dimension(d) for d in _list_items(v, self.description))
+            return tuple(read_dynamic_dimension(d) for d in list_items(v, self.description))
         except ShapeSyntaxError as e:
             raise AttributeError_(str(e)) from None
 
@@ -259,32 +251,6 @@ class DynamicDimsKind(Kind):
 
     def format(self, x: Sequence[DynamicDimension]) -> str:
         return "{" + ", ".join(format_dynamic_dimension(d) for d in x) + "}"
-
-
-class OperationListKind(Kind):
-    """`std::vector<operation>` such as rnn's `actv_func={sigmoid, tanh}`."""
-
-    description = "operators"
-
-    def read(self, v: Value) -> tuple:
-        from mgxir.ops.registry import operation_from_node
-
-        out = []
-        for item in _list_items(v, self.description):
-            if isinstance(item, str):
-                item = OpNode(item, ())
-            if not isinstance(item, OpNode):
-                raise AttributeError_("expected an operator name")
-            out.append(operation_from_node(item))
-        return tuple(out)
-
-    def coerce(self, x: Any) -> tuple:
-        from mgxir.ops.registry import make_op
-
-        return tuple(make_op(o) if isinstance(o, str) else o for o in x)
-
-    def format(self, x: Sequence[Any]) -> str:
-        return "{" + ", ".join(o.text for o in x) + "}"
 
 
 INT = IntKind()
@@ -296,7 +262,6 @@ FLOATS = FloatListKind()
 TYPE = TypeKind()
 SHAPE = ShapeKind()
 DYN_DIMS = DynamicDimsKind()
-OPERATIONS = OperationListKind()
 PADDING_MODE = EnumKind(("default_", "same_lower", "same_upper", "valid"))
 POOLING_MODE = EnumKind(("average", "max", "lpnorm"), print_words=True)
 RNN_DIRECTION = EnumKind(("forward", "reverse", "bidirectional"), print_words=True)
@@ -322,7 +287,6 @@ __all__ = [
     "FLOATS",
     "INT",
     "INTS",
-    "OPERATIONS",
     "PAD_MODE",
     "PADDING_MODE",
     "POOLING_MODE",

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from mgxir.ops.attributes import Attr, AttributeError_, OptionalKind
-from mgxir.text.values import OpNode
+from mgxir.ir.attributes import Attr, AttributeError_, OptionalKind
+from mgxir.ir.values import OpNode
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module

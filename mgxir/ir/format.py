@@ -6,8 +6,8 @@ import math
 from collections.abc import Sequence
 
 from mgxir.ir.dtype import DType
-from mgxir.ir.shape import DynamicDimension, Shape
-from mgxir.text.values import Braces, Brackets, Seq, Value, atoms_of
+from mgxir.ir.shape import DynamicDimension, Shape, format_dynamic_dimension, format_shape
+from mgxir.ir.values import Braces, Brackets, Seq, Value, atoms_of
 
 
 def format_float(x: float) -> str:
@@ -15,33 +15,6 @@ def format_float(x: float) -> str:
     if x != x:
         return "-nan" if math.copysign(1.0, x) < 0 else "nan"
     return "%g" % x  # noqa: UP031 (printf %g is exactly what C++ streams print)
-
-
-def format_int_list(values: Sequence[int]) -> str:
-    return "{" + ", ".join(map(str, values)) + "}"
-
-
-def format_dynamic_dimension(d: DynamicDimension, keep_optimals: bool = False) -> str:
-    if keep_optimals and d.optimals:
-        return f"[ {d.min}, {d.max}, {format_int_list(d.optimals)} ]"
-    if d.min == d.max:
-        return str(d.min)
-    return f"[{d.min}..{d.max}]"
-
-
-def format_shape(shape: Shape) -> str:
-    """`float_type, {2, 3}, {3, 1}`, `dynamic, float_type, {[1..4], 3}` or `[s1, s2]`."""
-    text = shape.text
-    if text is None:
-        if shape.sub_shapes is not None:
-            text = "[" + ", ".join(format_shape(s) for s in shape.sub_shapes) + "]"
-        elif shape.dyn_dims is not None:
-            dims = ", ".join(format_dynamic_dimension(d) for d in shape.dyn_dims)
-            text = f"dynamic, {shape.dtype.type_name}, {{{dims}}}"
-        else:
-            text = f"{shape.dtype.type_name}, {format_int_list(shape.lens)}, {format_int_list(shape.strides)}"
-        shape.text = text
-    return text
 
 
 def format_shape_lossless(shape: Shape) -> str:
@@ -84,7 +57,7 @@ def _dtype(text: object) -> DType:
     raise ShapeSyntaxError(f"expected a type name such as float_type, got {_describe(text)}")
 
 
-def _dynamic_dimension(v: Value) -> DynamicDimension:
+def read_dynamic_dimension(v: Value) -> DynamicDimension:
     if isinstance(v, str):
         if ".." in v:
             lo, _, hi = v.partition("..")
@@ -94,7 +67,7 @@ def _dynamic_dimension(v: Value) -> DynamicDimension:
     if isinstance(v, Brackets):
         items = v.items
         if len(items) == 1 and isinstance(items[0], str) and ".." in items[0]:
-            return _dynamic_dimension(items[0])
+            return read_dynamic_dimension(items[0])
         if len(items) in (2, 3):
             opt = tuple(_int(x) for x in atoms_of(items[2])) if len(items) == 3 else ()
             return DynamicDimension(_int(items[0]), _int(items[1]), opt)
@@ -130,7 +103,7 @@ def _take_shape(items: list[Value], i: int) -> tuple[Shape, int]:
         dims = items[i + 2] if i + 2 < len(items) else None
         if not isinstance(dims, Braces):
             raise ShapeSyntaxError("expected '{' with the dynamic dimensions")
-        return Shape.dynamic(dtype, [_dynamic_dimension(d) for d in dims.items]), i + 3
+        return Shape.dynamic(dtype, [read_dynamic_dimension(d) for d in dims.items]), i + 3
     dtype = _dtype(head)
     if i + 1 >= len(items):
         # MIGraphX's scalar constructor: a type alone is lens {1}, strides {0}
@@ -140,7 +113,7 @@ def _take_shape(items: list[Value], i: int) -> tuple[Shape, int]:
         raise ShapeSyntaxError(f"expected '{{lens}}' after {head}, got {_describe(lens_v)}")
     if any(isinstance(x, Brackets) for x in lens_v.items):
         # an old dynamic shape printed without the `dynamic, ` prefix
-        return Shape.dynamic(dtype, [_dynamic_dimension(d) for d in lens_v.items]), i + 2
+        return Shape.dynamic(dtype, [read_dynamic_dimension(d) for d in lens_v.items]), i + 2
     lens = [_int(x) for x in lens_v.items]
     strides_v = items[i + 2] if i + 2 < len(items) else None
     if isinstance(strides_v, Braces):

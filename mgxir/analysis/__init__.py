@@ -1,0 +1,1 @@
+"""Analyses that passes share: facts about IR computed on demand, no rewriting."""
