@@ -219,9 +219,8 @@ class Device:
         local = vk.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
         choice = None
         if not host_visible:
-            choice = self._memory_type(needs.memoryTypeBits, local | visible)  # unified memory: no staging
-            if choice is None:
-                choice = self._memory_type(needs.memoryTypeBits, local)
+            # device memory (host-visible too on unified-memory devices such as lavapipe: no staging)
+            choice = self._memory_type(needs.memoryTypeBits, local)
         if choice is None:
             choice = self._memory_type(needs.memoryTypeBits, visible)
         if choice is None:

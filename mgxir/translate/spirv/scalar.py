@@ -174,7 +174,6 @@ FLOAT_FUNCTIONS: dict[str, tuple[str, tuple[float, float] | None]] = {
     "acosh": ("Acosh", (1.0, math.inf)),
     "asin": ("Asin", (-1.0, 1.0)),
     "asinh": ("Asinh", None),
-    "atan": ("Atan", None),
     "cos": ("Cos", None),
     "cosh": ("Cosh", None),
     "exp": ("Exp", None),
@@ -199,7 +198,7 @@ def _float_function(glsl_name: str, domain: tuple[float, float] | None) -> Lower
                 em.compare("GreaterThan", x, em.const("f", high)),
             )
             y = em.select(outside, em.const("f", math.nan), y)
-        return y
+        return em.select(em.is_nan(x), x, y)  # some drivers lose NaNs (lavapipe's atan gives 0)
 
     return lower
 
@@ -215,6 +214,14 @@ def _logarithm(em: ScalarEmitter, call: Call) -> Value:
     y = em.select(em.compare("LessThan", x, em.const("f", 0.0)), em.const("f", math.nan), y)
     y = em.select(em.compare("Equal", x, em.const("f", 0.0)), em.const("f", -math.inf), y)
     return em.select(em.compare("Equal", x, em.const("f", math.inf)), x, y)
+
+
+@lowers("atan")
+def _atan(em: ScalarEmitter, call: Call) -> Value:
+    x = em.to_float(call.args[0])
+    y = em.glsl("Atan", "f", x)
+    limit = em.op("OpFMul", "f", em.glsl("FSign", "f", x), em.const("f", math.pi / 2))
+    return em.select(em.is_nan(x), x, em.select(em.op("OpIsInf", "b", x), limit, y))
 
 
 @lowers("atanh")
@@ -364,6 +371,8 @@ def _in_type(value: float, t: ElementType) -> float | int:
 
 def _arithmetic(em: ScalarEmitter, name: str, a: Value, b: Value) -> Value:
     """`Add`, `Sub`, `Mul` on floats (F...) or ints (I...)."""
+    if a.kind == "b":
+        raise Unsupported(f"{name.lower()} of bool_type values")
     return em.op(f"Op{'F' if a.kind == 'f' else 'I'}{name}", a.kind, a, b)
 
 
@@ -408,7 +417,9 @@ def _div(em: ScalarEmitter, call: Call) -> Value:
 
 def _float_remainder(em: ScalarEmitter, a: Value, b: Value, python_sign: bool) -> Value:
     """C's fmod (sign of the dividend), or with python_sign numpy's mod (sign of the divisor)."""
-    remainder = em.op("OpFRem", "f", a, b)
+    # fmod(x, +-inf) is x for finite x (GLSL's remainder may give NaN there)
+    keeps = em.op("OpLogicalAnd", "b", _is_inf(em, b), em.op("OpLogicalNot", "b", _is_inf(em, a)))
+    remainder = em.select(keeps, a, em.op("OpFRem", "f", a, b))
     if python_sign:
         zero = em.const("f", 0.0)
         differs = em.op(
@@ -422,7 +433,16 @@ def _float_remainder(em: ScalarEmitter, a: Value, b: Value, python_sign: bool) -
 @lowers("mod")
 def _mod(em: ScalarEmitter, call: Call) -> Value:
     a, b = call.args
-    return _by_kind(call, f=lambda: _float_remainder(em, a, b, True), i=lambda: _integer_division("OpSMod")(em, a, b))
+    return _by_kind(call, f=lambda: _float_remainder(em, a, b, True), i=lambda: _integer_mod(em, a, b))
+
+
+def _integer_mod(em: ScalarEmitter, a: Value, b: Value) -> Value:
+    """Python's mod (the sign of the divisor) from C's remainder: OpSMod is wrong on some drivers."""
+    remainder = _integer_division("OpSRem")(em, a, b)
+    zero = em.const("i", 0)
+    differs = em.op("OpLogicalNotEqual", "b", em.compare("LessThan", remainder, zero), em.compare("LessThan", b, zero))
+    fix = em.op("OpLogicalAnd", "b", em.compare("NotEqual", remainder, zero), differs)
+    return em.select(fix, em.op("OpIAdd", "i", remainder, b), remainder)
 
 
 @lowers("fmod")
@@ -438,26 +458,53 @@ def _pow(em: ScalarEmitter, call: Call) -> Value:
 
 
 def _float_power(em: ScalarEmitter, x: Value, y: Value) -> Value:
-    """C's pow: GLSL's Pow only covers x > 0, so signs, zeros and the exponent 0 are selected here."""
-    zero, one = em.const("f", 0.0), em.const("f", 1.0)
-    magnitude = em.glsl("Pow", "f", em.glsl("FAbs", "f", x), y)
+    """C's pow (what numpy computes). GLSL's Pow is defined only for finite x > 0, so zeros,
+    infinities, negative bases and NaNs are selected here as C specifies them."""
+    zero, one, inf, nan = em.const("f", 0.0), em.const("f", 1.0), em.const("f", math.inf), em.const("f", math.nan)
+    ax = em.glsl("FAbs", "f", x)
+    magnitude = em.glsl(
+        "Pow", "f", em.select(em.op("OpLogicalOr", "b", _is_zero_or_inf(em, ax), _is_inf(em, y)), one, ax), y
+    )
+    y_positive = em.compare("GreaterThan", y, zero)
+    # |x| = 0 or inf: 0 or inf by the sign of y; y = +-inf: 0 or inf by |x| < 1
+    at_zero = em.select(y_positive, zero, inf)
+    at_inf = em.select(y_positive, inf, zero)
+    small = em.compare("LessThan", ax, one)
+    at_inf_exponent = em.select(em.op("OpLogicalEqual", "b", small, y_positive), zero, inf)
+    magnitude = em.select(_is_inf(em, y), at_inf_exponent, magnitude)
+    magnitude = em.select(em.op("OpIsInf", "b", ax), at_inf, magnitude)
+    magnitude = em.select(em.compare("Equal", ax, zero), at_zero, magnitude)
+    magnitude = em.select(em.compare("Equal", ax, one), one, magnitude)
     integral = em.compare("Equal", em.glsl("Trunc", "f", y), y)
+    odd = em.op("OpFOrdNotEqual", "b", em.op("OpFRem", "f", y, em.const("f", 2.0)), zero)
     odd = em.op(
-        "OpLogicalAnd", "b", integral, em.op("OpFOrdNotEqual", "b", em.op("OpFRem", "f", y, em.const("f", 2.0)), zero)
+        "OpLogicalAnd", "b", em.op("OpLogicalAnd", "b", integral, odd), em.op("OpLogicalNot", "b", _is_inf(em, y))
     )
-    negative_base = em.select(
-        integral, em.select(odd, em.op("OpFNegate", "f", magnitude), magnitude), em.const("f", math.nan)
+    sign_bit = em.op("OpSLessThan", "b", em.op("OpBitcast", "i", x), em.const("i", 0))
+    result = em.select(em.op("OpLogicalAnd", "b", sign_bit, odd), em.op("OpFNegate", "f", magnitude), magnitude)
+    finite_negative = em.op(
+        "OpLogicalAnd", "b", em.compare("LessThan", x, zero), em.op("OpLogicalNot", "b", em.op("OpIsInf", "b", x))
     )
-    result = em.select(em.compare("LessThan", x, zero), negative_base, magnitude)
-    at_zero = em.select(em.compare("LessThan", y, zero), em.const("f", math.inf), zero)
-    at_zero = em.select(
-        em.op("OpLogicalAnd", "b", odd, em.compare("LessThan", y, zero)),
-        em.op("OpFMul", "f", em.glsl("FSign", "f", em.op("OpFAdd", "f", x, one)), at_zero),
-        at_zero,
+    fractional = em.op(
+        "OpLogicalAnd", "b", em.op("OpLogicalNot", "b", integral), em.op("OpLogicalNot", "b", _is_inf(em, y))
     )
-    result = em.select(em.compare("Equal", x, zero), at_zero, result)
+    undefined = em.op(
+        "OpLogicalOr",
+        "b",
+        em.op("OpLogicalAnd", "b", finite_negative, fractional),
+        em.op("OpLogicalOr", "b", em.is_nan(x), em.is_nan(y)),
+    )
+    result = em.select(undefined, nan, result)
     exact_one = em.op("OpLogicalOr", "b", em.compare("Equal", y, zero), em.compare("Equal", x, one))
     return em.select(exact_one, one, result)
+
+
+def _is_inf(em: ScalarEmitter, v: Value) -> Value:
+    return em.op("OpIsInf", "b", v)
+
+
+def _is_zero_or_inf(em: ScalarEmitter, v: Value) -> Value:
+    return em.op("OpLogicalOr", "b", em.compare("Equal", v, em.const("f", 0.0)), _is_inf(em, v))
 
 
 def _integer_power(em: ScalarEmitter, base: Value, exponent: Value) -> Value:
@@ -612,7 +659,11 @@ def _quantizelinear(em: ScalarEmitter, call: Call) -> Value:
     q = em.glsl("RoundEven", "f", em.op("OpFDiv", "f", x, scale))
     if len(call.args) == 3:
         q = em.op("OpFAdd", "f", q, em.to_float(call.args[2]))
-    return convert_value(em, q, call.result)
+    converted = convert_value(em, q, call.result)
+    if call.result.kind != "i":
+        return converted
+    # numpy clips to the type's range and casts: NaN (0 / 0) becomes INT32_MIN there
+    return em.select(em.is_nan(q), em.const("i", INT32_MIN), converted)
 
 
 @lowers("dequantizelinear")
