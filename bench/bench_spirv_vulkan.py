@@ -41,6 +41,16 @@ y = @param:y -> float_type, {{{n}}}
 @10 = @return(@9)
 """
 
+COPY = """module: "main"
+x = @param:x -> float_type, {{{n}}}
+@1 = pointwise(x), [copy]
+@2 = @return(@1)
+
+module: "copy"
+copy:x0 = @param:x0 -> float_type, {{1}}, {{0}}
+copy:@1 = @return(copy:x0)
+"""
+
 SOFTMAX = """
 x = @param:x -> float_type, {{{rows}, {cols}}}
 @1 = softmax[axis=1](x)
@@ -58,8 +68,8 @@ def load(text: str) -> Program:
     return program
 
 
-def one_kernel(program: Program, options: KernelOptions) -> Kernel:
-    translation = translate_program(program, DiagnosticSink(), options)
+def one_kernel(program: Program, options: KernelOptions, fuse: bool = True) -> Kernel:
+    translation = translate_program(program, DiagnosticSink(), options, fuse=fuse)
     if len(translation.kernels) != 1 or translation.skipped:
         raise SystemExit(f"expected one fused kernel, got {len(translation.kernels)}: {translation.skipped}")
     return next(iter(translation.kernels.values()))
@@ -96,19 +106,57 @@ def download(device: Device, buffer: Buffer, count: int) -> np.ndarray:
     return device.download(buffer, 4 * count).view(np.float32)
 
 
+def torch_copy_bandwidth(n: int, repeat: int) -> float | None:
+    """Bytes per second moved by PyTorch's device-to-device copy (dst.copy_(src))."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    if not torch.cuda.is_available():
+        return None
+    source = torch.ones(n, device="cuda", dtype=torch.float32)
+    target = torch.empty_like(source)
+    for _ in range(3):
+        target.copy_(source)
+    best = float("inf")
+    for _ in range(3):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(repeat):
+            target.copy_(source)
+        stop.record()
+        torch.cuda.synchronize()
+        best = min(best, start.elapsed_time(stop) / 1e3 / repeat)
+    return 2 * 4 * n / best
+
+
 def bench_chain(device: Device, n: int, repeat: int, report: dict) -> None:
     rng = np.random.default_rng(0)
     x = rng.uniform(-2, 2, n).astype(np.float32)
     y = rng.uniform(-2, 2, n).astype(np.float32)
-    bx, by, out = device.upload(x), device.upload(y), device.allocate(4 * n)
-    peer = copy_bandwidth(device, bx, out, 4 * n, repeat)
-    report["copy_GBps"] = peer / 1e9
-    print(f"copy (vkCmdCopyBuffer, {4 * n >> 20} MiB): {peer / 1e9:8.1f} GB/s (read + write)")
-    program = load(CHAIN.format(n=n))
+    bx, by, out = device.upload(x), device.allocate(4 * n), device.allocate(4 * n)
     view = View((n,), (1,))
+    peers = {"vkCmdCopyBuffer": copy_bandwidth(device, bx, out, 4 * n, repeat)}
+    for unroll in (1, 4):
+        kernel = one_kernel(load(COPY.format(n=n)), KernelOptions(unroll=unroll), fuse=False)
+        seconds = time_kernel(device, kernel, [bx, out], [view, view], (n,), repeat)
+        assert np.array_equal(download(device, out, n), x)
+        peers[f"Vulkan copy kernel ({unroll} per invocation)"] = 2 * 4 * n / seconds
+    torch_copy = torch_copy_bandwidth(n, repeat)
+    if torch_copy is not None:
+        peers["torch copy_"] = torch_copy
+    for name, bandwidth in peers.items():
+        print(f"copy {4 * n >> 20} MiB, {name}: {bandwidth / 1e9:8.1f} GB/s (read + write)")
+    peer_name = max(peers, key=lambda k: peers[k])
+    peer = peers[peer_name]
+    report["copy_GBps"] = {k: v / 1e9 for k, v in peers.items()}
+    print(f"peer: {peer_name}, {peer / 1e9:.1f} GB/s")
+    device.free(by)
+    by = device.upload(y)
+    program = load(CHAIN.format(n=n))
     expected = chain_numpy(x, y)
     results = {}
-    for workgroup, unroll in ((256, 4), (256, 1), (256, 2), (256, 8), (512, 4), (128, 4)):
+    for workgroup, unroll in ((256, 4), (256, 1), (256, 2), (128, 2), (512, 2)):
         kernel = one_kernel(program, KernelOptions(workgroup_size=workgroup, unroll=unroll))
         seconds = time_kernel(device, kernel, [bx, by, out], [view] * 3, (n,), repeat)
         got = download(device, out, n)
@@ -117,12 +165,12 @@ def bench_chain(device: Device, n: int, repeat: int, report: dict) -> None:
         results[f"wg{workgroup}_u{unroll}"] = {
             "ms": seconds * 1e3,
             "GBps": bandwidth / 1e9,
-            "of_copy": bandwidth / peer,
+            "of_peer": bandwidth / peer,
             "max_rel_error": error,
         }
         print(
             f"8-op pointwise chain, workgroup {workgroup:4d}, {unroll} per invocation: {seconds * 1e3:8.4f} ms, "
-            f"{bandwidth / 1e9:8.1f} GB/s = {100 * bandwidth / peer:5.1f}% of copy (max rel error {error:.2e})"
+            f"{bandwidth / 1e9:8.1f} GB/s = {100 * bandwidth / peer:5.1f}% of the peer (max rel error {error:.2e})"
         )
     report["chain"] = results
     for b in (bx, by, out):
@@ -138,18 +186,27 @@ def bench_softmax(device: Device, rows: int, cols: int, repeat: int, report: dic
     shifted = np.exp(x - x.max(axis=1, keepdims=True))
     expected = shifted / shifted.sum(axis=1, keepdims=True)
     results = {}
-    for workgroup in (256, 512, 1024):
-        kernel = one_kernel(program, KernelOptions(workgroup_size=workgroup))
+    configurations = [(None, 32, True)] + [
+        (w, k, derived)
+        for w in (256, 512, 1024)
+        for k in (4, 8, 16, 32)
+        for derived in (True, False)
+        if w * k <= 2 * cols
+    ]
+    for workgroup, cached, derived in configurations:
+        options = KernelOptions(workgroup_size=workgroup, max_cached_elements=cached, cache_derived=derived)
+        kernel = one_kernel(program, options)
         seconds = time_kernel(device, kernel, [bx, out], [view, view], (rows, cols), repeat)
         got = download(device, out, rows * cols).reshape(rows, cols)
         error = float(np.max(np.abs(got - expected)))
-        results[f"wg{workgroup}"] = {
+        workgroup = kernel.layout.workgroup_size
+        results[f"wg{workgroup}_k{cached}_{'derived' if derived else 'loads'}"] = {
             "ms": seconds * 1e3,
             "max_abs_error": error,
             "GBps": 2 * 4 * rows * cols / seconds / 1e9,
         }
         print(
-            f"softmax {rows}x{cols}, workgroup {workgroup:4d}: "
+            f"softmax {rows}x{cols}, workgroup {workgroup:4d}, cache {cached:2d} {'values' if derived else 'loads '}: "
             f"{seconds * 1e3:8.4f} ms, {2 * 4 * rows * cols / seconds / 1e9:8.1f} GB/s (max abs error {error:.2e})"
         )
     report["softmax"] = results

@@ -78,6 +78,8 @@ class KernelOptions:
     workgroup_size: int | None = None  # default: by the kernel's kind and reduction size
     unroll: int | None = None  # pointwise elements per invocation and loop step (U)
     max_cached_elements: int = 32  # per invocation, kept in registers across reduction passes (K)
+    # keep values computed from the cached elements for later passes too (else only the loads)
+    cache_derived: bool = True
 
 
 @dataclass
@@ -490,6 +492,7 @@ class ReduceKernelBuilder:
         self.w = KernelWriter(self.layout)
         self.em = self.w.em
         self.row_values: dict[Instruction, Value] = {}
+        self.cache_derived = options.cache_derived
 
     # body analysis -------------------------------------------------------------------------------
 
@@ -613,6 +616,7 @@ class ReduceKernelBuilder:
             beyond = w.u("OpIAdd", local, w.uint(self.cached * size), name="j_rest")
             self.row_values.clear()
             for level in passes:
+                self._forget_derived(slots)
                 self._row_values(body, varies, levels, level - 1, row_offsets)
                 members = [r for r in reductions if levels[r] == level]
                 partials = [self._identity(r) for r in members]
@@ -632,6 +636,7 @@ class ReduceKernelBuilder:
                 partials = w.loop(beyond, count, w.uint(size), partials, rest)
                 for r, partial in zip(members, partials):
                     self.row_values[r] = self._tree(r, partial, scratch[r], local, count)
+            self._forget_derived(slots)
             self._row_values(body, varies, levels, max(passes, default=0), row_offsets)
             out = len(self.bindings) - 1
             if not varies[output]:
@@ -654,6 +659,13 @@ class ReduceKernelBuilder:
         w.loop(w.builtin("WorkgroupId"), groups, w.builtin("NumWorkgroups"), [], group_body)
         ins = self.ins
         return Kernel(layout, _banner(ins, layout) + w.finish(), self.module.name)
+
+    def _forget_derived(self, slots: list[tuple[str | None, _Context]]) -> None:
+        """Without cache_derived, a pass recomputes what it needs from the cached loads (fewer live
+        registers per invocation)."""
+        if not self.cache_derived:
+            for _, ctx in slots:
+                ctx.memo = {ins: value for ins, value in ctx.memo.items() if ins.is_param}
 
     def _row_values(
         self,

@@ -100,7 +100,15 @@ class ScalarEmitter:
             return self.select(v, self.const(kind, 1), self.const(kind, 0))
         if kind == "f":
             return self.to_float(v)
-        return self.op("OpConvertFToS", "i", v)
+        # numpy's cast (x86's cvttss2si): NaN and out-of-range values become INT32_MIN, which
+        # SPIR-V leaves undefined (NVIDIA gives 0)
+        inside = self.op(
+            "OpLogicalAnd",
+            "b",
+            self.compare("GreaterThanEqual", v, self.const("f", -(2.0**31))),
+            self.compare("LessThan", v, self.const("f", 2.0**31)),
+        )
+        return self.select(inside, self.op("OpConvertFToS", "i", v), self.const("i", INT32_MIN))
 
     def round_to(self, v: Value, t: ElementType) -> Value:
         """A float value rounded to the storage width of `t` (half), so later ops see what numpy sees."""
@@ -437,8 +445,8 @@ def _mod(em: ScalarEmitter, call: Call) -> Value:
 
 
 def _integer_mod(em: ScalarEmitter, a: Value, b: Value) -> Value:
-    """Python's mod (the sign of the divisor) from C's remainder: OpSMod is wrong on some drivers."""
-    remainder = _integer_division("OpSRem")(em, a, b)
+    """Python's mod (the sign of the divisor) from C's remainder (OpSMod differs between drivers)."""
+    remainder = _integer_remainder(em, a, b)
     zero = em.const("i", 0)
     differs = em.op("OpLogicalNotEqual", "b", em.compare("LessThan", remainder, zero), em.compare("LessThan", b, zero))
     fix = em.op("OpLogicalAnd", "b", em.compare("NotEqual", remainder, zero), differs)
@@ -448,7 +456,15 @@ def _integer_mod(em: ScalarEmitter, a: Value, b: Value) -> Value:
 @lowers("fmod")
 def _fmod(em: ScalarEmitter, call: Call) -> Value:
     a, b = call.args
-    return _by_kind(call, f=lambda: _float_remainder(em, a, b, False), i=lambda: _integer_division("OpSRem")(em, a, b))
+    return _by_kind(call, f=lambda: _float_remainder(em, a, b, False), i=lambda: _integer_remainder(em, a, b))
+
+
+def _integer_remainder(em: ScalarEmitter, a: Value, b: Value) -> Value:
+    """C's remainder (the sign of the dividend) as a - b * (a / b): NVIDIA's OpSRem takes the
+    divisor's sign; 0 for a zero divisor, as numpy gives."""
+    quotient = _integer_division("OpSDiv")(em, a, b)
+    remainder = em.op("OpISub", "i", a, em.op("OpIMul", "i", b, quotient))
+    return em.select(em.compare("Equal", b, em.const("i", 0)), em.const("i", 0), remainder)
 
 
 @lowers("pow")
