@@ -42,3 +42,23 @@ if _has_gpu():
     config.available_features.add("gpu")
 if os.path.isdir(shared):
     config.available_features.add("shared")
+
+
+def _has_vulkan() -> bool:
+    """A Vulkan loader and at least one driver manifest (lavapipe counts): `REQUIRES: vulkan`."""
+    import ctypes.util
+    import glob
+
+    manifests = [
+        path
+        for folder in ("/usr/share/vulkan/icd.d", "/etc/vulkan/icd.d", "/usr/local/share/vulkan/icd.d")
+        for path in glob.glob(os.path.join(folder, "*.json"))
+    ]
+    return ctypes.util.find_library("vulkan") is not None and bool(manifests or os.environ.get("VK_DRIVER_FILES"))
+
+
+if _has_vulkan():
+    config.available_features.add("vulkan")
+for key in ("VK_DRIVER_FILES", "VK_ICD_FILENAMES"):
+    if key in os.environ:
+        config.environment[key] = os.environ[key]

@@ -7,6 +7,7 @@ Inputs follow iree-run-module's conventions: `--input=x=@x.npy`, `--input=@input
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable
 from typing import Annotated
 
@@ -19,6 +20,8 @@ from mgxir.ir.dtype import DType
 from mgxir.ir.operation import RuntimeValue
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
+from mgxir.targets.timing import collect_timing
+from mgxir.targets.vulkan import run_on_vulkan
 from mgxir.text.parser import read_program
 from mgxir.tools.common import run_guarded
 from mgxir.verifier import verify
@@ -61,7 +64,7 @@ def run_on_ref(program: Program, params: dict[str, np.ndarray], sink: Diagnostic
 
 
 # where GPU targets plug in: name -> runner
-TARGETS: dict[str, Runner] = {"ref": run_on_ref}
+TARGETS: dict[str, Runner] = {"ref": run_on_ref, "vulkan": run_on_vulkan}
 
 
 # -- inputs ---------------------------------------------------------------------------------------
@@ -320,7 +323,8 @@ def mgx_run(
     rms_tol: Annotated[float, typer.Option("--rms-tol", help="MIGraphX's rms tolerance.")] = 1e-3,
     atol: Annotated[float | None, typer.Option("--atol", help="Also require allclose with this atol.")] = None,
     rtol: Annotated[float | None, typer.Option("--rtol", help="Also require allclose with this rtol.")] = None,
-    target: Annotated[str, typer.Option(help="Where to run: ref (the numpy reference interpreter).")] = "ref",
+    target: Annotated[str, typer.Option(help="Where to run: ref (the numpy reference interpreter), vulkan.")] = "ref",
+    timing: Annotated[bool, typer.Option("--timing", help="Print where each instruction ran and how long.")] = False,
     verify_against_ref: Annotated[
         bool, typer.Option("--verify", help="Run on the target and on ref, compare with the rms rule.")
     ] = False,
@@ -341,7 +345,10 @@ def mgx_run(
         program = read_program(input_file, sink, from_log=from_log or log_pass is not None, log_pass=log_pass)
         verify(program, sink)
         params = gather_inputs(program, inputs or [], fill, seed)
-        outputs = flatten_outputs(TARGETS[target](program, params, sink))
+        with collect_timing() as log:
+            outputs = flatten_outputs(TARGETS[target](program, params, sink))
+        if timing:
+            print(log.render(), file=sys.stderr)
         sink.flush()
         if not quiet:
             for key, value in outputs.items():

@@ -11,6 +11,7 @@ from mgxir.diagnostics import DiagnosticSink
 from mgxir.text.parser import read_program
 from mgxir.text.writer import write_program
 from mgxir.tools.common import run_guarded
+from mgxir.translate.spirv import emit_spirv, emit_spvasm
 from mgxir.verifier import verify
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
@@ -29,6 +30,10 @@ def mgx_translate(
         str | None, typer.Option("-o", "--output", help="Write here (atomically) instead of standard output.")
     ] = None,
     from_log: Annotated[bool, typer.Option("--from-log", help="The input is MIGraphX log output.")] = False,
+    to_spirv: Annotated[
+        bool, typer.Option("--to-spirv", help="SPIR-V kernels of the fused modules and a manifest, into -o DIR.")
+    ] = False,
+    to_spvasm: Annotated[bool, typer.Option("--to-spvasm", help="The same kernels as SPIR-V assembly.")] = False,
 ) -> None:
     """Translate a MIGraphX program to another format.
 
@@ -38,6 +43,9 @@ def mgx_translate(
     def body(sink: DiagnosticSink) -> int:
         program = read_program(input, sink, from_log=from_log)
         verify(program, sink)
+        if to_spirv or to_spvasm:
+            (emit_spirv if to_spirv else emit_spvasm)(program, sink, output)
+            return 0
         write_program(program, output, lossless=to is Target.mgx_lossless)
         return 0
 

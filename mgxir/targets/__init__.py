@@ -1,0 +1,1 @@
+"""Where programs run: targets beside the reference interpreter."""

@@ -1,0 +1,51 @@
+"""Which MIGraphX element types the kernels handle, how each is stored in a buffer and in which
+type it is computed: float and half compute in 32-bit float (half rounds back after every op, as
+numpy's float16 arithmetic does), int32 in 32-bit int, bool in SPIR-V's bool (stored as one byte)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from mgxir.ir.dtype import DType
+
+Kind = Literal["f", "i", "b"]  # the compute type: 32-bit float, 32-bit signed int, bool
+
+
+@dataclass(frozen=True)
+class ElementType:
+    dtype: DType
+    kind: Kind
+    storage: Literal["float", "int", "uint"]
+    width: int  # bits in the buffer
+    # the capability and extension that let a buffer hold this width (none for 32 bits)
+    capability: str | None = None
+    extension: str | None = None
+
+    @property
+    def itemsize(self) -> int:
+        return self.width // 8
+
+    @property
+    def name(self) -> str:
+        return self.dtype.type_name
+
+
+ELEMENT_TYPES: dict[DType, ElementType] = {
+    DType.float: ElementType(DType.float, "f", "float", 32),
+    DType.half: ElementType(DType.half, "f", "float", 16, "StorageBuffer16BitAccess", "SPV_KHR_16bit_storage"),
+    DType.int32: ElementType(DType.int32, "i", "int", 32),
+    DType.bool: ElementType(DType.bool, "b", "uint", 8, "StorageBuffer8BitAccess", "SPV_KHR_8bit_storage"),
+}
+
+
+class Unsupported(Exception):
+    """A module the SPIR-V translation cannot make a kernel for; the message says why."""
+
+
+def element_type(dtype: DType) -> ElementType:
+    found = ELEMENT_TYPES.get(dtype)
+    if found is None:
+        supported = ", ".join(t.type_name for t in ELEMENT_TYPES)
+        raise Unsupported(f"element type {dtype.type_name} (kernels handle {supported})")
+    return found
