@@ -18,7 +18,6 @@ from collections.abc import Sequence
 
 from mgxir.ir.builtin import make_param, make_return
 from mgxir.ir.instruction import Instruction
-from mgxir.ir.literal import Literal
 from mgxir.ir.module import Module, compute_shape
 from mgxir.ir.operation import Operation
 from mgxir.ir.program import Program
@@ -28,23 +27,10 @@ from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.dead_code_elimination import eliminate_dead_code
 from mgxir.passes.eliminate_common_subexpression import EliminateCommonSubexpression
 from mgxir.passes.eliminate_identity import EliminateIdentity
+from mgxir.passes.matchers import scalar_constant
 from mgxir.passes.module_fusion import param_name
 from mgxir.passes.rewrite import recompute_shapes
 from mgxir.passes.rewrite_reshapes import PointwiseReshape, rewrite_reshapes
-
-_SCALAR_SOURCES = ("contiguous", "broadcast", "multibroadcast")
-
-
-def scalar_constant(ins: Instruction) -> Literal | None:
-    """The one value of a constant with one element (through broadcasts), as a scalar literal."""
-    while ins.op.defn.name in _SCALAR_SOURCES and ins.args:
-        ins = ins.args[0]
-    if not ins.is_literal or ins.literal.data is None:
-        return None
-    shape = ins.shape
-    if shape.is_dynamic or shape.is_tuple or not (shape.elements == 1 or shape.scalar):
-        return None
-    return Literal(Shape.scalar_of(shape.dtype), ins.literal.data.ravel()[:1])
 
 
 class _Builder:

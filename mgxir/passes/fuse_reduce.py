@@ -19,6 +19,7 @@ from mgxir.ir.module import Module
 from mgxir.ir.operation import Operation
 from mgxir.ir.program import Program
 from mgxir.ir.registry import make_op
+from mgxir.ir.traits import ArgReduction, Reduction
 from mgxir.passes.base import ModulePass, PassContext, modules_to_run
 from mgxir.passes.dead_code_elimination import eliminate_dead_code
 from mgxir.passes.eliminate_common_subexpression import EliminateCommonSubexpression
@@ -31,21 +32,6 @@ from mgxir.passes.module_fusion import (
 )
 from mgxir.passes.rewrite import recompute_shapes
 from mgxir.passes.rewrite_reshapes import AxesMap, ReshapeFusion, rewrite_reshapes
-
-# operators with MIGraphX's "reduce" attribute
-REDUCE_OPS = frozenset(
-    {
-        "reduce_sum",
-        "reduce_mean",
-        "reduce_max",
-        "reduce_min",
-        "reduce_prod",
-        "reduce_any",
-        "reduce_all",
-        "argmin",
-        "argmax",
-    }
-)
 
 
 class BroadcastableInput(NamedTuple):
@@ -169,7 +155,7 @@ class _ReduceFusion:
         n = 0
         for ins in self.module:
             name = ins.op.defn.name
-            if name not in REDUCE_OPS or len(ins.args) != 1:
+            if not ins.op.defn.has(Reduction) or len(ins.args) != 1:
                 continue
             body = self.create_module(f"{self.module.name}:{name}{n}")
             n += 1
@@ -279,7 +265,7 @@ class ReduceReshape(ReshapeFusion):
             name = op.defn.name
             if "reduce" in name:
                 op = make_op(name, axes=axes)
-            elif name in ("argmin", "argmax"):
+            elif op.defn.has(ArgReduction):
                 op = op.replace(axis=axes[0])
             elif name == "multibroadcast":
                 op = make_op("multibroadcast", out_lens=dims)

@@ -10,10 +10,10 @@ import numpy as np
 
 from mgxir.ir.module import Module
 from mgxir.ir.registry import make_op
+from mgxir.ir.traits import PaddedWindow
 from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.rewrite import replace_op
 
-_PADDED_OPS = frozenset({"convolution", "im2col", "pooling"})
 LOWEST_FLOAT = float(np.finfo(np.float32).min)
 
 
@@ -24,9 +24,9 @@ class InsertPad(ModulePass):
 
     def apply_module(self, module: Module, context: PassContext) -> None:
         for ins in module:
-            name = ins.op.defn.name
-            if name not in _PADDED_OPS or not ins.args:
+            if not ins.op.defn.has(PaddedWindow) or not ins.args:
                 continue
+            name = ins.op.defn.name
             source = ins.args[0]
             if source.shape.is_dynamic or source.shape.ndim < 3:
                 continue

@@ -17,11 +17,9 @@ from mgxir.ir.instruction import Instruction
 from mgxir.ir.literal import Literal
 from mgxir.ir.module import Module
 from mgxir.ir.program import Program
+from mgxir.ir.traits import FoldsWithItsInput, NeverFolded
 from mgxir.passes.base import ModulePass, PassContext, modules_to_run
 from mgxir.passes.rewrite import replace_instruction
-
-_LOOK_THROUGH = frozenset({"contiguous", "dequantizelinear", "reshape"})
-_NEVER_FOLDED = frozenset({"unpack_int4", "unpack_fp4", "undefined"})
 
 
 class ConstantAnalysis:
@@ -65,13 +63,13 @@ class ConstantAnalysis:
 def _skipped(ins: Instruction) -> bool:
     """MIGraphX's `skip_propagate`: folding this would turn a cheap view into a large literal."""
     while True:
-        name = ins.op.defn.name
-        if name in _LOOK_THROUGH or (ins.op.defn.is_view and ins.args):
+        defn = ins.op.defn
+        if defn.has(FoldsWithItsInput) or (defn.is_view and ins.args):
             if not (ins.shape.broadcasted and ins.shape.element_space < ins.shape.elements):
                 ins = ins.args[0]
                 continue
             return True
-        if name in _NEVER_FOLDED:
+        if defn.has(NeverFolded):
             return True
         s = ins.shape
         return s.is_tuple or (s.broadcasted and s.element_space < s.elements)

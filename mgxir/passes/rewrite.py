@@ -11,6 +11,7 @@ from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.ir.operation import OpDef, Operation
 from mgxir.ir.registry import make_op
+from mgxir.ir.traits import Trait
 from mgxir.passes.base import PassContext
 
 
@@ -66,25 +67,24 @@ def recompute_shapes(start: list[Instruction]) -> None:
 RewriteT = TypeVar("RewriteT", bound=Callable[..., object])
 
 
-def roots(*names: str, where: Callable[[OpDef], bool] | None = None) -> Callable[[RewriteT], RewriteT]:
-    """Marks a rewrite as able to fire only on instructions whose op is named in `names` or whose
-    definition satisfies `where`; a rewrite left unmarked may fire on any op."""
+def roots(*kinds: str | type[Trait], where: Callable[[OpDef], bool] | None = None) -> Callable[[RewriteT], RewriteT]:
+    """Marks a rewrite as able to fire only on instructions whose op is the one named, has one of
+    the traits, or whose definition satisfies `where`; a rewrite left unmarked may fire on any op."""
 
     def mark(rewrite: RewriteT) -> RewriteT:
-        rewrite.root_names = frozenset(names)  # type: ignore[attr-defined]
+        rewrite.root_names = frozenset(k for k in kinds if isinstance(k, str))  # type: ignore[attr-defined]
+        rewrite.root_traits = tuple(k for k in kinds if not isinstance(k, str))  # type: ignore[attr-defined]
         rewrite.root_test = where  # type: ignore[attr-defined]
         return rewrite
 
     return mark
 
 
-def is_pointwise(defn: OpDef) -> bool:
-    return defn.pointwise
-
-
 def may_fire_on(rewrite: Callable[..., object], defn: OpDef) -> bool:
     names: frozenset[str] | None = getattr(rewrite, "root_names", None)
     if names is None or defn.name in names:
+        return True
+    if any(defn.has(trait) for trait in getattr(rewrite, "root_traits", ())):
         return True
     test: Callable[[OpDef], bool] | None = getattr(rewrite, "root_test", None)
     return test is not None and test(defn)

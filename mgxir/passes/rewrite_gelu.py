@@ -20,10 +20,10 @@ from mgxir.ir.literal import Literal
 from mgxir.ir.module import Module
 from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape
+from mgxir.ir.traits import ValueTransparent
 from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.rewrite import replace_instruction
 
-_SKIPPED_TO_CONSTANT = frozenset({"broadcast", "multibroadcast", "contiguous", "convert"})
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 
 Match = Callable[[Instruction], Instruction | None]
@@ -32,7 +32,7 @@ Match = Callable[[Instruction], Instruction | None]
 def has_value(ins: Instruction, value: float) -> bool:
     """A literal (through broadcasts and converts) whose every value is `value`, within MIGraphX's
     tolerance of 10 + 10|value| epsilons of its type."""
-    while ins.op.defn.name in _SKIPPED_TO_CONSTANT and ins.args:
+    while ins.op.defn.has(ValueTransparent) and ins.args:
         ins = ins.args[0]
     if not ins.is_literal or ins.literal.data is None or ins.literal.data.size == 0:
         return False
@@ -47,7 +47,7 @@ def has_value(ins: Instruction, value: float) -> bool:
 def _named(ins: Instruction, name: str, used_once: bool = False) -> bool:
     return (
         ins.op.defn.name == name
-        and len(ins.args) == 2 - (name in ("tanh", "erf"))
+        and len(ins.args) == (1 if name == "tanh" or name == "erf" else 2)
         and (not used_once or len(ins.users) == 1)
     )
 

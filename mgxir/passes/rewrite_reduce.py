@@ -25,11 +25,11 @@ from mgxir.ir.module import Module
 from mgxir.ir.operation import Operation
 from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape
+from mgxir.ir.traits import Broadcasting
 from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.rewrite import replace_instruction, replace_op
 from mgxir.passes.rewrite_gelu import has_value
 
-_BROADCASTS = frozenset({"broadcast", "multibroadcast"})
 _WIDE_FLOATS = frozenset({DType.float, DType.double})
 
 
@@ -70,7 +70,7 @@ def rewrite_softmax(module: Module, ins: Instruction) -> None:
 
 
 def _skip_broadcasts(ins: Instruction) -> Instruction:
-    while ins.op.defn.name in _BROADCASTS and ins.args:
+    while ins.op.defn.has(Broadcasting) and ins.args:
         ins = ins.args[0]
     return ins
 
@@ -81,7 +81,7 @@ def variance_parts(ins: Instruction) -> tuple[Instruction, Instruction] | None:
     inner = ins.args[0]
     name = inner.op.defn.name
     candidates: list[tuple[Instruction, Instruction]] = []
-    if name in ("pow", "mul") and len(inner.args) == 2:
+    if (name == "pow" or name == "mul") and len(inner.args) == 2:
         difference = inner.args[0]
         squared = has_value(inner.args[1], 2.0) if name == "pow" else inner.args[1] is difference
         if squared and difference.op.defn.name == "sub" and len(difference.args) == 2:

@@ -18,13 +18,9 @@ from mgxir.ir.registry import make_op
 from mgxir.passes.base import PassContext
 from mgxir.passes.dead_code_elimination import eliminate_dead_code
 from mgxir.passes.eliminate_common_subexpression import EliminateCommonSubexpression
+from mgxir.passes.matchers import is_broadcast_or_contiguous, is_shape_transform_or_contiguous, used_once
 from mgxir.passes.rewrite import replace_instruction
 from mgxir.passes.simplify_reshapes import SimplifyReshapes
-
-_RESHAPES = frozenset(
-    {"reshape", "squeeze", "unsqueeze", "flatten", "transpose", "contiguous", "multibroadcast", "broadcast"}
-)
-_BROADCASTS = frozenset({"multibroadcast", "broadcast", "contiguous"})
 
 AxesMap = Sequence[Sequence[int]]
 
@@ -45,12 +41,8 @@ class ReshapeFusion:
 PointwiseReshape = ReshapeFusion
 
 
-def _used_once(ins: Instruction) -> bool:
-    return len(ins.users) == 1 or (not ins.users and ins.parent is not None and ins is ins.parent.last)
-
-
 def _is_reshape(ins: Instruction) -> bool:
-    return ins.op.defn.name in _RESHAPES and _used_once(ins)
+    return is_shape_transform_or_contiguous(ins.op.defn) and used_once(ins)
 
 
 def _find_input_if(start: Instruction, last: Instruction, predicate: Callable[[Instruction], bool]) -> Instruction:
@@ -82,7 +74,7 @@ class FindOpReshapeOp:
             x = arg.args[0]
             while len(x.args) == 1 and _is_reshape(x):
                 x = x.args[0]
-            if x.op.defn.name == self.op1 and _used_once(x):
+            if x.op.defn.name == self.op1 and used_once(x):
                 return arg, x
         return None
 
@@ -92,7 +84,7 @@ class FindOpReshapeOp:
         return self.fusion.insert(module, ins, inputs, axes_map)
 
     def apply(self, module: Module, ins: Instruction, input_ins: Instruction, x_ins: Instruction) -> bool:
-        if _find_input_if(input_ins, x_ins, lambda i: i.op.defn.name not in _BROADCASTS) is x_ins:
+        if _find_input_if(input_ins, x_ins, lambda i: not is_broadcast_or_contiguous(i.op.defn)) is x_ins:
             return False  # only broadcasts between them
         dims1 = self.fusion.base_dims(ins)
         dims2 = self.fusion.base_dims(x_ins)

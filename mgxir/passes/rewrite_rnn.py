@@ -17,6 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from mgxir.interp.interpreter import Interpreter
+from mgxir.ir import traits
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.literal import Literal
 from mgxir.ir.module import Module
@@ -28,7 +29,6 @@ from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.propagate_constant import ConstantAnalysis, evaluate_constant
 from mgxir.passes.rewrite import replace_instruction, replace_op
 
-_RECURRENT = ("rnn", "gru", "lstm")
 _BIAS, _SEQ_LENS, _INITIAL_H, _INITIAL_C, _PEEPHOLE = 3, 4, 5, 6, 7
 
 
@@ -457,7 +457,7 @@ class RewriteRnn(ModulePass):
     description = "Unroll rnn, gru and lstm into dot/add/activation/concat over the sequence."
 
     def apply_module(self, module: Module, context: PassContext) -> None:
-        recurrent = [ins for ins in module if ins.op.defn.name in _RECURRENT and rewritable(ins)]
+        recurrent = [ins for ins in module if ins.op.defn.has(traits.Recurrent) and rewritable(ins)]
         if not recurrent:
             return
         constant = ConstantAnalysis()

@@ -20,6 +20,7 @@ from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.ir.registry import make_op
 from mgxir.passes.base import ModulePass, PassContext
+from mgxir.passes.matchers import is_reduce_like
 from mgxir.passes.module_fusion import InstructionMap, copy_instructions, param_name
 from mgxir.passes.rewrite import replace_instruction
 
@@ -33,8 +34,7 @@ _ASSIGN = {
 
 
 def is_reduce(ins: Instruction) -> bool:
-    name = ins.op.defn.name
-    return "reduce" in name or name in ("argmin", "argmax")
+    return is_reduce_like(ins.op.defn)
 
 
 def reduce_size(body: Module) -> int:

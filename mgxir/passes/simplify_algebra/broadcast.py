@@ -11,13 +11,12 @@ from mgxir.ir.module import Module
 from mgxir.ir.operation import Operation, ShapeError
 from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape
+from mgxir.ir.traits import Broadcasting
+from mgxir.passes.matchers import is_pointwise
 from mgxir.passes.propagate_constant import ConstantAnalysis
-from mgxir.passes.rewrite import MATCHED_UNCHANGED, is_pointwise, replace_op, roots
-
-_BROADCASTS = ("broadcast", "multibroadcast")
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_op, roots
 
 
-# Ops with MIGraphX's "pointwise" attribute that OpDef.pointwise leaves out
 def _lit_broadcast(ins: Instruction, constant: ConstantAnalysis) -> bool:
     return constant(ins) or ins.op.defn.name == "broadcast"
 
@@ -67,7 +66,7 @@ def find_inner_broadcast(module: Module, ins: Instruction, constant: ConstantAna
     result is broadcast."""
     if not ins.op.defn.pointwise:
         return False
-    if any(b.op.defn.name not in _BROADCASTS or not b.args for b in ins.args) or ins.shape.is_dynamic:
+    if any(not b.op.defn.has(Broadcasting) or not b.args for b in ins.args) or ins.shape.is_dynamic:
         return False
     broadcasts = ins.args
     if ins.op.defn.name == "layout" or not broadcasts:

@@ -16,12 +16,10 @@ from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module, compute_shape
 from mgxir.ir.operation import Operation, ShapeError
 from mgxir.ir.registry import make_op
+from mgxir.ir.traits import ConcatOperand
 from mgxir.passes.propagate_constant import ConstantAnalysis
 from mgxir.passes.rewrite import MATCHED_UNCHANGED, recompute_shapes, replace_instruction, replace_op, roots
 from mgxir.text.printer import print_module
-
-# MIGraphX gives these the "pointwise" attribute too
-_CONCAT_OP_VIEWS = frozenset({"broadcast", "multibroadcast", "unpack_int4"})
 
 
 def _name(ins: Instruction) -> str:
@@ -45,7 +43,7 @@ def _matches_concat_same_input(ins: Instruction) -> bool:
 
 def _matches_concat_op(ins: Instruction) -> bool:
     return _name(ins) == "concat" and any(
-        _pointwise(a.op) or _name(a) in _CONCAT_OP_VIEWS or _used_once(a) for a in ins.args
+        _pointwise(a.op) or a.op.defn.has(ConcatOperand) or _used_once(a) for a in ins.args
     )
 
 
@@ -158,7 +156,7 @@ def _concat_group(
         return None
     first = group[0]
     op = first.op
-    if not (_name(first) in _CONCAT_OP_VIEWS or (_pointwise(op) and _name(first) != "quantizelinear")):
+    if not (first.op.defn.has(ConcatOperand) or (_pointwise(op) and _name(first) != "quantizelinear")):
         return None
     if any(x.shape.is_dynamic or x.shape.is_tuple or axis >= x.shape.ndim for x in group):
         return None

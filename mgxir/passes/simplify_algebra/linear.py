@@ -20,10 +20,13 @@ from mgxir.ir.module import Module
 from mgxir.ir.operation import Operation, ShapeError
 from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape
+from mgxir.ir.traits import Broadcasting, Contraction, HorizontallyFusable
 from mgxir.passes.propagate_constant import ConstantAnalysis
 from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, replace_op, roots
 
-_BROADCASTS = ("broadcast", "multibroadcast")
+
+def _broadcast(ins: Instruction) -> bool:
+    return ins.op.defn.has(Broadcasting)
 
 
 def _name(ins: Instruction) -> str:
@@ -67,7 +70,7 @@ def _from_int4(ins: Instruction) -> bool:
         name = _name(x)
         if name == "unpack_int4":
             return True
-        if name in ("reshape", "dequantizelinear") and x.args:
+        if (name == "reshape" or name == "dequantizelinear") and x.args:
             pending.append(x.args[0])
         elif name == "concat" and x.args:
             if all(_from_int4(a) for a in x.args):
@@ -96,7 +99,7 @@ def find_mul_conv(module: Module, ins: Instruction, constant: ConstantAnalysis) 
     if _name(ins) != "mul":
         return False
     for conv, a in _either(ins):
-        if _conv_const_weights(module, conv, constant) and _name(a) in _BROADCASTS:
+        if _conv_const_weights(module, conv, constant) and _broadcast(a):
             break
     else:
         return False
@@ -214,7 +217,7 @@ def find_mul_dot(module: Module, ins: Instruction, constant: ConstantAnalysis) -
             _name(dot) == "dot"
             and any(constant(x) and not _from_int4(x) for x in dot.args)
             and _used_once(module, dot)
-            and _name(c) in _BROADCASTS
+            and _broadcast(c)
         ):
             break
     else:
@@ -257,7 +260,7 @@ def find_dot_slice(module: Module, ins: Instruction, constant: ConstantAnalysis)
     if _name(ins) != "slice" or len(ins.args) != 1:
         return False
     dot = ins.args[0]
-    if _name(dot) not in ("dot", "quant_dot") or not _used_once(module, dot):
+    if not dot.op.defn.has(Contraction) or not _used_once(module, dot):
         return False
     if len(dot.args) != 2:
         return MATCHED_UNCHANGED
@@ -296,7 +299,7 @@ def find_dot_mul(module: Module, ins: Instruction, constant: ConstantAnalysis) -
         if not constant(c) or _from_int4(c):
             continue
         found = next(
-            ((d, z) for d, z in _either(mul) if _name(d) in _BROADCASTS and constant(d) and not constant(z)),
+            ((d, z) for d, z in _either(mul) if _broadcast(d) and constant(d) and not constant(z)),
             None,
         )
         if found is not None:
@@ -445,9 +448,6 @@ def find_add_convs(module: Module, ins: Instruction, constant: ConstantAnalysis)
     return True
 
 
-_HORIZONTAL = ("dot", "quant_dot", "convolution")
-
-
 def _horizontal_candidate(ins: Instruction, user: Instruction, name: str) -> bool:
     return _name(user) == name and user.args[0] is ins and len(user.args) == 2
 
@@ -460,7 +460,7 @@ def _same_kind(i: Instruction, j: Instruction) -> bool:
     """MIGraphX's grouping test: the same operation, with weights equal but for the fused axis."""
     if i.op != j.op:
         return False
-    if _name(i) not in _HORIZONTAL:
+    if not i.op.defn.has(HorizontallyFusable):
         return True
     if len(i.args) < 2 or len(j.args) < 2:
         return False
@@ -502,7 +502,7 @@ def find_conv_dot_horiz_fusion(module: Module, ins: Instruction, constant: Const
     users = list(ins.users)
     if not any(
         sum(1 for u in users if _horizontal_candidate(ins, u, name) and constant(u.args[1])) >= 2
-        for name in _HORIZONTAL
+        for name in {u.op.defn.name for u in users if u.op.defn.has(HorizontallyFusable)}
     ):
         return False
     changed = False
@@ -520,7 +520,7 @@ def _fuse_group(module: Module, ins: Instruction, group: list[Instruction]) -> b
     if len(group) < 2:
         return False
     name = _name(group[0])
-    if name not in _HORIZONTAL:
+    if not group[0].op.defn.has(HorizontallyFusable):
         return False
     op = group[0].op
     if name == "convolution" and op["group"] != 1:
@@ -613,7 +613,7 @@ def _move_back(module: Module, pos: Instruction, targets: list[Instruction], aft
 def find_dot_broadcast(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
     """dot(broadcast(x), broadcast(y)) broadcast over leading batch axes in both: the dot over the
     rest, broadcast after."""
-    if _name(ins) != "dot" or not all(_name(a) in _BROADCASTS for a in ins.args):
+    if _name(ins) != "dot" or not all(_broadcast(a) for a in ins.args):
         return False
     out_lens = ins.shape.lens
     if len(out_lens) < 3:
@@ -688,7 +688,7 @@ def find_conv_broadcast_input(module: Module, ins: Instruction, constant: Consta
     if _name(ins) != "convolution" or len(ins.args) != 2:
         return False
     bcast, w = ins.args
-    if _name(bcast) not in _BROADCASTS or len(bcast.args) != 1 or not constant(w):
+    if not _broadcast(bcast) or len(bcast.args) != 1 or not constant(w):
         return False
     x = bcast.args[0]
     op = ins.op

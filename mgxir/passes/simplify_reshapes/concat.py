@@ -16,14 +16,17 @@ from collections.abc import Sequence
 from mgxir.analysis.shape_transform_descriptor import invert_permutation
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
-from mgxir.ir.operation import Operation, ShapeError
+from mgxir.ir.operation import OpDef, Operation, ShapeError
 from mgxir.ir.registry import make_op
 from mgxir.ir.shape import find_permutation
+from mgxir.ir.traits import Broadcasting, Reshaper
 from mgxir.ops.common import normalize_axis
 from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, replace_op, roots
 
-_RESHAPERS = frozenset({"reshape", "unsqueeze", "squeeze", "reshape_lazy"})
-_BROADCASTS = frozenset({"multibroadcast", "broadcast"})
+
+def _concat_reshaper(defn: OpDef) -> bool:
+    """The reshapers of MIGraphX's find_concat_reshape, which leaves flatten out."""
+    return defn.has(Reshaper) and defn.name != "flatten"
 
 
 def _is_static_concat(ins: Instruction) -> bool:
@@ -79,7 +82,7 @@ def find_concat_transpose(module: Module, ins: Instruction) -> object:
 
 @roots("concat")
 def find_concat_reshape(module: Module, ins: Instruction) -> object:
-    if not _is_static_concat(ins) or not all(a.op.defn.name in _RESHAPERS for a in ins.args):
+    if not _is_static_concat(ins) or not all(_concat_reshaper(a.op.defn) for a in ins.args):
         return False
     sources = [a.args[0] for a in ins.args]
     input_lens = sources[0].shape.lens
@@ -117,7 +120,7 @@ def _fits(concat_op: Operation, broadcast: Operation, inputs: Sequence[Instructi
 
 @roots("concat")
 def find_concat_multibroadcasts(module: Module, ins: Instruction) -> object:
-    if not _is_static_concat(ins) or not all(a.op.defn.name in _BROADCASTS for a in ins.args):
+    if not _is_static_concat(ins) or not all(a.op.defn.has(Broadcasting) for a in ins.args):
         return False
     broadcasts = ins.args
     axis = ins.op["axis"]

@@ -11,41 +11,25 @@ from collections.abc import Sequence
 from mgxir.analysis.shape_transform_descriptor import optimize_shape_transforms
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
+from mgxir.ir.operation import OpDef
 from mgxir.ir.registry import make_op
+from mgxir.ir.traits import NopWhenLensKept, NopWhenShapeKept, ShapeTransform
+from mgxir.passes.matchers import is_contiguous, is_shape_transform, is_shape_transform_or_contiguous, skip, skip_output
 from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, replace_op, roots
 
-_SAME_SHAPE_NOPS = frozenset(
-    {
-        "flatten",
-        "reshape",
-        "contiguous",
-        "squeeze",
-        "unsqueeze",
-        "as_shape",
-        "broadcast",
-        "concat",
-        "convert",
-        "multibroadcast",
-        "pad",
-        "slice",
-        "step",
-        "transpose",
-    }
-)
-_SAME_LENS_NOPS = frozenset({"reduce_mean", "reduce_max", "reduce_min", "reduce_sum", "reduce_prod"})
-_SHAPE_TRANSFORMS = frozenset(
-    {"flatten", "reshape", "squeeze", "unsqueeze", "transpose", "broadcast", "multibroadcast"}
-)
+
+def _nop_when_kept(defn: OpDef) -> bool:
+    return defn.has(NopWhenShapeKept) or defn.has(NopWhenLensKept)
 
 
-@roots(*_SAME_SHAPE_NOPS, *_SAME_LENS_NOPS)
+@roots(where=_nop_when_kept)
 def find_nop_reshapes(module: Module, ins: Instruction) -> bool:
-    name = ins.op.defn.name
+    defn = ins.op.defn
     if not ins.args:
         return False
     source = ins.args[0]
-    if (name in _SAME_SHAPE_NOPS and ins.shape == source.shape) or (
-        name in _SAME_LENS_NOPS and ins.shape.lens == source.shape.lens
+    if (defn.has(NopWhenShapeKept) and ins.shape == source.shape) or (
+        defn.has(NopWhenLensKept) and ins.shape.lens == source.shape.lens
     ):
         replace_instruction(module, ins, source)
         return True
@@ -61,21 +45,13 @@ def find_flatten(module: Module, ins: Instruction) -> bool:
 
 
 def _skip_contiguous(ins: Instruction) -> Instruction:
-    while ins.op.defn.name == "contiguous" and len(ins.args) == 1:
-        ins = ins.args[0]
-    return ins
+    return skip(ins, is_contiguous)
 
 
 def _output_is_shape_transform(ins: Instruction) -> bool:
     """MIGraphX's skip_output(contiguous)(shape transform): down single outputs past contiguous."""
-    if len(ins.users) != 1:
-        return False
-    after = next(iter(ins.users))
-    if after.op.defn.name == "contiguous":
-        if len(after.users) == 1:
-            return _output_is_shape_transform(after)
-        return False
-    return after.op.defn.name in _SHAPE_TRANSFORMS
+    after = skip_output(ins, is_contiguous)
+    return after is not None and after.op.defn.has(ShapeTransform)
 
 
 def insert_auto_reshape(module: Module, pos: Instruction, dims: Sequence[int], source: Instruction) -> Instruction:
@@ -115,15 +91,15 @@ def _broadcasts_to(lens: Sequence[int], out_lens: Sequence[int]) -> bool:
     return all(n in (1, m) for n, m in zip(reversed(lens), reversed(out_lens)))
 
 
-@roots(*_SHAPE_TRANSFORMS)
+@roots(where=is_shape_transform)
 def find_nested_shape_transforms(module: Module, ins: Instruction) -> object:
-    if ins.op.defn.name not in _SHAPE_TRANSFORMS or len(ins.args) != 1 or ins.shape.is_dynamic:
+    if not ins.op.defn.has(ShapeTransform) or len(ins.args) != 1 or ins.shape.is_dynamic:
         return False
-    if _skip_contiguous(ins.args[0]).op.defn.name not in _SHAPE_TRANSFORMS or _output_is_shape_transform(ins):
+    if not _skip_contiguous(ins.args[0]).op.defn.has(ShapeTransform) or _output_is_shape_transform(ins):
         return False
     ops = []
     source = ins
-    while source.op.defn.name in _SHAPE_TRANSFORMS or source.op.defn.name == "contiguous":
+    while is_shape_transform_or_contiguous(source.op.defn):
         ops.append(source.op)
         source = source.args[0]
     if source.shape.is_dynamic or source.shape.is_tuple:

@@ -21,39 +21,24 @@ from mgxir.ir.module import Module
 from mgxir.ir.operation import OpDef, Operation
 from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape
-from mgxir.passes.propagate_constant import ConstantAnalysis
-from mgxir.passes.rewrite import MATCHED_UNCHANGED, is_pointwise, replace_instruction, replace_op, roots
-
-_SHAPE_TRANSFORMS = frozenset(
-    {"flatten", "reshape", "squeeze", "unsqueeze", "transpose", "broadcast", "multibroadcast"}
+from mgxir.ir.traits import Broadcasting, Reduction, ShapeTransform
+from mgxir.passes.matchers import (
+    first_user,
+    is_broadcast_or_contiguous,
+    is_contiguous,
+    is_pointwise,
+    is_reduce_like,
+    is_reduction_or_pointwise,
+    is_shape_transform_or_contiguous,
+    skip,
+    skip_output,
 )
-_SHAPE_TRANSFORMS_OR_CONTIGUOUS = _SHAPE_TRANSFORMS | {"contiguous"}
-
-
-def _first_user(ins: Instruction) -> Instruction:
-    return next(iter(ins.users))
+from mgxir.passes.propagate_constant import ConstantAnalysis
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, replace_op, roots
 
 
 def _used_once(module: Module, ins: Instruction) -> bool:
     return len(ins.users) == 1 or (not ins.users and ins is module.last)
-
-
-def _skip(ins: Instruction, names: frozenset[str]) -> Instruction:
-    """MIGraphX's match::skip: follow single-input instructions named in `names` up to the first other."""
-    while len(ins.args) == 1 and ins.op.defn.name in names:
-        ins = ins.args[0]
-    return ins
-
-
-def _skip_output(ins: Instruction, names: frozenset[str]) -> Instruction | None:
-    """MIGraphX's match::skip_output: down single outputs past instructions named in `names`; None
-    where `ins` has not exactly one output."""
-    if len(ins.users) != 1:
-        return None
-    after = _first_user(ins)
-    if after.op.defn.name in names:
-        return _skip_output(after, names) or after
-    return after
 
 
 def _insert_ops(module: Module, pos: Instruction, ops: Sequence[Operation], source: Instruction) -> Instruction:
@@ -70,7 +55,7 @@ def find_reshape_cont(module: Module, ins: Instruction) -> object:
     for rsp in ins.args:
         if rsp.op.defn.name != "reshape" or len(rsp.args) != 1:
             continue
-        source = _skip(rsp.args[0], frozenset({"contiguous"}))
+        source = skip(rsp.args[0], is_contiguous)
         if not source.shape.is_dynamic and not source.shape.standard:
             found = rsp, source
             break
@@ -88,14 +73,13 @@ def find_reshape_cont(module: Module, ins: Instruction) -> object:
     return True
 
 
-@roots(*_SHAPE_TRANSFORMS_OR_CONTIGUOUS)
+@roots(where=is_shape_transform_or_contiguous)
 def find_slice_shape_transforms(module: Module, ins: Instruction) -> object:
-    views = _SHAPE_TRANSFORMS_OR_CONTIGUOUS
-    if ins.op.defn.name not in views or not ins.args or ins.shape.is_dynamic:
+    if not is_shape_transform_or_contiguous(ins.op.defn) or not ins.args or ins.shape.is_dynamic:
         return False
-    if any(user.op.defn.name in views for user in ins.users):
+    if any(is_shape_transform_or_contiguous(user.op.defn) for user in ins.users):
         return False
-    slice_ins = _skip(ins.args[0], views)
+    slice_ins = skip(ins.args[0], is_shape_transform_or_contiguous)
     if slice_ins.op.defn.name != "slice" or not slice_ins.args:
         return False
     if not _used_once(module, slice_ins.args[0]) or ConstantAnalysis(need_values=False)(slice_ins):
@@ -104,7 +88,7 @@ def find_slice_shape_transforms(module: Module, ins: Instruction) -> object:
         return MATCHED_UNCHANGED
     ops = []
     x = ins
-    while x.op.defn.name in views:
+    while is_shape_transform_or_contiguous(x.op.defn):
         ops.append(x.op)
         x = x.args[0]
     if x is not slice_ins:
@@ -203,14 +187,14 @@ def find_transpose_slice(module: Module, ins: Instruction) -> object:
 
 def find_slice_transpose(module: Module, ins: Instruction) -> object:
     def split_then_transpose(out: Instruction) -> bool:
-        return out.op.defn.name == "slice" and len(out.users) == 1 and _first_user(out).op.defn.name == "transpose"
+        return out.op.defn.name == "slice" and len(out.users) == 1 and first_user(out).op.defn.name == "transpose"
 
     splits = [out for out in ins.users if split_then_transpose(out)]
     if not splits:
         return False
     if len(splits) < 2:
         return MATCHED_UNCHANGED
-    transposes = [_first_user(s) for s in splits]
+    transposes = [first_user(s) for s in splits]
     counts: dict[tuple[int, ...], int] = {}
     for t in transposes:
         key = tuple(t.op["permutation"])
@@ -230,20 +214,20 @@ def find_slice_transpose(module: Module, ins: Instruction) -> object:
 
 
 def _is_shape_transform(ins: Instruction) -> bool:
-    return len(ins.args) == 1 and ins.op.defn.name in _SHAPE_TRANSFORMS_OR_CONTIGUOUS
+    return len(ins.args) == 1 and is_shape_transform_or_contiguous(ins.op.defn)
 
 
 def _can_fuse_unary(ins: Instruction) -> bool:
-    return ins.is_literal or ins.op.defn.pointwise or "reduce" in ins.op.defn.name
+    return ins.is_literal or ins.op.defn.pointwise or is_reduce_like(ins.op.defn)
 
 
 @roots(where=is_pointwise)
 def find_unary_shape_transforms(module: Module, ins: Instruction) -> object:
     if not ins.op.defn.pointwise or ins.op.defn.name == "layout" or not _used_once(module, ins):
         return False
-    if len(ins.args) != 1 or _skip(ins.args[0], frozenset({"contiguous"})).op.defn.name not in _SHAPE_TRANSFORMS:
+    if len(ins.args) != 1 or not skip(ins.args[0], is_contiguous).op.defn.has(ShapeTransform):
         return False
-    after = _skip_output(ins, frozenset({"contiguous"}))
+    after = skip_output(ins, is_contiguous)
     if after is not None and after.op.defn.pointwise:
         return False
     if not ins.users:
@@ -256,12 +240,12 @@ def find_unary_shape_transforms(module: Module, ins: Instruction) -> object:
         x = x.args[0]
     xops.reverse()
     yops = []
-    y = _first_user(ins)
+    y = first_user(ins)
     last_transform = None
     while _is_shape_transform(y) and len(y.users) == 1:
         yops.append(y.op)
         last_transform = y
-        y = _first_user(y)
+        y = first_user(y)
 
     move_up = _can_fuse_unary(x)
     move_down = _can_fuse_unary(y)
@@ -288,11 +272,10 @@ def find_unary_shape_transforms(module: Module, ins: Instruction) -> object:
 def find_reshape_dot(module: Module, ins: Instruction) -> object:
     if ins.op.defn.name != "dot" or len(ins.args) != 2 or not _used_once(module, ins):
         return False
-    skipped = frozenset({"broadcast", "multibroadcast", "contiguous"})
     if ins.args[0].op.defn.name == "reshape":
-        rsp, other = ins.args[0], _skip(ins.args[1], skipped)
+        rsp, other = ins.args[0], skip(ins.args[1], is_broadcast_or_contiguous)
     elif ins.args[1].op.defn.name == "reshape":
-        rsp, other = ins.args[1], _skip(ins.args[0], skipped)
+        rsp, other = ins.args[1], skip(ins.args[0], is_broadcast_or_contiguous)
     else:
         return False
     inp = rsp.args[0]
@@ -336,15 +319,19 @@ def find_reshape_dot(module: Module, ins: Instruction) -> object:
     return True
 
 
-@roots("transpose", "convert")
+def _transpose_or_convert(defn: OpDef) -> bool:
+    """MIGraphX's `shape_ops` of find_mul_add_shape_op_dot: the two ops it moves above a mul or add."""
+    return defn.name == "transpose" or defn.name == "convert"
+
+
+@roots(where=_transpose_or_convert)
 def find_mul_add_shape_op_dot(module: Module, ins: Instruction) -> object:
-    shape_ops = frozenset({"transpose", "convert"})
-    if ins.op.defn.name not in shape_ops or len(ins.args) != 1:
+    if not _transpose_or_convert(ins.op.defn) or len(ins.args) != 1:
         return False
     pw = ins.args[0]
-    if pw.op.defn.name not in ("mul", "add") or len(pw.args) != 2:
+    if (pw.op.defn.name != "mul" and pw.op.defn.name != "add") or len(pw.args) != 2:
         return False
-    after = _skip_output(ins, shape_ops)
+    after = skip_output(ins, _transpose_or_convert)
     if after is None or after.op.defn.name != "dot":
         return False
     is_constant = ConstantAnalysis(need_values=False)
@@ -360,24 +347,12 @@ def find_mul_add_shape_op_dot(module: Module, ins: Instruction) -> object:
     return True
 
 
-_OP_SHAPE_TRANSFORMS = frozenset(
-    {"reshape", "squeeze", "unsqueeze", "flatten", "transpose", "contiguous", "multibroadcast", "broadcast"}
-)
-_BROADCASTS = frozenset({"multibroadcast", "broadcast"})
-
-
 def _is_reduce(ins: Instruction) -> bool:
-    name = ins.op.defn.name
-    return name.startswith("reduce_") or name in ("argmin", "argmax")
+    return ins.op.defn.has(Reduction)
 
 
 def _matches_op(ins: Instruction) -> bool:
-    return _reduce_or_pointwise(ins.op.defn)
-
-
-def _reduce_or_pointwise(defn: OpDef) -> bool:
-    """The operators `_matches_op` accepts."""
-    return defn.name.startswith("reduce_") or defn.name in ("argmin", "argmax") or defn.pointwise
+    return is_reduction_or_pointwise(ins.op.defn)
 
 
 def _fusable_split(ins: Instruction) -> bool:
@@ -439,7 +414,7 @@ def _generate_for(desc: ShapeTransformDescriptor, input_shape: Shape, no_broadca
 def _output_path(ins: Instruction) -> list[Instruction]:
     path = [ins]
     while len(path[-1].users) == 1:
-        path.append(_first_user(path[-1]))
+        path.append(first_user(path[-1]))
     return path
 
 
@@ -457,19 +432,19 @@ def _make_op_descriptor(x_ins: Instruction, ops: list[Operation], input_ins: Ins
             return ShapeTransformDescriptor()
         return desc1
     broadcast = next(
-        (i for i in _output_path(input_ins) if i.shape.lens != input_ins.shape.lens or i.op.defn.name in _BROADCASTS),
+        (i for i in _output_path(input_ins) if i.shape.lens != input_ins.shape.lens or i.op.defn.has(Broadcasting)),
         None,
     )
-    if broadcast is None or broadcast.op.defn.name not in _BROADCASTS:
+    if broadcast is None or not broadcast.op.defn.has(Broadcasting):
         return ShapeTransformDescriptor()
     return ShapeTransformDescriptor.create(xlens, [*ops, broadcast.op]).rebase(xinput_lens, True)
 
 
 def _find_op_shape_transform_input(ins: Instruction) -> tuple[Instruction, Instruction] | None:
     for input_ins in ins.args:
-        if input_ins.op.defn.name not in _OP_SHAPE_TRANSFORMS or not input_ins.args:
+        if not is_shape_transform_or_contiguous(input_ins.op.defn) or not input_ins.args:
             continue
-        x_ins = _skip(input_ins.args[0], _OP_SHAPE_TRANSFORMS)
+        x_ins = skip(input_ins.args[0], is_shape_transform_or_contiguous)
         if _matches_op(x_ins) and not _fusable_split(x_ins):
             return input_ins, x_ins
     return None
@@ -481,7 +456,7 @@ def _remove_inserted(module: Module, anchor: Instruction | None, pos: Instructio
         module.remove(pos.prev)
 
 
-@roots(where=_reduce_or_pointwise)
+@roots(where=is_reduction_or_pointwise)
 def find_op_shape_transform_op(module: Module, ins: Instruction) -> object:
     if not _matches_op(ins) or ins.shape.is_dynamic:
         return False
@@ -495,7 +470,7 @@ def find_op_shape_transform_op(module: Module, ins: Instruction) -> object:
     walk = input_ins
     only_broadcasts = True
     while walk is not x_ins:
-        if walk.op.defn.name not in (*_BROADCASTS, "contiguous"):
+        if not is_broadcast_or_contiguous(walk.op.defn):
             only_broadcasts = False
         ops.append(walk.op)
         walk = walk.args[0]
