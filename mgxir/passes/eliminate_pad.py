@@ -14,7 +14,7 @@ from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.ir.traits import PaddedWindow
 from mgxir.passes.base import ModulePass, PassContext
-from mgxir.passes.rewrite import replace_op
+from mgxir.passes.rewrite import Rewriter
 
 
 def spatial_pads(pad: Instruction) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
@@ -59,7 +59,7 @@ class EliminatePad(ModulePass):
             if len(padding) != 2 * spatial:
                 continue
             folded = tuple(p + q for p, q in zip(padding, (*begin, *end)))
-            replace_op(module, ins, ins.op.replace(padding=folded), [pad.args[0], *ins.args[1:]])
+            Rewriter(module).replace(ins, ins.op.replace(padding=folded), [pad.args[0], *ins.args[1:]])
             context.count(f"pads folded into {name}")
 
     def _foldable_pooling(self, mode: int) -> bool:

@@ -12,7 +12,7 @@ from mgxir.ir.module import Module
 from mgxir.ir.registry import make_op
 from mgxir.ir.traits import PaddedWindow
 from mgxir.passes.base import ModulePass, PassContext
-from mgxir.passes.rewrite import replace_op
+from mgxir.passes.rewrite import Rewriter
 
 LOWEST_FLOAT = float(np.finfo(np.float32).min)
 
@@ -44,5 +44,5 @@ class InsertPad(ModulePass):
             pads = (0, 0, *padding[:spatial], 0, 0, *padding[spatial:])
             pad = module.insert(ins, make_op("pad", pads=pads, value=value), [source])
             unpadded = ins.op.replace(padding=(0,) * (2 * spatial))
-            replace_op(module, ins, unpadded, [pad, *ins.args[1:]])
+            Rewriter(module).replace(ins, unpadded, [pad, *ins.args[1:]])
             context.count(f"pads inserted before {name}")

@@ -19,7 +19,7 @@ from mgxir.ir.module import Module
 from mgxir.ir.program import Program
 from mgxir.ir.traits import FoldsWithItsInput, NeverFolded
 from mgxir.passes.base import ModulePass, PassContext, modules_to_run
-from mgxir.passes.rewrite import replace_instruction
+from mgxir.passes.rewrite import Rewriter
 
 
 class ConstantAnalysis:
@@ -114,7 +114,7 @@ class PropagateConstant(ModulePass):
             value = evaluate_constant(target, values, interpreter)
             shape = target.shape if target.shape.packed else target.shape.as_standard()
             literal_ins = module.add_literal(Literal(shape, np.ascontiguousarray(value)))
-            replace_instruction(module, target, literal_ins)
+            Rewriter(module).replace_all_uses(target, literal_ins)
             context.count("instructions folded")
 
 

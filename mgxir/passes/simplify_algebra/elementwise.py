@@ -7,12 +7,11 @@ element equals the value, within a tolerance for floating-point types."""
 from __future__ import annotations
 
 from mgxir.ir.instruction import Instruction
-from mgxir.ir.module import Module
 from mgxir.ir.registry import make_op
 from mgxir.ir.traits import ZeroPointed
 from mgxir.passes.matchers import has_value, used_once
 from mgxir.passes.propagate_constant import ConstantAnalysis
-from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, replace_op, roots
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, Rewriter, pattern
 
 
 def _value_and_other(ins: Instruction, value: float, atol_mult: int = 10, rtol_mult: int = 10) -> Instruction | None:
@@ -31,8 +30,8 @@ def _second_is(ins: Instruction, value: float, atol_mult: int = 10, rtol_mult: i
     return len(ins.args) == 2 and has_value(ins.args[1], value, atol_mult, rtol_mult)
 
 
-@roots("mul", "div", "add", "sub")
-def find_unit_ops(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+@pattern("mul", "div", "add", "sub")
+def find_unit_ops(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> bool:
     """x * 1, 1 * x, x / 1, x + 0, 0 + x, x - 0 -> x."""
     name = ins.op.defn.name
     x: Instruction | None = None
@@ -46,12 +45,12 @@ def find_unit_ops(module: Module, ins: Instruction, constant: ConstantAnalysis) 
         x = ins.args[0]
     if x is None:
         return False
-    replace_instruction(module, ins, x)
+    rewriter.replace_all_uses(ins, x)
     return True
 
 
-@roots("mul", "div", "sub")
-def find_neg_unit_ops(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+@pattern("mul", "div", "sub")
+def find_neg_unit_ops(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> bool:
     """x * -1, -1 * x, x / -1, 0 - x -> neg(x)."""
     name = ins.op.defn.name
     x: Instruction | None = None
@@ -63,13 +62,13 @@ def find_neg_unit_ops(module: Module, ins: Instruction, constant: ConstantAnalys
         x = ins.args[1]
     if x is None:
         return False
-    neg = module.insert(ins, make_op("neg"), [x])
-    replace_instruction(module, ins, neg)
+    neg = rewriter.insert(ins, make_op("neg"), [x])
+    rewriter.replace_all_uses(ins, neg)
     return True
 
 
-@roots(ZeroPointed)
-def eliminate_zero_point(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+@pattern(ZeroPointed)
+def eliminate_zero_point(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> bool:
     """quantizelinear / dequantizelinear with a zero point of 0 drop it (quantizelinear keeps its
     output type in out_type)."""
     name = ins.op.defn.name
@@ -78,13 +77,13 @@ def eliminate_zero_point(module: Module, ins: Instruction, constant: ConstantAna
     if not has_value(ins.args[2], 0.0, 0, 0):
         return False
     op = ins.op.replace(out_type=ins.shape.dtype) if name == "quantizelinear" else ins.op
-    without_zero_point = module.insert(ins, op, ins.args[:2])
-    replace_instruction(module, ins, without_zero_point)
+    without_zero_point = rewriter.insert(ins, op, ins.args[:2])
+    rewriter.replace_all_uses(ins, without_zero_point)
     return True
 
 
-@roots("mul", "div")
-def find_zero_ops(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+@pattern("mul", "div")
+def find_zero_ops(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> bool:
     """0 * x, x * 0, 0 / x -> the zero (a scalar zero reshaped to the result's lens)."""
     name = ins.op.defn.name
     zero: Instruction | None = None
@@ -95,56 +94,56 @@ def find_zero_ops(module: Module, ins: Instruction, constant: ConstantAnalysis) 
     if zero is None or ins.shape.is_dynamic:
         return False
     if zero.shape.scalar:
-        zero = module.insert(ins, make_op("reshape", dims=ins.shape.lens), [zero])
-    replace_instruction(module, ins, zero)
+        zero = rewriter.insert(ins, make_op("reshape", dims=ins.shape.lens), [zero])
+    rewriter.replace_all_uses(ins, zero)
     return True
 
 
-@roots("div")
-def find_div_const(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
+@pattern("div")
+def find_div_const(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> object:
     """x / c -> x * recip(c), recip placed just after c; not for integral types."""
     if ins.op.defn.name != "div" or len(ins.args) < 2 or not constant(ins.args[1]):
         return False
     c = ins.args[1]
     if ins.shape.dtype.is_integral:
         return MATCHED_UNCHANGED
-    recip = (c.parent or module).insert(c.next, make_op("recip"), [c])
-    replace_op(module, ins, make_op("mul"), [ins.args[0], recip])
+    recip = rewriter.insert_after(c, make_op("recip"), [c])
+    rewriter.replace(ins, make_op("mul"), [ins.args[0], recip])
     return True
 
 
-@roots("sub")
-def find_sub_const(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+@pattern("sub")
+def find_sub_const(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> bool:
     """x - c -> x + neg(c), neg placed just after c."""
     if ins.op.defn.name != "sub" or len(ins.args) < 2 or not constant(ins.args[1]):
         return False
     c = ins.args[1]
-    neg = (c.parent or module).insert(c.next, make_op("neg"), [c])
-    replace_op(module, ins, make_op("add"), [ins.args[0], neg])
+    neg = rewriter.insert_after(c, make_op("neg"), [c])
+    rewriter.replace(ins, make_op("add"), [ins.args[0], neg])
     return True
 
 
-@roots("recip")
-def find_rsqrt(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+@pattern("recip")
+def find_rsqrt(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> bool:
     """recip(sqrt(x)) -> rsqrt(x) when the sqrt has no other use."""
     if ins.op.defn.name != "recip" or len(ins.args) != 1:
         return False
     sqrt = ins.args[0]
     if sqrt.op.defn.name != "sqrt" or len(sqrt.args) != 1 or not used_once(sqrt):
         return False
-    replace_op(module, ins, make_op("rsqrt"), [sqrt.args[0]])
+    rewriter.replace(ins, make_op("rsqrt"), [sqrt.args[0]])
     return True
 
 
-@roots("log")
-def find_log_exp(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+@pattern("log")
+def find_log_exp(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> bool:
     """log(exp(x)) -> x."""
     if ins.op.defn.name != "log" or not ins.args:
         return False
     exp = ins.args[0]
     if exp.op.defn.name != "exp" or len(exp.args) != 1:
         return False
-    replace_instruction(module, ins, exp.args[0])
+    rewriter.replace_all_uses(ins, exp.args[0])
     return True
 
 
@@ -159,8 +158,8 @@ def _positive(ins: Instruction) -> bool:
     return ins.op.defn.name == "exp"
 
 
-@roots("log")
-def find_log_div(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+@pattern("log")
+def find_log_div(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> bool:
     """log(x / y) -> log(x) - log(y) when x and y are known positive and the quotient has no other use."""
     if ins.op.defn.name != "log" or len(ins.args) != 1:
         return False
@@ -170,20 +169,20 @@ def find_log_div(module: Module, ins: Instruction, constant: ConstantAnalysis) -
     x, y = div.args
     if not (_positive(x) and _positive(y)):
         return False
-    log_x = module.insert(ins, make_op("log"), [x])
-    log_y = module.insert(ins, make_op("log"), [y])
-    replace_op(module, ins, make_op("sub"), [log_x, log_y])
+    log_x = rewriter.insert(ins, make_op("log"), [x])
+    log_y = rewriter.insert(ins, make_op("log"), [y])
+    rewriter.replace(ins, make_op("sub"), [log_x, log_y])
     return True
 
 
-@roots("pow")
-def find_pow2(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+@pattern("pow")
+def find_pow2(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> bool:
     """pow(x, 2) -> x * x."""
     if ins.op.defn.name != "pow" or len(ins.args) < 2 or not has_value(ins.args[1], 2.0, 0, 1):
         return False
     x = ins.args[0]
-    square = module.insert(ins, make_op("mul"), [x, x])
-    replace_instruction(module, ins, square)
+    square = rewriter.insert(ins, make_op("mul"), [x, x])
+    rewriter.replace_all_uses(ins, square)
     return True
 
 

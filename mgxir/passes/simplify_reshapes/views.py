@@ -17,7 +17,6 @@ from collections.abc import Sequence
 
 from mgxir.analysis.shape_transform_descriptor import ShapeTransformDescriptor, compute_dims, invert_permutation
 from mgxir.ir.instruction import Instruction
-from mgxir.ir.module import Module
 from mgxir.ir.operation import OpDef, Operation
 from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape
@@ -32,23 +31,20 @@ from mgxir.passes.matchers import (
     is_shape_transform_or_contiguous,
     skip,
     skip_output,
+    used_once,
 )
 from mgxir.passes.propagate_constant import ConstantAnalysis
-from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, replace_op, roots
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, Rewriter, pattern
 
 
-def _used_once(module: Module, ins: Instruction) -> bool:
-    return len(ins.users) == 1 or (not ins.users and ins is module.last)
-
-
-def _insert_ops(module: Module, pos: Instruction, ops: Sequence[Operation], source: Instruction) -> Instruction:
+def _insert_ops(rewriter: Rewriter, pos: Instruction, ops: Sequence[Operation], source: Instruction) -> Instruction:
     for op in ops:
-        source = module.insert(pos, op, [source])
+        source = rewriter.insert(pos, op, [source])
     return source
 
 
-@roots(where=is_pointwise)
-def find_reshape_cont(module: Module, ins: Instruction) -> object:
+@pattern(where=is_pointwise)
+def find_reshape_cont(rewriter: Rewriter, ins: Instruction) -> object:
     if not ins.op.defn.pointwise or len(ins.args) != 2:
         return False
     found = None
@@ -66,15 +62,15 @@ def find_reshape_cont(module: Module, ins: Instruction) -> object:
         return MATCHED_UNCHANGED
     dims = list(cont_input.shape.lens)
     inputs = [
-        cont_input if arg is rsp else module.insert(ins, make_op("reshape", dims=dims), [arg]) for arg in ins.args
+        cont_input if arg is rsp else rewriter.insert(ins, make_op("reshape", dims=dims), [arg]) for arg in ins.args
     ]
-    out = module.insert(ins, ins.op, inputs)
-    replace_op(module, ins, make_op("reshape", dims=list(ins.shape.lens)), [out])
+    out = rewriter.insert(ins, ins.op, inputs)
+    rewriter.replace(ins, make_op("reshape", dims=list(ins.shape.lens)), [out])
     return True
 
 
-@roots(where=is_shape_transform_or_contiguous)
-def find_slice_shape_transforms(module: Module, ins: Instruction) -> object:
+@pattern(where=is_shape_transform_or_contiguous)
+def find_slice_shape_transforms(rewriter: Rewriter, ins: Instruction) -> object:
     if not is_shape_transform_or_contiguous(ins.op.defn) or not ins.args or ins.shape.is_dynamic:
         return False
     if any(is_shape_transform_or_contiguous(user.op.defn) for user in ins.users):
@@ -82,7 +78,7 @@ def find_slice_shape_transforms(module: Module, ins: Instruction) -> object:
     slice_ins = skip(ins.args[0], is_shape_transform_or_contiguous)
     if slice_ins.op.defn.name != "slice" or not slice_ins.args:
         return False
-    if not _used_once(module, slice_ins.args[0]) or ConstantAnalysis(need_values=False)(slice_ins):
+    if not used_once(slice_ins.args[0]) or ConstantAnalysis(need_values=False)(slice_ins):
         return False
     if ins.shape.scalar:
         return MATCHED_UNCHANGED
@@ -102,7 +98,7 @@ def find_slice_shape_transforms(module: Module, ins: Instruction) -> object:
     new_desc.simplify()
     axes = slice_ins.op["axes"]
     if any(len(new_desc.get_dst_axes_from_src(axis)) != 1 for axis in axes):
-        replace_instruction(module, ins, _insert_ops(module, ins, desc.generate(), slice_ins))
+        rewriter.replace_all_uses(ins, _insert_ops(rewriter, ins, desc.generate(), slice_ins))
         return True
     new_axes = [a for axis in axes for a in new_desc.get_dst_axes_from_src(axis)]
     new_ops = [*new_desc.generate(), slice_ins.op.replace(axes=new_axes)]
@@ -113,13 +109,13 @@ def find_slice_shape_transforms(module: Module, ins: Instruction) -> object:
         lens = compute_dims(op, lens)
     if lens != list(ins.shape.lens):
         return MATCHED_UNCHANGED
-    y = _insert_ops(module, ins, new_ops, source)
-    replace_instruction(module, ins, y)
+    y = _insert_ops(rewriter, ins, new_ops, source)
+    rewriter.replace_all_uses(ins, y)
     return True
 
 
-@roots("slice")
-def find_nested_slice(module: Module, ins: Instruction) -> object:
+@pattern("slice")
+def find_nested_slice(rewriter: Rewriter, ins: Instruction) -> object:
     if ins.op.defn.name != "slice" or len(ins.args) != 1 or ins.args[0].op.defn.name != "slice":
         return False
     inner = ins.args[0]
@@ -135,7 +131,7 @@ def find_nested_slice(module: Module, ins: Instruction) -> object:
             merged[axis] = (start, end)
     axes = sorted(merged)
     op = make_op("slice", axes=axes, starts=[merged[a][0] for a in axes], ends=[merged[a][1] for a in axes])
-    replace_op(module, ins, op, [inner.args[0]])
+    rewriter.replace(ins, op, [inner.args[0]])
     return True
 
 
@@ -143,8 +139,8 @@ def _slice_axes(op: Operation) -> dict[int, tuple[int, int]]:
     return {axis: (start, end) for axis, start, end in zip(op["axes"], op["starts"], op["ends"])}
 
 
-@roots("transpose")
-def find_transpose_slice(module: Module, ins: Instruction) -> object:
+@pattern("transpose")
+def find_transpose_slice(rewriter: Rewriter, ins: Instruction) -> object:
     if ins.op.defn.name != "transpose" or any(user.op.defn.name != "slice" for user in ins.users):
         return False
     slices = list(ins.users)
@@ -174,18 +170,18 @@ def find_transpose_slice(module: Module, ins: Instruction) -> object:
     permutation = list(ins.op["permutation"])
     preaxis = permutation[axis]
     steps = [lens[a] // d for a, d in zip(first["axes"], distance)]
-    unsqueeze = module.insert(ins, make_op("unsqueeze", axes=[preaxis], steps=steps), ins.args)
+    unsqueeze = rewriter.insert(ins, make_op("unsqueeze", axes=[preaxis], steps=steps), ins.args)
     permutation = [preaxis] + [p + 1 if p >= preaxis else p for p in permutation]
-    transpose = module.insert(ins, make_op("transpose", permutation=permutation), [unsqueeze])
+    transpose = rewriter.insert(ins, make_op("transpose", permutation=permutation), [unsqueeze])
     for s in slices:
         op = s.op.replace(axes=[0], starts=[s.op["starts"][0] // distance[0]], ends=[s.op["ends"][0] // distance[0]])
-        sliced = module.insert(ins, op, [transpose])
-        squeeze = module.insert(ins, make_op("squeeze", axes=[0]), [sliced])
-        replace_instruction(module, s, squeeze)
+        sliced = rewriter.insert(ins, op, [transpose])
+        squeeze = rewriter.insert(ins, make_op("squeeze", axes=[0]), [sliced])
+        rewriter.replace_all_uses(s, squeeze)
     return True
 
 
-def find_slice_transpose(module: Module, ins: Instruction) -> object:
+def find_slice_transpose(rewriter: Rewriter, ins: Instruction) -> object:
     def split_then_transpose(out: Instruction) -> bool:
         return out.op.defn.name == "slice" and len(out.users) == 1 and first_user(out).op.defn.name == "transpose"
 
@@ -202,14 +198,14 @@ def find_slice_transpose(module: Module, ins: Instruction) -> object:
     best = max(counts.values())
     permutation = min(p for p, c in counts.items() if c == best)
     inverse = invert_permutation(permutation)
-    pre = module.insert(ins.next, make_op("transpose", permutation=list(permutation)), [ins])
+    pre = rewriter.insert(ins.next, make_op("transpose", permutation=list(permutation)), [ins])
     for split, t in zip(splits, transposes):
         op = split.op.replace(axes=[inverse[a] for a in split.op["axes"]])
-        new_ins = module.insert(t, op, [pre])
+        new_ins = rewriter.insert(t, op, [pre])
         if t.op != pre.op:
             current = t.op["permutation"]
-            new_ins = module.insert(t, make_op("transpose", permutation=[inverse[c] for c in current]), [new_ins])
-        replace_instruction(module, t, new_ins)
+            new_ins = rewriter.insert(t, make_op("transpose", permutation=[inverse[c] for c in current]), [new_ins])
+        rewriter.replace_all_uses(t, new_ins)
     return True
 
 
@@ -221,9 +217,9 @@ def _can_fuse_unary(ins: Instruction) -> bool:
     return ins.is_literal or ins.op.defn.pointwise or is_reduce_like(ins.op.defn)
 
 
-@roots(where=is_pointwise)
-def find_unary_shape_transforms(module: Module, ins: Instruction) -> object:
-    if not ins.op.defn.pointwise or ins.op.defn.name == "layout" or not _used_once(module, ins):
+@pattern(where=is_pointwise)
+def find_unary_shape_transforms(rewriter: Rewriter, ins: Instruction) -> object:
+    if not ins.op.defn.pointwise or ins.op.defn.name == "layout" or not used_once(ins):
         return False
     if len(ins.args) != 1 or not skip(ins.args[0], is_contiguous).op.defn.has(ShapeTransform):
         return False
@@ -258,19 +254,19 @@ def find_unary_shape_transforms(module: Module, ins: Instruction) -> object:
         move_up = True
 
     if move_up:
-        z = module.insert(ins, ins.op, [x])
-        replace_instruction(module, ins, _insert_ops(module, ins, xops, z))
+        z = rewriter.insert(ins, ins.op, [x])
+        rewriter.replace_all_uses(ins, _insert_ops(rewriter, ins, xops, z))
         return True
     if move_down and last_transform is not None:
-        z = _insert_ops(module, ins, yops, source)
-        replace_op(module, last_transform, ins.op, [z])
+        z = _insert_ops(rewriter, ins, yops, source)
+        rewriter.replace(last_transform, ins.op, [z])
         return True
     return MATCHED_UNCHANGED
 
 
-@roots("dot")
-def find_reshape_dot(module: Module, ins: Instruction) -> object:
-    if ins.op.defn.name != "dot" or len(ins.args) != 2 or not _used_once(module, ins):
+@pattern("dot")
+def find_reshape_dot(rewriter: Rewriter, ins: Instruction) -> object:
+    if ins.op.defn.name != "dot" or len(ins.args) != 2 or not used_once(ins):
         return False
     if ins.args[0].op.defn.name == "reshape":
         rsp, other = ins.args[0], skip(ins.args[1], is_broadcast_or_contiguous)
@@ -312,10 +308,10 @@ def find_reshape_dot(module: Module, ins: Instruction) -> object:
             bc_op = make_op("broadcast", axis=axis, out_lens=new_other_lens)
         else:
             bc_op = make_op("multibroadcast", out_lens=new_other_lens)
-        new_other = module.insert(ins, bc_op, [other])
+        new_other = rewriter.insert(ins, bc_op, [other])
     args = [new_other, inp] if flipped else [inp, new_other]
-    new_dot = module.insert(ins, make_op("dot"), args)
-    replace_op(module, ins, make_op("reshape", dims=list(ins.shape.lens)), [new_dot])
+    new_dot = rewriter.insert(ins, make_op("dot"), args)
+    rewriter.replace(ins, make_op("reshape", dims=list(ins.shape.lens)), [new_dot])
     return True
 
 
@@ -324,8 +320,8 @@ def _transpose_or_convert(defn: OpDef) -> bool:
     return defn.name == "transpose" or defn.name == "convert"
 
 
-@roots(where=_transpose_or_convert)
-def find_mul_add_shape_op_dot(module: Module, ins: Instruction) -> object:
+@pattern(where=_transpose_or_convert)
+def find_mul_add_shape_op_dot(rewriter: Rewriter, ins: Instruction) -> object:
     if not _transpose_or_convert(ins.op.defn) or len(ins.args) != 1:
         return False
     pw = ins.args[0]
@@ -341,9 +337,9 @@ def find_mul_add_shape_op_dot(module: Module, ins: Instruction) -> object:
         source, constant = pw.args
     else:
         return False
-    new_input = module.insert(ins, ins.op, [source])
-    new_constant = module.insert(ins, ins.op, [constant])
-    replace_op(module, ins, pw.op, [new_input, new_constant])
+    new_input = rewriter.insert(ins, ins.op, [source])
+    new_constant = rewriter.insert(ins, ins.op, [constant])
+    rewriter.replace(ins, pw.op, [new_input, new_constant])
     return True
 
 
@@ -376,7 +372,7 @@ def _reduce_axis(ins: Instruction) -> int:
 
 
 def _insert_mapped_op(
-    module: Module, ins: Instruction, inputs: list[Instruction], axes_map: list[list[int]]
+    rewriter: Rewriter, ins: Instruction, inputs: list[Instruction], axes_map: list[list[int]]
 ) -> Instruction:
     """`ins`'s op on `inputs` (in the common space), its axes mapped through `axes_map`."""
     op = ins.op
@@ -387,7 +383,7 @@ def _insert_mapped_op(
             op = op.replace(axes=sorted(a for axis in op["axes"] for a in axes_map[axis]))
     elif ins.op.defn.name == "layout":
         op = op.replace(permutation=[a for axis in op["permutation"] for a in axes_map[axis]])
-    return module.insert(ins, op, inputs, ins.module_args)
+    return rewriter.insert(ins, op, inputs, ins.module_args)
 
 
 def _is_valid_op_descriptor(x_ins: Instruction, desc: ShapeTransformDescriptor) -> bool:
@@ -450,14 +446,14 @@ def _find_op_shape_transform_input(ins: Instruction) -> tuple[Instruction, Instr
     return None
 
 
-def _remove_inserted(module: Module, anchor: Instruction | None, pos: Instruction) -> None:
+def _remove_inserted(rewriter: Rewriter, anchor: Instruction | None, pos: Instruction) -> None:
     """Removes the instructions inserted between `anchor` and `pos` (newest first)."""
     while pos.prev is not anchor and pos.prev is not None:
-        module.remove(pos.prev)
+        rewriter.remove(pos.prev)
 
 
-@roots(where=is_reduction_or_pointwise)
-def find_op_shape_transform_op(module: Module, ins: Instruction) -> object:
+@pattern(where=is_reduction_or_pointwise)
+def find_op_shape_transform_op(rewriter: Rewriter, ins: Instruction) -> object:
     if not _matches_op(ins) or ins.shape.is_dynamic:
         return False
     found = _find_op_shape_transform_input(ins)
@@ -490,17 +486,17 @@ def find_op_shape_transform_op(module: Module, ins: Instruction) -> object:
     def reshape_input(
         pos: Instruction, gdesc: ShapeTransformDescriptor, source: Instruction, no_broadcast: bool = False
     ) -> Instruction:
-        return _insert_ops(module, pos, _generate_for(gdesc, source.shape, no_broadcast), source)
+        return _insert_ops(rewriter, pos, _generate_for(gdesc, source.shape, no_broadcast), source)
 
     # Not in MIGraphX (which throws, or builds a program of mismatched shapes): where the descriptor's
     # ops do not fit, everything inserted is removed and the program kept.
     before_x, before_ins = x_ins.prev, ins.prev
     try:
         x_inputs = [reshape_input(x_ins, desc.to_common_from_src(), i) for i in x_ins.args]
-        new_input_ins = _insert_mapped_op(module, x_ins, x_inputs, desc.common_axes_map_from_src())
+        new_input_ins = _insert_mapped_op(rewriter, x_ins, x_inputs, desc.common_axes_map_from_src())
         new_x_ins = reshape_input(x_ins, desc.to_src_from_common(), new_input_ins)
         if new_input_ins.shape.elements != input_ins.shape.elements:
-            new_input_ins = module.insert(
+            new_input_ins = rewriter.insert(
                 x_ins, make_op("multibroadcast", out_lens=desc.common_dims()), [new_input_ins]
             )
         inputs = [
@@ -510,20 +506,20 @@ def find_op_shape_transform_op(module: Module, ins: Instruction) -> object:
         if new_x_ins.shape.lens != x_ins.shape.lens:
             raise ValueError("the common space does not give back x's lens")
     except (ValueError, IndexError):
-        _remove_inserted(module, before_ins, ins)
-        _remove_inserted(module, before_x, x_ins)
+        _remove_inserted(rewriter, before_ins, ins)
+        _remove_inserted(rewriter, before_x, x_ins)
         return MATCHED_UNCHANGED
-    replace_instruction(module, x_ins, new_x_ins)
+    rewriter.replace_all_uses(x_ins, new_x_ins)
     before_ins = ins.prev
     try:
-        pw = _insert_mapped_op(module, ins, inputs, desc.common_axes_map_from_dst())
+        pw = _insert_mapped_op(rewriter, ins, inputs, desc.common_axes_map_from_dst())
         result = reshape_input(ins, desc.to_dst_from_common(), pw)
         if result.shape.lens != ins.shape.lens:
             raise ValueError("the common space does not give back the result's lens")
     except (ValueError, IndexError):
-        _remove_inserted(module, before_ins, ins)
+        _remove_inserted(rewriter, before_ins, ins)
         return True
-    replace_instruction(module, ins, result)
+    rewriter.replace_all_uses(ins, result)
     return True
 
 
