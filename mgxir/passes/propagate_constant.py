@@ -32,32 +32,38 @@ class ConstantAnalysis:
         self.need_values = need_values
 
     def __call__(self, ins: Instruction) -> bool:
-        found = self.known.get(ins)
+        known = self.known
+        found = known.get(ins)
         if found is not None:
             return found
+        need_values = self.need_values
         stack = [ins]
         while stack:
             top = stack[-1]
-            if top in self.known:
+            if top in known:
                 stack.pop()
                 continue
             defn = top.op.defn
-            if top.is_literal:
-                self.known[top] = not (self.need_values and top.literal.elided)
-            elif top.is_param or top.is_return or not top.args or top.module_args:
-                self.known[top] = False
-            elif defn.has_side_effects or defn.is_opaque:
-                self.known[top] = False
-            elif self.need_values and (not defn.has_compute or top.shape.is_dynamic):
-                self.known[top] = False
+            args = top.args
+            if defn.is_builtin:
+                value = defn.name == "@literal" and not (need_values and top.literal.elided)
+            elif not args or top.module_args or defn.has_side_effects or defn.is_opaque:
+                value = False
+            elif need_values and (not defn.has_compute or top.shape.is_dynamic):
+                value = False
             else:
-                pending = [a for a in top.args if a not in self.known]
+                pending = [a for a in args if a not in known]
                 if pending:
                     stack.extend(pending)
                     continue
-                self.known[top] = all(self.known[a] for a in top.args)
+                value = True
+                for a in args:
+                    if not known[a]:
+                        value = False
+                        break
+            known[top] = value
             stack.pop()
-        return self.known[ins]
+        return known[ins]
 
 
 def _skipped(ins: Instruction) -> bool:

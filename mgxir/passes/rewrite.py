@@ -232,11 +232,19 @@ def find_matches(
     module. `by_root=False` tries every rewrite on every instruction (tests compare the two)."""
     changed = False
     rewriter = Rewriter(module)
-    calls = rewrites.calls
+    every = rewrites.calls(None)
+    table: dict[OpDef, tuple[tuple[str, Callable[..., Outcome]], ...]] = {}
     for ins in module:
         if ins.parent is not module:
             continue
-        for name, rewrite in calls(ins.op.defn if by_root else None):
+        if by_root:
+            defn = ins.op.defn
+            tries = table.get(defn)
+            if tries is None:
+                tries = table[defn] = rewrites.calls(defn)
+        else:
+            tries = every
+        for name, rewrite in tries:
             outcome = rewrite(rewriter, ins, *args)
             if outcome is MATCHED_UNCHANGED:
                 break
