@@ -250,10 +250,7 @@ def _float_range(t: DType) -> float:
 @register
 class Convert(Unary):
     name = "convert"
-    traits = (
-        NopWhenShapeKept,
-        ValueTransparent,
-    )
+    traits = (NopWhenShapeKept, ValueTransparent)
     attributes = (Attr("target_type", TYPE, DType.half),)
 
     def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
@@ -373,10 +370,7 @@ class Quantizelinear(OpDef):
 @register
 class Dequantizelinear(OpDef):
     name = "dequantizelinear"
-    traits = (
-        ZeroPointed,
-        FoldsWithItsInput,
-    )
+    traits = (ZeroPointed, FoldsWithItsInput)
     arity = (2, 3)
     pointwise = True
 

@@ -37,11 +37,7 @@ Modules = Sequence["Module"]
 @register
 class Contiguous(OpDef):
     name = "contiguous"
-    traits = (
-        NopWhenShapeKept,
-        ValueTransparent,
-        FoldsWithItsInput,
-    )
+    traits = (NopWhenShapeKept, ValueTransparent, FoldsWithItsInput)
     arity = (1, 1)
 
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
@@ -84,10 +80,7 @@ class Undefined(OpDef):
 @register
 class Transpose(OpDef):
     name = "transpose"
-    traits = (
-        ShapeTransform,
-        NopWhenShapeKept,
-    )
+    traits = (ShapeTransform, NopWhenShapeKept)
     attributes = (Attr("permutation", INTS, ()),)
     legacy_attributes = {"dims": "permutation"}
     arity = (1, 1)
@@ -111,12 +104,7 @@ class Transpose(OpDef):
 @register
 class Broadcast(OpDef):
     name = "broadcast"
-    traits = (
-        Broadcasting,
-        NopWhenShapeKept,
-        ValueTransparent,
-        ConcatOperand,
-    )
+    traits = (Broadcasting, NopWhenShapeKept, ValueTransparent, ConcatOperand)
     attributes = (
         Attr("axis", INT, 0),
         Attr("out_lens", INTS, ()),
@@ -195,12 +183,7 @@ def common_lens(op_name: str, shapes: Shapes) -> tuple[int, ...]:
 @register
 class Multibroadcast(OpDef):
     name = "multibroadcast"
-    traits = (
-        Broadcasting,
-        NopWhenShapeKept,
-        ValueTransparent,
-        ConcatOperand,
-    )
+    traits = (Broadcasting, NopWhenShapeKept, ValueTransparent, ConcatOperand)
     attributes = (Attr("out_lens", INTS, ()), Attr("out_dyn_dims", DYN_DIMS, ()))
     legacy_attributes = {"output_lens": "out_lens", "output_dyn_dims": "out_dyn_dims"}
     arity = (1, None)
@@ -282,12 +265,7 @@ def _nocopy_strides(s: Shape, new_lens: Sequence[int]) -> list[int] | None:
 @register
 class Reshape(OpDef):
     name = "reshape"
-    traits = (
-        ShapeTransform,
-        Reshaper,
-        NopWhenShapeKept,
-        FoldsWithItsInput,
-    )
+    traits = (ShapeTransform, Reshaper, NopWhenShapeKept, FoldsWithItsInput)
     attributes = (Attr("dims", INTS, ()),)
     arity = (1, 2)
 
@@ -327,11 +305,7 @@ class Reshape(OpDef):
 @register
 class Squeeze(OpDef):
     name = "squeeze"
-    traits = (
-        ShapeTransform,
-        Reshaper,
-        NopWhenShapeKept,
-    )
+    traits = (ShapeTransform, Reshaper, NopWhenShapeKept)
     axis_attributes = {"axes": "input"}
     attributes = (Attr("axes", INTS, ()),)
     arity = (1, 1)
@@ -363,11 +337,7 @@ class Squeeze(OpDef):
 @register
 class Unsqueeze(OpDef):
     name = "unsqueeze"
-    traits = (
-        ShapeTransform,
-        Reshaper,
-        NopWhenShapeKept,
-    )
+    traits = (ShapeTransform, Reshaper, NopWhenShapeKept)
     axis_attributes = {"axes": "output"}
     attributes = (Attr("axes", INTS, ()), Attr("steps", INTS, ()))
     arity = (1, 1)
@@ -423,11 +393,7 @@ class Unsqueeze(OpDef):
 @register
 class Flatten(OpDef):
     name = "flatten"
-    traits = (
-        ShapeTransform,
-        Reshaper,
-        NopWhenShapeKept,
-    )
+    traits = (ShapeTransform, Reshaper, NopWhenShapeKept)
     attributes = (Attr("axis", INT, 1),)
     arity = (1, 1)
 

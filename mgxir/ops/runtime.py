@@ -124,10 +124,7 @@ class PackInt4(_Int4):
 @register
 class UnpackInt4(_Int4):
     name = "unpack_int4"
-    traits = (
-        NeverFolded,
-        ConcatOperand,
-    )
+    traits = (NeverFolded, ConcatOperand)
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
         x = inputs[0]
