@@ -36,6 +36,7 @@ from mgxir.ir.dtype import DType
 from mgxir.ir.operation import Operation
 from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape
+from mgxir.ir.traits import Reshaper
 
 _LAST_AXIS_SPLIT = 2**64 - 1
 
@@ -242,7 +243,7 @@ class ShapeTransformDescriptor:
         dims = self.lens()
         for op in ops:
             name = op.name
-            if name in ("reshape", "squeeze", "unsqueeze", "flatten"):
+            if op.defn.has(Reshaper):
                 dims = compute_dims(op, dims)
                 if not self.apply_reshape(dims):
                     return False

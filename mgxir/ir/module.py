@@ -148,6 +148,12 @@ class Module:
         ins.shape = shape
         return ins
 
+    def adopt(self, ins: Instruction, pos: Instruction | None) -> None:
+        """Moves `ins` out of its module to before `pos` of this one (to the end when None)."""
+        assert ins.parent is not None
+        ins.parent._unlink(ins)
+        self._link_before(ins, pos)
+
     def replace_all_uses(self, old: Instruction, new: Instruction) -> None:
         old.replace_all_uses_with(new)
 

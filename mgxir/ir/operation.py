@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from mgxir.ir.attributes import Attr, AttributeError_, OptionalKind
+from mgxir.ir.traits import Pointwise, Trait
 from mgxir.ir.values import OpNode
 
 if TYPE_CHECKING:
@@ -56,11 +57,22 @@ class OpDef:
     axis_attributes: ClassVar[Mapping[str, str]] = {}
     # attributes holding padding that may be symmetric (k values) or begin/end (2k values)
     padding_attributes: ClassVar[tuple[str, ...]] = ()
+    # what the operator is, as passes ask it (`defn.has(Broadcasting)`); see mgxir/ir/traits.py
+    traits: ClassVar[tuple[type[Trait], ...]] = ()
 
     def __init__(self) -> None:
         self.attribute_index = {a.name: i for i, a in enumerate(self.attributes)}
         self.defaults = tuple(a.kind.coerce(a.default) if a.default is not None else None for a in self.attributes)
         self._no_attributes: Operation | None = None
+        declared = (*self.traits, Pointwise) if self.pointwise else self.traits
+        # each trait with the traits it implies (its Trait base classes)
+        self.trait_set: frozenset[type[Trait]] = frozenset(
+            base for trait in declared for base in trait.__mro__ if issubclass(base, Trait) and base is not Trait
+        )
+
+    def has(self, trait: type[Trait]) -> bool:
+        """Whether the operator has `trait` (declared, implied by a declared one, or Pointwise by flag)."""
+        return trait in self.trait_set
 
     # -- construction -----------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from mgxir.ir.dtype import DType
 from mgxir.ir.operation import OpDef, Operation, RunModule
 from mgxir.ir.registry import register
 from mgxir.ir.shape import Shape
+from mgxir.ir.traits import FoldsWithItsInput, NopWhenShapeKept, ValueTransparent, ZeroPointed
 from mgxir.ops.common import elementwise_result, fail, require_static, same_dims, same_type, unary_result
 
 if TYPE_CHECKING:
@@ -249,6 +250,7 @@ def _float_range(t: DType) -> float:
 @register
 class Convert(Unary):
     name = "convert"
+    traits = (NopWhenShapeKept, ValueTransparent)
     attributes = (Attr("target_type", TYPE, DType.half),)
 
     def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
@@ -337,6 +339,7 @@ def _quantize_round(x: np.ndarray) -> np.ndarray:
 @register
 class Quantizelinear(OpDef):
     name = "quantizelinear"
+    traits = (ZeroPointed,)
     attributes = (Attr("out_type", OptionalKind(TYPE), None),)
     arity = (2, 3)
     pointwise = True
@@ -367,6 +370,7 @@ class Quantizelinear(OpDef):
 @register
 class Dequantizelinear(OpDef):
     name = "dequantizelinear"
+    traits = (ZeroPointed, FoldsWithItsInput)
     arity = (2, 3)
     pointwise = True
 

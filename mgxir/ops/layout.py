@@ -14,6 +14,16 @@ from mgxir.ir.dtype import DType
 from mgxir.ir.operation import OpDef, Operation, RunModule
 from mgxir.ir.registry import register
 from mgxir.ir.shape import DynamicDimension, Shape, find_common_permutation, standard_strides
+from mgxir.ir.traits import (
+    Broadcasting,
+    ConcatOperand,
+    FoldsWithItsInput,
+    NeverFolded,
+    NopWhenShapeKept,
+    Reshaper,
+    ShapeTransform,
+    ValueTransparent,
+)
 from mgxir.ops.common import fail, lens_text, normalize_axes, normalize_axis, require_static, same_type
 
 if TYPE_CHECKING:
@@ -27,6 +37,7 @@ Modules = Sequence["Module"]
 @register
 class Contiguous(OpDef):
     name = "contiguous"
+    traits = (NopWhenShapeKept, ValueTransparent, FoldsWithItsInput)
     arity = (1, 1)
 
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
@@ -56,6 +67,7 @@ class Identity(OpDef):
 @register
 class Undefined(OpDef):
     name = "undefined"
+    traits = (NeverFolded,)
     arity = (0, 0)
 
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
@@ -68,6 +80,7 @@ class Undefined(OpDef):
 @register
 class Transpose(OpDef):
     name = "transpose"
+    traits = (ShapeTransform, NopWhenShapeKept)
     attributes = (Attr("permutation", INTS, ()),)
     legacy_attributes = {"dims": "permutation"}
     arity = (1, 1)
@@ -91,6 +104,7 @@ class Transpose(OpDef):
 @register
 class Broadcast(OpDef):
     name = "broadcast"
+    traits = (Broadcasting, NopWhenShapeKept, ValueTransparent, ConcatOperand)
     attributes = (
         Attr("axis", INT, 0),
         Attr("out_lens", INTS, ()),
@@ -169,6 +183,7 @@ def common_lens(op_name: str, shapes: Shapes) -> tuple[int, ...]:
 @register
 class Multibroadcast(OpDef):
     name = "multibroadcast"
+    traits = (Broadcasting, NopWhenShapeKept, ValueTransparent, ConcatOperand)
     attributes = (Attr("out_lens", INTS, ()), Attr("out_dyn_dims", DYN_DIMS, ()))
     legacy_attributes = {"output_lens": "out_lens", "output_dyn_dims": "out_dyn_dims"}
     arity = (1, None)
@@ -250,6 +265,7 @@ def _nocopy_strides(s: Shape, new_lens: Sequence[int]) -> list[int] | None:
 @register
 class Reshape(OpDef):
     name = "reshape"
+    traits = (ShapeTransform, Reshaper, NopWhenShapeKept, FoldsWithItsInput)
     attributes = (Attr("dims", INTS, ()),)
     arity = (1, 2)
 
@@ -289,6 +305,7 @@ class Reshape(OpDef):
 @register
 class Squeeze(OpDef):
     name = "squeeze"
+    traits = (ShapeTransform, Reshaper, NopWhenShapeKept)
     axis_attributes = {"axes": "input"}
     attributes = (Attr("axes", INTS, ()),)
     arity = (1, 1)
@@ -320,6 +337,7 @@ class Squeeze(OpDef):
 @register
 class Unsqueeze(OpDef):
     name = "unsqueeze"
+    traits = (ShapeTransform, Reshaper, NopWhenShapeKept)
     axis_attributes = {"axes": "output"}
     attributes = (Attr("axes", INTS, ()), Attr("steps", INTS, ()))
     arity = (1, 1)
@@ -375,6 +393,7 @@ class Unsqueeze(OpDef):
 @register
 class Flatten(OpDef):
     name = "flatten"
+    traits = (ShapeTransform, Reshaper, NopWhenShapeKept)
     attributes = (Attr("axis", INT, 1),)
     arity = (1, 1)
 
@@ -396,6 +415,7 @@ class Flatten(OpDef):
 @register
 class Slice(OpDef):
     name = "slice"
+    traits = (NopWhenShapeKept,)
     axis_attributes = {"axes": "input"}
     attributes = (Attr("axes", INTS, ()), Attr("starts", INTS, ()), Attr("ends", INTS, ()))
     arity = (1, 4)
@@ -443,6 +463,7 @@ def _slice_len(n: int, start: int, end: int) -> int:
 @register
 class Concat(OpDef):
     name = "concat"
+    traits = (NopWhenShapeKept,)
     axis_attributes = {"axis": "input"}
     attributes = (Attr("axis", INT, 0),)
     arity = (1, None)

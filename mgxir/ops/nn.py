@@ -23,6 +23,7 @@ from mgxir.ir.dtype import DType
 from mgxir.ir.operation import ComputeError, OpDef, Operation, RunModule
 from mgxir.ir.registry import register
 from mgxir.ir.shape import DynamicDimension, Shape
+from mgxir.ir.traits import ArgReduction, Contraction, HorizontallyFusable, NopWhenLensKept, PaddedWindow, Reduction
 from mgxir.ops.common import fail, lens_text, normalize_axes, normalize_axis, require_static, same_type
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ Modules = Sequence["Module"]
 @register
 class Dot(OpDef):
     name = "dot"
+    traits = (Contraction, HorizontallyFusable)
     arity = (2, 2)
     legacy_attributes = {"alpha": None, "beta": None}
 
@@ -140,6 +142,7 @@ CONV_ATTRS_MODE_FIRST = (*_CONV_ATTRS[:3], _CONV_ATTRS[4], _CONV_ATTRS[3])
 @register
 class Convolution(_Convolution):
     name = "convolution"
+    traits = (PaddedWindow, HorizontallyFusable)
     padding_attributes = ("padding",)
     attributes = _CONV_ATTRS
     legacy_attributes = {"use_dynamic_same_auto_pad": None}
@@ -160,6 +163,7 @@ class QuantConvolution(_Convolution):
 @register
 class Pooling(OpDef):
     name = "pooling"
+    traits = (PaddedWindow,)
     padding_attributes = ("padding",)
     attributes = (
         Attr("mode", POOLING_MODE, 0),
@@ -288,11 +292,21 @@ REDUCTIONS = {
     "reduce_all": np.all,
 }
 
-for _name in ("reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_any", "reduce_all"):
-    register(type(_name.title().replace("_", ""), (_Reduce,), {"name": _name}))
+# reduce_any and reduce_all are left out of MIGraphX's find_nop_reshapes
+for _name, _traits in (
+    ("reduce_sum", (Reduction, NopWhenLensKept)),
+    ("reduce_mean", (Reduction, NopWhenLensKept)),
+    ("reduce_max", (Reduction, NopWhenLensKept)),
+    ("reduce_min", (Reduction, NopWhenLensKept)),
+    ("reduce_prod", (Reduction, NopWhenLensKept)),
+    ("reduce_any", (Reduction,)),
+    ("reduce_all", (Reduction,)),
+):
+    register(type(_name.title().replace("_", ""), (_Reduce,), {"name": _name, "traits": _traits}))
 
 
 class _ArgReduce(OpDef):
+    traits = (ArgReduction,)
     attributes = (Attr("axis", INT, 0), Attr("select_last_index", BOOL, False))
     axis_attributes = {"axis": "input"}
     arity = (1, 1)

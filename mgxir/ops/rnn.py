@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
+from mgxir.ir import traits
 from mgxir.ir.attributes import FLOAT, INT, RNN_DIRECTION, STRING, Attr
 from mgxir.ir.operation import ComputeError, OpDef, Operation, RunModule, RuntimeValue
 from mgxir.ir.registry import OPERATIONS, make_op, register
@@ -46,6 +47,7 @@ def _present(inputs: Arrays, i: int) -> np.ndarray | None:
 
 
 class Recurrent(OpDef):
+    traits = (traits.Recurrent,)
     gates: ClassVar[int] = 1
     functions_per_direction: ClassVar[int] = 1
     default_functions: ClassVar[tuple[str, ...]] = ("tanh",)

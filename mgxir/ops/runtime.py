@@ -12,6 +12,7 @@ from mgxir.ir.dtype import DType
 from mgxir.ir.operation import ComputeError, OpDef, Operation, RunModule, RuntimeValue
 from mgxir.ir.registry import register
 from mgxir.ir.shape import Shape
+from mgxir.ir.traits import ConcatOperand, NeverFolded, Reshaper
 from mgxir.ir.values import OpNode
 from mgxir.ops.common import fail, lens_text, normalize_axis, require_static
 from mgxir.ops.layout import Reshape
@@ -123,6 +124,7 @@ class PackInt4(_Int4):
 @register
 class UnpackInt4(_Int4):
     name = "unpack_int4"
+    traits = (NeverFolded, ConcatOperand)
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
         x = inputs[0]
@@ -169,6 +171,7 @@ class PackFp4(OpDef):
 @register
 class UnpackFp4(OpDef):
     name = "unpack_fp4"
+    traits = (NeverFolded,)
     attributes = (Attr("axis", INT, -1),)
     arity = (1, 1)
     axis_attributes = {"axis": "input"}
@@ -196,6 +199,7 @@ class ReshapeLazy(Reshape):
     """`reshape` that only ever aliases its input (the input must be standard)."""
 
     name = "reshape_lazy"
+    traits = (Reshaper,)
     arity = (1, 1)
     is_view = True
 

@@ -13,6 +13,7 @@ from mgxir.ir.dtype import DType
 from mgxir.ir.operation import OpDef, Operation, RunModule, RuntimeValue
 from mgxir.ir.registry import register
 from mgxir.ir.shape import Shape
+from mgxir.ir.traits import Contraction, HorizontallyFusable, NopWhenShapeKept
 from mgxir.ops.common import fail, lens_text, normalize_axes, normalize_axis, require_static, same_type
 
 if TYPE_CHECKING:
@@ -26,6 +27,7 @@ Arrays = list[np.ndarray]
 @register
 class Pad(OpDef):
     name = "pad"
+    traits = (NopWhenShapeKept,)
     attributes = (Attr("mode", PAD_MODE, 0), Attr("pads", INTS, ()), Attr("value", FLOAT, 0.0))
     arity = (1, 1)
 
@@ -149,6 +151,7 @@ class Lrn(OpDef):
 @register
 class Step(OpDef):
     name = "step"
+    traits = (NopWhenShapeKept,)
     attributes = (Attr("axes", INTS, ()), Attr("steps", INTS, ()))
     arity = (1, 1)
     axis_attributes = {"axes": "input"}
@@ -198,6 +201,7 @@ class Layout(OpDef):
 @register
 class AsShape(OpDef):
     name = "as_shape"
+    traits = (NopWhenShapeKept,)
     attributes = (Attr("shape", SHAPE, None),)
     arity = (1, 1)
     is_view = True
@@ -237,6 +241,7 @@ class Scalar(OpDef):
 @register
 class QuantDot(OpDef):
     name = "quant_dot"
+    traits = (Contraction, HorizontallyFusable)
     arity = (2, 2)
 
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:

@@ -14,6 +14,7 @@ from mgxir.ir.dtype import DType
 from mgxir.ir.operation import OpDef, Operation, RunModule, RuntimeValue
 from mgxir.ir.registry import register
 from mgxir.ir.shape import Shape
+from mgxir.ir.traits import PaddedWindow
 from mgxir.ops.common import fail, lens_text, require_static, same_type
 from mgxir.ops.nn import CONV_ATTRS_MODE_FIRST
 
@@ -93,6 +94,7 @@ class Im2col(OpDef):
     """Inputs (image {N, C, H, W}, weights {K, C, kh, kw}): one row per output position, C*kh*kw columns."""
 
     name = "im2col"
+    traits = (PaddedWindow,)
     attributes = (
         Attr("padding", INTS, (0, 0)),
         Attr("stride", INTS, (1, 1)),

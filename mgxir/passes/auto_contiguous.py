@@ -10,7 +10,7 @@ from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.ir.registry import make_op
 from mgxir.passes.base import ModulePass, PassContext
-from mgxir.passes.rewrite import replace_instruction
+from mgxir.passes.rewrite import Rewriter
 
 
 def needs_contiguous(ins: Instruction) -> bool:
@@ -36,5 +36,5 @@ class AutoContiguous(ModulePass):
                 continue
             copy = module.insert(ins.next, make_op("contiguous"), [ins])
             if ins is not last:
-                replace_instruction(module, ins, copy)
+                Rewriter(module).replace_all_uses(ins, copy)
             context.count("contiguous inserted")

@@ -21,7 +21,7 @@ from mgxir.ir.registry import make_op, opaque
 from mgxir.ir.shape import Shape
 from mgxir.ir.values import OpNode
 from mgxir.passes.base import ModulePass, PassContext
-from mgxir.passes.rewrite import recompute_shapes, replace_instruction, replace_op
+from mgxir.passes.rewrite import Rewriter
 from mgxir.text.syntax import SyntaxProblem, parse_layer2
 
 
@@ -146,7 +146,7 @@ class EliminateConcat(ModulePass):
             slice_op = make_op("slice", axes=[axis], starts=[start], ends=[start + length])
             written.append(self.insert_copy(module, slice_op, x, super_allocation))
             start += length
-        replace_op(module, ins, make_op("identity"), [super_allocation, *written])
+        Rewriter(module).replace(ins, make_op("identity"), [super_allocation, *written])
         return True
 
     def insert_copy(
@@ -154,12 +154,12 @@ class EliminateConcat(ModulePass):
     ) -> Instruction:
         view = module.insert(super_allocation.next, slice_op, [super_allocation])
         if not self.need_copy(x) and view.shape.packed and len(x.users) == 1:
-            replace_instruction(module, output_alias(x), view)
+            Rewriter(module).replace_all_uses(output_alias(x), view)
             for writer in list(view.users):
                 if writer.op.defn.is_opaque and writer.args[-1] is view and writer.shape != view.shape:
                     writer.shape = view.shape  # a lowered op's result is the memory it writes
-                    recompute_shapes(list(writer.users))
+                    Rewriter.recompute_shapes(list(writer.users))
             return x
         copied = module.insert(x.next, opaque(self.copy).make_raw(""), [x, view], shape=view.shape)
-        replace_instruction(module, x, copied)
+        Rewriter(module).replace_all_uses(x, copied)
         return copied

@@ -17,7 +17,7 @@ from mgxir.ir.module import Module
 from mgxir.ir.shape import Shape
 from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.propagate_constant import ConstantAnalysis, evaluate_constant
-from mgxir.passes.rewrite import recompute_shapes, replace_instruction
+from mgxir.passes.rewrite import Rewriter
 
 
 def accepts(ins: Instruction, inputs: Sequence[Shape]) -> bool:
@@ -69,7 +69,7 @@ class EliminateContiguous(ModulePass):
                 inputs = [source.shape if a is copy else a.shape for a in ins.args]
                 if accepts(ins, inputs):
                     ins.replace_arg(copy, source)
-                    recompute_shapes([ins])
+                    Rewriter.recompute_shapes([ins])
                     context.count("contiguous bypassed")
                 elif constant(source):
                     kept_constant.append(copy)
@@ -81,5 +81,5 @@ class EliminateContiguous(ModulePass):
         for copy in dict.fromkeys(kept_constant):
             value = evaluate_constant(copy.args[0], values, interpreter)
             literal = module.add_literal(Literal(copy.shape.as_standard(), np.ascontiguousarray(value)))
-            replace_instruction(module, copy, literal)
+            Rewriter(module).replace_all_uses(copy, literal)
             context.count("contiguous of a constant folded")

@@ -10,7 +10,7 @@ import dataclasses
 
 from mgxir.ir.module import Module
 from mgxir.passes.base import ModulePass, PassContext
-from mgxir.passes.rewrite import replace_instruction, replace_op
+from mgxir.passes.rewrite import Rewriter
 
 
 @dataclasses.dataclass
@@ -27,10 +27,10 @@ class EliminateConvert(ModulePass):
                 while source.op.defn.name == "convert":
                     source = source.args[0]
                 if ins.shape == source.shape:
-                    replace_instruction(module, ins, source)
+                    Rewriter(module).replace_all_uses(ins, source)
                 else:
-                    replace_op(module, ins, ins.op, [source])
+                    Rewriter(module).replace(ins, ins.op, [source])
                 context.count("nested converts folded")
             elif ins.shape == source.shape:
-                replace_instruction(module, ins, source)
+                Rewriter(module).replace_all_uses(ins, source)
                 context.count("converts removed")

@@ -12,10 +12,9 @@ import dataclasses
 
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
+from mgxir.ir.traits import PaddedWindow
 from mgxir.passes.base import ModulePass, PassContext
-from mgxir.passes.rewrite import replace_op
-
-_FOLDED_INTO = frozenset({"convolution", "im2col", "pooling"})
+from mgxir.passes.rewrite import Rewriter
 
 
 def spatial_pads(pad: Instruction) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
@@ -46,7 +45,7 @@ class EliminatePad(ModulePass):
     def apply_module(self, module: Module, context: PassContext) -> None:
         for ins in module:
             name = ins.op.defn.name
-            if name not in _FOLDED_INTO or not ins.args or ins.args[0].op.defn.name != "pad":
+            if not ins.op.defn.has(PaddedWindow) or not ins.args or ins.args[0].op.defn.name != "pad":
                 continue
             pad = ins.args[0]
             pads = spatial_pads(pad)
@@ -60,7 +59,7 @@ class EliminatePad(ModulePass):
             if len(padding) != 2 * spatial:
                 continue
             folded = tuple(p + q for p, q in zip(padding, (*begin, *end)))
-            replace_op(module, ins, ins.op.replace(padding=folded), [pad.args[0], *ins.args[1:]])
+            Rewriter(module).replace(ins, ins.op.replace(padding=folded), [pad.args[0], *ins.args[1:]])
             context.count(f"pads folded into {name}")
 
     def _foldable_pooling(self, mode: int) -> bool:

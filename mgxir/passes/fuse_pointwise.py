@@ -18,7 +18,6 @@ from collections.abc import Sequence
 
 from mgxir.ir.builtin import make_param, make_return
 from mgxir.ir.instruction import Instruction
-from mgxir.ir.literal import Literal
 from mgxir.ir.module import Module, compute_shape
 from mgxir.ir.operation import Operation
 from mgxir.ir.program import Program
@@ -28,23 +27,10 @@ from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.dead_code_elimination import eliminate_dead_code
 from mgxir.passes.eliminate_common_subexpression import EliminateCommonSubexpression
 from mgxir.passes.eliminate_identity import EliminateIdentity
+from mgxir.passes.matchers import scalar_constant
 from mgxir.passes.module_fusion import param_name
-from mgxir.passes.rewrite import recompute_shapes
+from mgxir.passes.rewrite import Rewriter
 from mgxir.passes.rewrite_reshapes import PointwiseReshape, rewrite_reshapes
-
-_SCALAR_SOURCES = ("contiguous", "broadcast", "multibroadcast")
-
-
-def scalar_constant(ins: Instruction) -> Literal | None:
-    """The one value of a constant with one element (through broadcasts), as a scalar literal."""
-    while ins.op.defn.name in _SCALAR_SOURCES and ins.args:
-        ins = ins.args[0]
-    if not ins.is_literal or ins.literal.data is None:
-        return None
-    shape = ins.shape
-    if shape.is_dynamic or shape.is_tuple or not (shape.elements == 1 or shape.scalar):
-        return None
-    return Literal(Shape.scalar_of(shape.dtype), ins.literal.data.ravel()[:1])
 
 
 class _Builder:
@@ -93,19 +79,14 @@ class _Builder:
         return module.insert(None, self.return_op, [result], (), result.shape)
 
 
-def _settle_shape(ins: Instruction) -> None:
-    """A pointwise instruction's shape by its rule (the body's ops on the inputs' shapes), with its
-    users' shapes following. Without broadcast inputs that is the shape the instruction had: the
-    body computes what the op (or the merged pair) computed, so only then is the body walked."""
-    for arg in ins.args:
-        if arg.shape.broadcasted:
-            break
-    else:
-        return
-    shape = compute_shape(ins.op, ins.args, ins.module_args)
-    if shape != ins.shape:
-        ins.shape = shape
-        recompute_shapes(list(ins.users))
+def _fused(rewriter: Rewriter, ins: Instruction, op: Operation, inputs: list[Instruction], body: Module) -> None:
+    """`ins` becomes `op(inputs)` over `body`, its shape by its rule (the body's ops on the inputs'
+    shapes). Without broadcast inputs that is the shape the instruction had: the body computes what
+    the op (or the merged pair) computed, so only then is the body walked."""
+    shape = ins.shape
+    if any(arg.shape.broadcasted for arg in inputs):
+        shape = compute_shape(op, inputs, [body])
+    rewriter.rebind(ins, op, inputs, [body], shape)
 
 
 def _is_dead(ins: Instruction) -> bool:
@@ -147,6 +128,7 @@ class FusePointwise(ModulePass):
     @staticmethod
     def create_pointwise_modules(module: Module, program: Program, builder: _Builder, context: PassContext) -> None:
         pointwise = make_op("pointwise")
+        rewriter = Rewriter(module)
         counter = 0
         created = 0
         for ins in module:
@@ -174,9 +156,7 @@ class FusePointwise(ModulePass):
             builder.add_return(body, result)
             program.modules[name] = body
             # in place, as MIGraphX's replace_instruction: users keep using `ins`
-            ins.op = pointwise
-            ins.set_args(outer_inputs, [body])
-            _settle_shape(ins)
+            _fused(rewriter, ins, pointwise, outer_inputs, body)
             created += 1
         context.count("pointwise modules created", created)
 
@@ -258,13 +238,12 @@ class FusePointwise(ModulePass):
             # moved rather than copied: the consumer's module is dropped, and a scalar op keeps
             # its shape; literals go to the front, as MIGraphX's add_literal puts its copies
             sub.set_args(args)
-            consumer_body._unlink(sub)
-            body._link_before(sub, body.first if sub.is_literal else ret)
+            body.adopt(sub, body.first if sub.is_literal else ret)
         ret.set_args(results)
         ret.shape = results[0].shape if len(results) == 1 else Shape.tuple_of([r.shape for r in results])
-        consumer.set_args(inputs, [body])
-        _settle_shape(consumer)
-        module.remove(producer)
+        rewriter = Rewriter(module)
+        _fused(rewriter, consumer, consumer.op, inputs, body)
+        rewriter.remove(producer)
         uses[id(consumer_body)] = uses.get(id(consumer_body), 1) - 1
         if uses[id(consumer_body)] <= 0:
             builder.params_of.pop(consumer_body, None)
@@ -278,6 +257,7 @@ class FusePointwise(ModulePass):
         a single-use multibroadcast of a single-use pointwise gets the broadcast moved onto the
         producer's inputs, so the two can merge."""
         changed = False
+        rewriter = Rewriter(module)
         for ins in module:
             if ins.op.defn.name != "pointwise":
                 continue
@@ -286,11 +266,8 @@ class FusePointwise(ModulePass):
                 continue
             producer = broadcast.args[0]
             extra = broadcast.args[1:]
-            inputs = [module.insert(broadcast, broadcast.op, [x, *extra]) for x in producer.args]
-            old_shape = broadcast.shape
-            module.replace(broadcast, producer.op, inputs, producer.module_args)
-            if broadcast.shape != old_shape:
-                recompute_shapes(list(broadcast.users))
+            inputs = [rewriter.insert(broadcast, broadcast.op, [x, *extra]) for x in producer.args]
+            rewriter.replace(broadcast, producer.op, inputs, producer.module_args)
             context.count("broadcasts moved above pointwise")
             changed = True
         EliminateCommonSubexpression().apply_module(module, context)

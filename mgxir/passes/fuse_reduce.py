@@ -19,9 +19,11 @@ from mgxir.ir.module import Module
 from mgxir.ir.operation import Operation
 from mgxir.ir.program import Program
 from mgxir.ir.registry import make_op
+from mgxir.ir.traits import ArgReduction, Reduction
 from mgxir.passes.base import ModulePass, PassContext, modules_to_run
 from mgxir.passes.dead_code_elimination import eliminate_dead_code
 from mgxir.passes.eliminate_common_subexpression import EliminateCommonSubexpression
+from mgxir.passes.matchers import used_once
 from mgxir.passes.module_fusion import (
     InstructionMap,
     find_inputs,
@@ -29,23 +31,8 @@ from mgxir.passes.module_fusion import (
     fuse_module,
     last_output,
 )
-from mgxir.passes.rewrite import recompute_shapes
+from mgxir.passes.rewrite import Rewriter
 from mgxir.passes.rewrite_reshapes import AxesMap, ReshapeFusion, rewrite_reshapes
-
-# operators with MIGraphX's "reduce" attribute
-REDUCE_OPS = frozenset(
-    {
-        "reduce_sum",
-        "reduce_mean",
-        "reduce_max",
-        "reduce_min",
-        "reduce_prod",
-        "reduce_any",
-        "reduce_all",
-        "argmin",
-        "argmax",
-    }
-)
 
 
 class BroadcastableInput(NamedTuple):
@@ -55,10 +42,6 @@ class BroadcastableInput(NamedTuple):
     input: Instruction
     producer: Instruction
     broadcast: Instruction | None
-
-
-def _used_once(ins: Instruction) -> bool:
-    return len(ins.users) == 1 or (not ins.users and ins.parent is not None and ins is ins.parent.last)
 
 
 def _broadcast_output(broadcast: Instruction) -> Instruction:
@@ -100,15 +83,15 @@ def match_broadcastable_input(ins: Instruction, op_name: str) -> BroadcastableIn
     """An argument of `ins` that is a single-use `op_name` instruction, else (looked for only
     then) one that is a single-use `multibroadcast` of one, through contiguous copies."""
     for arg in ins.args:
-        if arg.op.defn.name == op_name and _used_once(arg):
+        if arg.op.defn.name == op_name and used_once(arg):
             return BroadcastableInput(arg, arg, None)
     for arg in ins.args:
-        if not _used_once(arg):
+        if not used_once(arg):
             continue
         broadcast = arg
         while broadcast.op.defn.name == "contiguous" and len(broadcast.args) == 1:
             broadcast = broadcast.args[0]
-        if broadcast.op.defn.name != "multibroadcast" or not _used_once(broadcast):
+        if broadcast.op.defn.name != "multibroadcast" or not used_once(broadcast):
             continue
         producer = broadcast.args[0]
         if producer.shape.ndim != broadcast.shape.ndim:
@@ -157,10 +140,7 @@ class _ReduceFusion:
         EliminateCommonSubexpression().apply_module(body, PassContext())
         eliminate_dead_code(body)
         inputs = find_inputs(map_ins, self.module, body)
-        old_shape = ins.shape
-        self.module.replace(ins, op, inputs, [body])
-        if ins.shape != old_shape:
-            recompute_shapes(list(ins.users))
+        Rewriter(self.module).replace(ins, op, inputs, [body])
         self.replaced.extend(old)
 
     # -- the wrapping of each reduction -----------------------------------------------------
@@ -169,16 +149,13 @@ class _ReduceFusion:
         n = 0
         for ins in self.module:
             name = ins.op.defn.name
-            if name not in REDUCE_OPS or len(ins.args) != 1:
+            if not ins.op.defn.has(Reduction) or len(ins.args) != 1:
                 continue
             body = self.create_module(f"{self.module.name}:{name}{n}")
             n += 1
             body.add_return(fuse_instructions(body, [ins]))
             axes = list(ins.op["axes"]) if "axes" in ins.op.defn.attribute_index else [ins.op["axis"]]
-            old_shape = ins.shape
-            self.module.replace(ins, make_op("fused_reduce", axes=axes), list(ins.args), [body])
-            if ins.shape != old_shape:
-                recompute_shapes(list(ins.users))
+            Rewriter(self.module).replace(ins, make_op("fused_reduce", axes=axes), list(ins.args), [body])
             self.context.count("reductions wrapped")
 
     # -- the matchers -----------------------------------------------------------------------
@@ -269,7 +246,7 @@ class ReduceReshape(ReshapeFusion):
     def __init__(self, fusion: _ReduceFusion):
         self.fusion = fusion
 
-    def insert(self, module: Module, ins: Instruction, inputs: list[Instruction], axes_map: AxesMap) -> Instruction:
+    def insert(self, rewriter: Rewriter, ins: Instruction, inputs: list[Instruction], axes_map: AxesMap) -> Instruction:
         axes = sorted(new_axis for axis in ins.op["axes"] for new_axis in axes_map[axis])
         dims = self.input_dims(inputs)
         old_body = ins.module_args[0]
@@ -279,7 +256,7 @@ class ReduceReshape(ReshapeFusion):
             name = op.defn.name
             if "reduce" in name:
                 op = make_op(name, axes=axes)
-            elif name in ("argmin", "argmax"):
+            elif op.defn.has(ArgReduction):
                 op = op.replace(axis=axes[0])
             elif name == "multibroadcast":
                 op = make_op("multibroadcast", out_lens=dims)
@@ -287,7 +264,7 @@ class ReduceReshape(ReshapeFusion):
 
         body.add_return(fuse_module(body, old_body, inputs, None, transform))
         self.fusion.replaced.append(old_body)
-        return module.insert(ins, make_op("fused_reduce", axes=axes), inputs, [body])
+        return rewriter.insert(ins, make_op("fused_reduce", axes=axes), inputs, [body])
 
     @staticmethod
     def input_dims(inputs: list[Instruction]) -> list[int]:

@@ -13,7 +13,7 @@ from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.propagate_constant import ConstantAnalysis, evaluate_constant
-from mgxir.passes.rewrite import replace_instruction
+from mgxir.passes.rewrite import Rewriter
 
 
 def inline_before(module: Module, pos: Instruction, branch: Module) -> list[Instruction]:
@@ -53,5 +53,5 @@ class InlineModule(ModulePass):
             branch = ins.module_args[0] if taken else ins.module_args[1]
             outputs = inline_before(module, ins, branch)
             for user in list(ins.users):
-                replace_instruction(module, user, outputs[user.op["index"]])
+                Rewriter(module).replace_all_uses(user, outputs[user.op["index"]])
             context.count("if inlined")

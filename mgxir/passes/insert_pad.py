@@ -10,10 +10,10 @@ import numpy as np
 
 from mgxir.ir.module import Module
 from mgxir.ir.registry import make_op
+from mgxir.ir.traits import PaddedWindow
 from mgxir.passes.base import ModulePass, PassContext
-from mgxir.passes.rewrite import replace_op
+from mgxir.passes.rewrite import Rewriter
 
-_PADDED_OPS = frozenset({"convolution", "im2col", "pooling"})
 LOWEST_FLOAT = float(np.finfo(np.float32).min)
 
 
@@ -24,9 +24,9 @@ class InsertPad(ModulePass):
 
     def apply_module(self, module: Module, context: PassContext) -> None:
         for ins in module:
-            name = ins.op.defn.name
-            if name not in _PADDED_OPS or not ins.args:
+            if not ins.op.defn.has(PaddedWindow) or not ins.args:
                 continue
+            name = ins.op.defn.name
             source = ins.args[0]
             if source.shape.is_dynamic or source.shape.ndim < 3:
                 continue
@@ -44,5 +44,5 @@ class InsertPad(ModulePass):
             pads = (0, 0, *padding[:spatial], 0, 0, *padding[spatial:])
             pad = module.insert(ins, make_op("pad", pads=pads, value=value), [source])
             unpadded = ins.op.replace(padding=(0,) * (2 * spatial))
-            replace_op(module, ins, unpadded, [pad, *ins.args[1:]])
+            Rewriter(module).replace(ins, unpadded, [pad, *ins.args[1:]])
             context.count(f"pads inserted before {name}")

@@ -180,6 +180,12 @@ def cycle_collector_paused() -> Iterator[None]:
         yield
     finally:
         if enabled:
+            # what was made while it was off would all be young: the first collection after would
+            # scan every instruction made by the passes. Filed as old instead (freeze moves every
+            # tracked object to the permanent generation, unfreeze back to the oldest), it is
+            # collected as the old generation is, cycles included.
+            gc.freeze()
+            gc.unfreeze()
             gc.enable()
 
 

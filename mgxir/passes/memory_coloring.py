@@ -21,7 +21,7 @@ from mgxir.ir.module import Module
 from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape
 from mgxir.passes.base import ModulePass, PassContext
-from mgxir.passes.rewrite import replace_op
+from mgxir.passes.rewrite import Rewriter
 
 
 def element_alignment(shape: Shape) -> int:
@@ -110,7 +110,7 @@ class MemoryColoring(ModulePass):
         else:
             scratch = module.insert(allocations[0], make_op("allocate", shape=scratch_shape))
         for ins in allocations:
-            replace_op(module, ins, make_op("load", shape=ins.shape, offset=offsets[ins]), [scratch])
+            Rewriter(module).replace(ins, make_op("load", shape=ins.shape, offset=offsets[ins]), [scratch])
         context.count("allocations planned", len(allocations))
         context.count("peak scratch bytes", peak)
         context.count("bytes without planning", sum(_rounded(a.shape.bytes, alignment) for a in allocations))

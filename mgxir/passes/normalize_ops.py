@@ -7,7 +7,7 @@ import dataclasses
 
 from mgxir.ir.module import Module
 from mgxir.passes.base import ModulePass, PassContext
-from mgxir.passes.rewrite import replace_op
+from mgxir.passes.rewrite import Rewriter
 
 
 @dataclasses.dataclass
@@ -21,5 +21,5 @@ class NormalizeOps(ModulePass):
                 continue
             normalized = ins.op.defn.normalize(ins.op, [a.shape for a in ins.args])
             if normalized != ins.op:
-                replace_op(module, ins, normalized)
+                Rewriter(module).replace(ins, normalized)
                 context.count(f"{ins.op.defn.name} normalized")

@@ -17,11 +17,9 @@ from mgxir.ir.instruction import Instruction
 from mgxir.ir.literal import Literal
 from mgxir.ir.module import Module
 from mgxir.ir.program import Program
+from mgxir.ir.traits import FoldsWithItsInput, NeverFolded
 from mgxir.passes.base import ModulePass, PassContext, modules_to_run
-from mgxir.passes.rewrite import replace_instruction
-
-_LOOK_THROUGH = frozenset({"contiguous", "dequantizelinear", "reshape"})
-_NEVER_FOLDED = frozenset({"unpack_int4", "unpack_fp4", "undefined"})
+from mgxir.passes.rewrite import Rewriter
 
 
 class ConstantAnalysis:
@@ -34,44 +32,50 @@ class ConstantAnalysis:
         self.need_values = need_values
 
     def __call__(self, ins: Instruction) -> bool:
-        found = self.known.get(ins)
+        known = self.known
+        found = known.get(ins)
         if found is not None:
             return found
+        need_values = self.need_values
         stack = [ins]
         while stack:
             top = stack[-1]
-            if top in self.known:
+            if top in known:
                 stack.pop()
                 continue
             defn = top.op.defn
-            if top.is_literal:
-                self.known[top] = not (self.need_values and top.literal.elided)
-            elif top.is_param or top.is_return or not top.args or top.module_args:
-                self.known[top] = False
-            elif defn.has_side_effects or defn.is_opaque:
-                self.known[top] = False
-            elif self.need_values and (not defn.has_compute or top.shape.is_dynamic):
-                self.known[top] = False
+            args = top.args
+            if defn.is_builtin:
+                value = defn.name == "@literal" and not (need_values and top.literal.elided)
+            elif not args or top.module_args or defn.has_side_effects or defn.is_opaque:
+                value = False
+            elif need_values and (not defn.has_compute or top.shape.is_dynamic):
+                value = False
             else:
-                pending = [a for a in top.args if a not in self.known]
+                pending = [a for a in args if a not in known]
                 if pending:
                     stack.extend(pending)
                     continue
-                self.known[top] = all(self.known[a] for a in top.args)
+                value = True
+                for a in args:
+                    if not known[a]:
+                        value = False
+                        break
+            known[top] = value
             stack.pop()
-        return self.known[ins]
+        return known[ins]
 
 
 def _skipped(ins: Instruction) -> bool:
     """MIGraphX's `skip_propagate`: folding this would turn a cheap view into a large literal."""
     while True:
-        name = ins.op.defn.name
-        if name in _LOOK_THROUGH or (ins.op.defn.is_view and ins.args):
+        defn = ins.op.defn
+        if defn.has(FoldsWithItsInput) or (defn.is_view and ins.args):
             if not (ins.shape.broadcasted and ins.shape.element_space < ins.shape.elements):
                 ins = ins.args[0]
                 continue
             return True
-        if name in _NEVER_FOLDED:
+        if defn.has(NeverFolded):
             return True
         s = ins.shape
         return s.is_tuple or (s.broadcasted and s.element_space < s.elements)
@@ -116,7 +120,7 @@ class PropagateConstant(ModulePass):
             value = evaluate_constant(target, values, interpreter)
             shape = target.shape if target.shape.packed else target.shape.as_standard()
             literal_ins = module.add_literal(Literal(shape, np.ascontiguousarray(value)))
-            replace_instruction(module, target, literal_ins)
+            Rewriter(module).replace_all_uses(target, literal_ins)
             context.count("instructions folded")
 
 

@@ -11,7 +11,7 @@ from mgxir.ir.module import Module
 from mgxir.ir.operation import Operation
 from mgxir.ir.registry import lookup
 from mgxir.passes.base import ModulePass, PassContext
-from mgxir.passes.rewrite import replace_op
+from mgxir.passes.rewrite import Rewriter
 
 
 def lowered(ins: Instruction) -> Operation | None:
@@ -33,5 +33,5 @@ class RefLowering(ModulePass):
         for ins in module:
             op = lowered(ins)
             if op is not None:
-                replace_op(module, ins, op)
+                Rewriter(module).replace(ins, op)
                 context.count("lowered to ref::")

@@ -21,33 +21,18 @@ from mgxir.ir.module import Module
 from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape
 from mgxir.passes.base import ModulePass, PassContext
-from mgxir.passes.rewrite import replace_instruction
+from mgxir.passes.matchers import has_value
+from mgxir.passes.rewrite import Rewriter
 
-_SKIPPED_TO_CONSTANT = frozenset({"broadcast", "multibroadcast", "contiguous", "convert"})
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 
 Match = Callable[[Instruction], Instruction | None]
 
 
-def has_value(ins: Instruction, value: float) -> bool:
-    """A literal (through broadcasts and converts) whose every value is `value`, within MIGraphX's
-    tolerance of 10 + 10|value| epsilons of its type."""
-    while ins.op.defn.name in _SKIPPED_TO_CONSTANT and ins.args:
-        ins = ins.args[0]
-    if not ins.is_literal or ins.literal.data is None or ins.literal.data.size == 0:
-        return False
-    data = ins.literal.data
-    if not np.issubdtype(data.dtype, np.floating):
-        return bool(np.all(data == data.dtype.type(value)))
-    typed = data.dtype.type(value)
-    tolerance = float(np.finfo(data.dtype).eps) * (10 + 10 * abs(value))
-    return bool(np.all(np.abs(data.astype(np.float64) - float(typed)) < tolerance))
-
-
 def _named(ins: Instruction, name: str, used_once: bool = False) -> bool:
     return (
         ins.op.defn.name == name
-        and len(ins.args) == 2 - (name in ("tanh", "erf"))
+        and len(ins.args) == (1 if name == "tanh" or name == "erf" else 2)
         and (not used_once or len(ins.users) == 1)
     )
 
@@ -171,7 +156,7 @@ def replace_with_exp_form(module: Module, ins: Instruction, x: Instruction) -> N
     exp_u = module.insert(ins, make_op("exp"), [u])
     c = module.insert(ins, make_op("add"), [_broadcast(module, ins, one, exp_u), exp_u])
     y = module.insert(ins, make_op("div"), [x, c])
-    replace_instruction(module, ins, y)
+    Rewriter(module).replace_all_uses(ins, y)
 
 
 @dataclasses.dataclass

@@ -21,7 +21,7 @@ from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape
 from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.insert_pad import LOWEST_FLOAT
-from mgxir.passes.rewrite import replace_op
+from mgxir.passes.rewrite import Rewriter
 
 _AVERAGE, _MAX = 0, 1
 _MAX_GATHERED_ELEMENTS = 100_000  # MIGraphX's limit on the input of a rewritten dilated pooling
@@ -60,7 +60,7 @@ def rewrite_dilated(module: Module, ins: Instruction) -> bool:
         literal = module.add_literal(Literal(Shape.make(DType.int32, (len(indices),)), data))
         elements = module.insert(ins, make_op("gather", axis=axis + 2), [elements, literal])
     pooled = op.replace(padding=(0,) * spatial, stride=kernels, dilations=(1,) * spatial)
-    replace_op(module, ins, pooled, [elements])
+    Rewriter(module).replace(ins, pooled, [elements])
     return True
 
 
@@ -86,7 +86,7 @@ class RewritePooling(ModulePass):
                     continue
                 reduce = "reduce_mean" if op["mode"] == _AVERAGE else "reduce_max"
                 axes = tuple(range(2, source.ndim))
-                replace_op(module, ins, make_op(reduce, axes=axes))
+                Rewriter(module).replace(ins, make_op(reduce, axes=axes))
                 context.count("pooling became a reduce")
             elif not undilated and rewrite_dilated(module, ins):
                 context.count("dilated pooling gathered")

@@ -25,11 +25,11 @@ from mgxir.ir.module import Module
 from mgxir.ir.operation import Operation
 from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape
+from mgxir.ir.traits import Broadcasting
 from mgxir.passes.base import ModulePass, PassContext
-from mgxir.passes.rewrite import replace_instruction, replace_op
-from mgxir.passes.rewrite_gelu import has_value
+from mgxir.passes.matchers import has_value
+from mgxir.passes.rewrite import Rewriter
 
-_BROADCASTS = frozenset({"broadcast", "multibroadcast"})
 _WIDE_FLOATS = frozenset({DType.float, DType.double})
 
 
@@ -48,9 +48,9 @@ def _broadcast_to(module: Module, pos: Instruction, x: Instruction, lens: tuple[
 def _finish(module: Module, ins: Instruction, result: Instruction, dtype: DType) -> None:
     """`ins`'s users read `result`, converted to `dtype` in place of `ins` where the type changed."""
     if result.shape.dtype == dtype:
-        replace_instruction(module, ins, result)
+        Rewriter(module).replace_all_uses(ins, result)
     else:
-        replace_op(module, ins, make_op("convert", target_type=dtype), [result])
+        Rewriter(module).replace(ins, make_op("convert", target_type=dtype), [result])
 
 
 def rewrite_softmax(module: Module, ins: Instruction) -> None:
@@ -63,14 +63,14 @@ def rewrite_softmax(module: Module, ins: Instruction) -> None:
     exp = module.insert(ins, make_op("exp"), [shifted])
     total = module.insert(ins, make_op("reduce_sum", axes=(axis,)), [exp])
     if x is source:
-        replace_op(module, ins, make_op("div"), [exp, _broadcast_to(module, ins, total, lens)])
+        Rewriter(module).replace(ins, make_op("div"), [exp, _broadcast_to(module, ins, total, lens)])
     else:
         quotient = module.insert(ins, make_op("div"), [exp, _broadcast_to(module, ins, total, lens)])
-        replace_op(module, ins, make_op("convert", target_type=source.shape.dtype), [quotient])
+        Rewriter(module).replace(ins, make_op("convert", target_type=source.shape.dtype), [quotient])
 
 
 def _skip_broadcasts(ins: Instruction) -> Instruction:
-    while ins.op.defn.name in _BROADCASTS and ins.args:
+    while ins.op.defn.has(Broadcasting) and ins.args:
         ins = ins.args[0]
     return ins
 
@@ -81,7 +81,7 @@ def variance_parts(ins: Instruction) -> tuple[Instruction, Instruction] | None:
     inner = ins.args[0]
     name = inner.op.defn.name
     candidates: list[tuple[Instruction, Instruction]] = []
-    if name in ("pow", "mul") and len(inner.args) == 2:
+    if (name == "pow" or name == "mul") and len(inner.args) == 2:
         difference = inner.args[0]
         squared = has_value(inner.args[1], 2.0) if name == "pow" else inner.args[1] is difference
         if squared and difference.op.defn.name == "sub" and len(difference.args) == 2:
@@ -99,7 +99,7 @@ def rewrite_variance(module: Module, ins: Instruction, x: Instruction, mean: Ins
     squares = module.insert(ins, make_op("mul"), [x, x])
     mean_of_squares = module.insert(ins, mean.op, [squares])
     square_of_mean = module.insert(ins, make_op("mul"), [mean, mean])
-    replace_op(module, ins, make_op("sub"), [mean_of_squares, square_of_mean])
+    Rewriter(module).replace(ins, make_op("sub"), [mean_of_squares, square_of_mean])
 
 
 def _accumulates_wider(dtype: DType, count: int) -> bool:
@@ -142,7 +142,7 @@ class RewriteReduce(ModulePass):
         for ins in list(module):
             if ins.op.defn.name == "logsoftmax" and ins.args and not ins.shape.is_dynamic:
                 softmax = module.insert(ins, make_op("softmax", axis=ins.op["axis"]), [ins.args[0]])
-                replace_op(module, ins, make_op("log"), [softmax])
+                Rewriter(module).replace(ins, make_op("log"), [softmax])
                 context.count("logsoftmax rewritten")
         for ins in list(module):
             if not ins.args or ins.is_return or ins.shape.is_dynamic or ins.args[0].shape.is_dynamic:

@@ -18,13 +18,9 @@ from mgxir.ir.registry import make_op
 from mgxir.passes.base import PassContext
 from mgxir.passes.dead_code_elimination import eliminate_dead_code
 from mgxir.passes.eliminate_common_subexpression import EliminateCommonSubexpression
-from mgxir.passes.rewrite import replace_instruction
+from mgxir.passes.matchers import is_broadcast_or_contiguous, is_shape_transform_or_contiguous, used_once
+from mgxir.passes.rewrite import Rewriter
 from mgxir.passes.simplify_reshapes import SimplifyReshapes
-
-_RESHAPES = frozenset(
-    {"reshape", "squeeze", "unsqueeze", "flatten", "transpose", "contiguous", "multibroadcast", "broadcast"}
-)
-_BROADCASTS = frozenset({"multibroadcast", "broadcast", "contiguous"})
 
 AxesMap = Sequence[Sequence[int]]
 
@@ -35,8 +31,8 @@ class ReshapeFusion:
 
     name = "pointwise"
 
-    def insert(self, module: Module, ins: Instruction, inputs: list[Instruction], axes_map: AxesMap) -> Instruction:
-        return module.insert(ins, ins.op, inputs, ins.module_args)
+    def insert(self, rewriter: Rewriter, ins: Instruction, inputs: list[Instruction], axes_map: AxesMap) -> Instruction:
+        return rewriter.insert(ins, ins.op, inputs, ins.module_args)
 
     def base_dims(self, ins: Instruction) -> list[int]:
         return list(ins.shape.lens)
@@ -45,12 +41,8 @@ class ReshapeFusion:
 PointwiseReshape = ReshapeFusion
 
 
-def _used_once(ins: Instruction) -> bool:
-    return len(ins.users) == 1 or (not ins.users and ins.parent is not None and ins is ins.parent.last)
-
-
 def _is_reshape(ins: Instruction) -> bool:
-    return ins.op.defn.name in _RESHAPES and _used_once(ins)
+    return is_shape_transform_or_contiguous(ins.op.defn) and used_once(ins)
 
 
 def _find_input_if(start: Instruction, last: Instruction, predicate: Callable[[Instruction], bool]) -> Instruction:
@@ -82,17 +74,17 @@ class FindOpReshapeOp:
             x = arg.args[0]
             while len(x.args) == 1 and _is_reshape(x):
                 x = x.args[0]
-            if x.op.defn.name == self.op1 and _used_once(x):
+            if x.op.defn.name == self.op1 and used_once(x):
                 return arg, x
         return None
 
-    def insert(self, module: Module, ins: Instruction, inputs: list[Instruction], axes_map: AxesMap) -> Instruction:
+    def insert(self, rewriter: Rewriter, ins: Instruction, inputs: list[Instruction], axes_map: AxesMap) -> Instruction:
         if ins.op.defn.name == "pointwise":
-            return module.insert(ins, ins.op, inputs, ins.module_args)
-        return self.fusion.insert(module, ins, inputs, axes_map)
+            return rewriter.insert(ins, ins.op, inputs, ins.module_args)
+        return self.fusion.insert(rewriter, ins, inputs, axes_map)
 
-    def apply(self, module: Module, ins: Instruction, input_ins: Instruction, x_ins: Instruction) -> bool:
-        if _find_input_if(input_ins, x_ins, lambda i: i.op.defn.name not in _BROADCASTS) is x_ins:
+    def apply(self, rewriter: Rewriter, ins: Instruction, input_ins: Instruction, x_ins: Instruction) -> bool:
+        if _find_input_if(input_ins, x_ins, lambda i: not is_broadcast_or_contiguous(i.op.defn)) is x_ins:
             return False  # only broadcasts between them
         dims1 = self.fusion.base_dims(ins)
         dims2 = self.fusion.base_dims(x_ins)
@@ -114,21 +106,21 @@ class FindOpReshapeOp:
         ) -> Callable[[Instruction], Instruction]:
             def apply_to(value: Instruction) -> Instruction:
                 for op in transform.generate(list(value.shape.lens)):
-                    value = module.insert(position, op, [value])
+                    value = rewriter.insert(position, op, [value])
                 return value
 
             return apply_to
 
         to_common_x = reshape_input(x_ins, desc.to_common_from_src())
         x_inputs = [to_common_x(a) for a in x_ins.args]
-        new_x = self.insert(module, x_ins, x_inputs, desc.common_axes_map_from_src())
+        new_x = self.insert(rewriter, x_ins, x_inputs, desc.common_axes_map_from_src())
         if list(new_x.shape.lens) != list(common_dims):
-            new_x = module.insert(x_ins, make_op("multibroadcast", out_lens=common_dims), [new_x])
+            new_x = rewriter.insert(x_ins, make_op("multibroadcast", out_lens=common_dims), [new_x])
         to_common = reshape_input(ins, desc.to_common_from_dst())
         inputs = [new_x if a is input_ins else to_common(a) for a in ins.args]
-        fused = self.insert(module, ins, inputs, desc.common_axes_map_from_dst())
+        fused = self.insert(rewriter, ins, inputs, desc.common_axes_map_from_dst())
         result = reshape_input(ins, desc.to_dst_from_common())(fused)
-        replace_instruction(module, ins, result)
+        rewriter.replace_all_uses(ins, result)
         return True
 
 
@@ -143,11 +135,12 @@ def rewrite_reshapes(module: Module, fusion: ReshapeFusion, context: PassContext
             FindOpReshapeOp(fusion, fusion.name, fusion.name),
         ]
     changed = False
+    rewriter = Rewriter(module)
     for ins in module:
         for matcher in matchers:
             found = matcher.match(ins)
             if found is not None:
-                if matcher.apply(module, ins, *found):
+                if matcher.apply(rewriter, ins, *found):
                     changed = True
                     context.count(f"{fusion.name} rebuilt around reshapes")
                 break

@@ -17,6 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from mgxir.interp.interpreter import Interpreter
+from mgxir.ir import traits
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.literal import Literal
 from mgxir.ir.module import Module
@@ -26,9 +27,8 @@ from mgxir.ir.shape import Shape
 from mgxir.ops.rnn import BIDIRECTIONAL, FORWARD, Recurrent
 from mgxir.passes.base import ModulePass, PassContext
 from mgxir.passes.propagate_constant import ConstantAnalysis, evaluate_constant
-from mgxir.passes.rewrite import replace_instruction, replace_op
+from mgxir.passes.rewrite import Rewriter
 
-_RECURRENT = ("rnn", "gru", "lstm")
 _BIAS, _SEQ_LENS, _INITIAL_H, _INITIAL_C, _PEEPHOLE = 3, 4, 5, 6, 7
 
 
@@ -350,7 +350,7 @@ class RnnRewriter:
                 self.all_steps(forward.hidden_states, forward.last_hidden, True),
                 self.all_steps(reverse.hidden_states, reverse.last_hidden, False),
             ]
-        return Joined(replace_op(self.module, self.ins, make_op("concat", axis=1), pair), last_output)
+        return Joined(Rewriter(self.module).replace(self.ins, make_op("concat", axis=1), pair), last_output)
 
     def join_one_direction(self, result: CellOutputs, is_forward: bool) -> Joined:
         last_output = self.squeeze(result.last_hidden)
@@ -362,7 +362,7 @@ class RnnRewriter:
             pair = [last]
         else:
             pair = [states, last] if is_forward else [last, states]
-        return replace_op(self.module, self.ins, make_op("concat", axis=0), pair)
+        return Rewriter(self.module).replace(self.ins, make_op("concat", axis=0), pair)
 
     def join_lstm_bidirectional(self, forward: CellOutputs, reverse: CellOutputs) -> Joined:
         assert forward.last_cell is not None and reverse.last_cell is not None
@@ -382,7 +382,7 @@ class RnnRewriter:
             forward_cells = self.all_steps(forward.cell_states, forward.last_cell, True)
             reverse_cells = self.all_steps(reverse.cell_states, reverse.last_cell, False)
             cell_states = self.add("concat", [forward_cells, reverse_cells], axis=1)
-        hidden = replace_op(self.module, self.ins, make_op("concat", axis=1), pair)
+        hidden = Rewriter(self.module).replace(self.ins, make_op("concat", axis=1), pair)
         return Joined(hidden, last_hidden, cell_states, last_cell)
 
     def join_lstm_one_direction(self, result: CellOutputs, is_forward: bool) -> Joined:
@@ -407,21 +407,21 @@ class RnnRewriter:
         pad_shape = Shape.make(hidden.shape.dtype, pad_lens)
         zeros = self.module.add_literal(Literal(pad_shape, np.zeros(pad_lens)))
         padded = self.module.insert(hidden.next, make_op("concat", axis=0), [hidden, zeros])
-        replace_instruction(self.module, hidden, padded)
+        Rewriter(self.module).replace_all_uses(hidden, padded)
         return padded
 
     def replace_last_hs_output(self, hidden: Instruction, last_output: Instruction, direction: int) -> Instruction:
         seq_lens = self.lengths.seq_lens
         if not self.lengths.variable or seq_lens is None:
             for user in [u for u in hidden.users if u.op.defn.name == "rnn_last_hs_output"]:
-                replace_instruction(self.module, user, last_output)
+                Rewriter(self.module).replace_all_uses(user, last_output)
             return hidden
         shift = make_op("rnn_var_sl_shift_output", output_name="hidden_states", direction=direction)
         shifted = self.module.insert(hidden.next, shift, [hidden, seq_lens])
-        replace_instruction(self.module, hidden, shifted)
+        Rewriter(self.module).replace_all_uses(hidden, shifted)
         for user in [u for u in shifted.users if u.op.defn.name == "rnn_last_hs_output"]:
-            replace_op(
-                self.module, user, make_op("rnn_var_sl_last_output", direction=direction), [user.args[0], seq_lens]
+            Rewriter(self.module).replace(
+                user, make_op("rnn_var_sl_last_output", direction=direction), [user.args[0], seq_lens]
             )
         return shifted
 
@@ -432,14 +432,14 @@ class RnnRewriter:
         seq_lens = self.lengths.seq_lens
         if not self.lengths.variable or seq_lens is None:
             for reader in readers:
-                replace_instruction(self.module, reader, last_cell)
+                Rewriter(self.module).replace_all_uses(reader, last_cell)
             return
         if readers:
             shift = make_op("rnn_var_sl_shift_output", output_name="cell_outputs", direction=direction)
             cell_states = self.module.insert(hidden.next, shift, [cell_states, seq_lens])
         for reader in readers:
-            replace_op(
-                self.module, reader, make_op("rnn_var_sl_last_output", direction=direction), [cell_states, seq_lens]
+            Rewriter(self.module).replace(
+                reader, make_op("rnn_var_sl_last_output", direction=direction), [cell_states, seq_lens]
             )
 
 
@@ -457,7 +457,7 @@ class RewriteRnn(ModulePass):
     description = "Unroll rnn, gru and lstm into dot/add/activation/concat over the sequence."
 
     def apply_module(self, module: Module, context: PassContext) -> None:
-        recurrent = [ins for ins in module if ins.op.defn.name in _RECURRENT and rewritable(ins)]
+        recurrent = [ins for ins in module if ins.op.defn.has(traits.Recurrent) and rewritable(ins)]
         if not recurrent:
             return
         constant = ConstantAnalysis()

@@ -20,8 +20,9 @@ from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.ir.registry import make_op
 from mgxir.passes.base import ModulePass, PassContext
+from mgxir.passes.matchers import is_reduce_like
 from mgxir.passes.module_fusion import InstructionMap, copy_instructions, param_name
-from mgxir.passes.rewrite import replace_instruction
+from mgxir.passes.rewrite import Rewriter
 
 _ASSIGN = {
     "reduce_sum": "assign_add",
@@ -33,8 +34,7 @@ _ASSIGN = {
 
 
 def is_reduce(ins: Instruction) -> bool:
-    name = ins.op.defn.name
-    return "reduce" in name or name in ("argmin", "argmax")
+    return is_reduce_like(ins.op.defn)
 
 
 def reduce_size(body: Module) -> int:
@@ -276,11 +276,12 @@ class SplitReduce(ModulePass):
 
         assign = _ASSIGN[splits[0].op.defn.name]
         op = make_op("split_fused_reduce", axes=ins.op["axes"], assign=assign)
-        partial = module.insert(ins, op, reducing.inputs, [split_body])
+        rewriter = Rewriter(module)
+        partial = rewriter.insert(ins, op, reducing.inputs, [split_body])
         if len(splits) == 1:
             each = [partial]
         else:
-            each = [module.insert(ins, make_op("get_tuple_elem", index=i), [partial]) for i in range(len(splits))]
+            each = [rewriter.insert(ins, make_op("get_tuple_elem", index=i), [partial]) for i in range(len(splits))]
         after.replace(splits, each)
         replaced = after.insert_inline(module, ins)
-        replace_instruction(module, ins, replaced[0])
+        rewriter.replace_all_uses(ins, replaced[0])

@@ -23,8 +23,8 @@ from mgxir.ir.module import Module
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
 from mgxir.passes.base import PassContext
+from mgxir.passes.matchers import has_value as _has_value
 from mgxir.passes.simplify_algebra import SimplifyAlgebra, broadcast, elementwise
-from mgxir.passes.simplify_algebra.elementwise import _has_value
 from mgxir.text.parser import parse_program
 from mgxir.text.printer import PrintOptions, print_program
 from mgxir.verifier import verify

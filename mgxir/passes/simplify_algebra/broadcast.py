@@ -7,17 +7,15 @@ import math
 from collections.abc import Callable
 
 from mgxir.ir.instruction import Instruction
-from mgxir.ir.module import Module
 from mgxir.ir.operation import Operation, ShapeError
 from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape
+from mgxir.ir.traits import Broadcasting
+from mgxir.passes.matchers import is_pointwise, used_once
 from mgxir.passes.propagate_constant import ConstantAnalysis
-from mgxir.passes.rewrite import MATCHED_UNCHANGED, is_pointwise, replace_op, roots
-
-_BROADCASTS = ("broadcast", "multibroadcast")
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, Rewriter, pattern
 
 
-# Ops with MIGraphX's "pointwise" attribute that OpDef.pointwise leaves out
 def _lit_broadcast(ins: Instruction, constant: ConstantAnalysis) -> bool:
     return constant(ins) or ins.op.defn.name == "broadcast"
 
@@ -51,23 +49,23 @@ def _common_lens(all_lens: list[tuple[int, ...]]) -> tuple[int, ...]:
     return tuple(common)
 
 
-def _insert_common_op(module: Module, pos: Instruction, op, inputs: list[Instruction]) -> Instruction:
+def _insert_common_op(rewriter: Rewriter, pos: Instruction, op, inputs: list[Instruction]) -> Instruction:
     """`op(inputs)` with every input multibroadcast to the common lens (numpy's rule)."""
     common = _common_lens([tuple(i.shape.lens) for i in inputs])
     args = [
-        i if tuple(i.shape.lens) == common else module.insert(pos, make_op("multibroadcast", out_lens=common), [i])
+        i if tuple(i.shape.lens) == common else rewriter.insert(pos, make_op("multibroadcast", out_lens=common), [i])
         for i in inputs
     ]
-    return module.insert(pos, op, args)
+    return rewriter.insert(pos, op, args)
 
 
-@roots(where=is_pointwise)
-def find_inner_broadcast(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
+@pattern(where=is_pointwise)
+def find_inner_broadcast(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> object:
     """A pointwise op whose inputs are all broadcasts computes on the broadcasts' inputs, and its
     result is broadcast."""
     if not ins.op.defn.pointwise:
         return False
-    if any(b.op.defn.name not in _BROADCASTS or not b.args for b in ins.args) or ins.shape.is_dynamic:
+    if any(not b.op.defn.has(Broadcasting) or not b.args for b in ins.args) or ins.shape.is_dynamic:
         return False
     broadcasts = ins.args
     if ins.op.defn.name == "layout" or not broadcasts:
@@ -79,11 +77,11 @@ def find_inner_broadcast(module: Module, ins: Instruction, constant: ConstantAna
     first = next((i for i, b in enumerate(broadcasts) if not b.shape.scalar), len(broadcasts))
     if _same_broadcasts(broadcasts[first:]):
         outer = broadcasts[first] if first < len(broadcasts) else broadcasts[0]
-        return True if _apply_same_broadcasts(module, ins, outer) else MATCHED_UNCHANGED
+        return True if _apply_same_broadcasts(rewriter, ins, outer) else MATCHED_UNCHANGED
     # MIGraphX leaves inputs that are themselves broadcast to the simple case only
     if any(b.args[0].shape.broadcasted for b in broadcasts):
         return MATCHED_UNCHANGED
-    return True if _apply_diff_broadcasts(module, ins) else MATCHED_UNCHANGED
+    return True if _apply_diff_broadcasts(rewriter, ins) else MATCHED_UNCHANGED
 
 
 def _same_broadcasts(broadcasts: list[Instruction]) -> bool:
@@ -97,7 +95,7 @@ def _same_broadcasts(broadcasts: list[Instruction]) -> bool:
     )
 
 
-def _apply_same_broadcasts(module: Module, ins: Instruction, outer: Instruction) -> bool:
+def _apply_same_broadcasts(rewriter: Rewriter, ins: Instruction, outer: Instruction) -> bool:
     """op(b(x), b(y)) -> b(op(x, y)); single-element inputs of another rank are squeezed. False
     when b cannot take op's result back to ins's lens (MIGraphX would throw there)."""
     broadcasts = list(ins.args)
@@ -113,13 +111,13 @@ def _apply_same_broadcasts(module: Module, ins: Instruction, outer: Instruction)
         return False
     if result is None or result.lens != ins.shape.lens:
         return False
-    inputs = [module.insert(b, squeeze, [i]) if sq else i for b, i, sq in zip(broadcasts, inners, squeezed)]
-    inner_op = _insert_common_op(module, ins, ins.op, inputs)
-    replace_op(module, ins, outer.op, [inner_op])
+    inputs = [rewriter.insert(b, squeeze, [i]) if sq else i for b, i, sq in zip(broadcasts, inners, squeezed)]
+    inner_op = _insert_common_op(rewriter, ins, ins.op, inputs)
+    rewriter.replace(ins, outer.op, [inner_op])
     return True
 
 
-def _apply_diff_broadcasts(module: Module, ins: Instruction) -> bool:
+def _apply_diff_broadcasts(rewriter: Rewriter, ins: Instruction) -> bool:
     """Different broadcasts: compute on the axes some input is not broadcast on (the inner axes),
     each input squeezed (or broadcast) to those axes, then broadcast the result back out. False
     when every axis is inner, or when MIGraphX's result would be wrong (it refuses there)."""
@@ -143,7 +141,7 @@ def _apply_diff_broadcasts(module: Module, ins: Instruction) -> bool:
     inserted: list[Instruction] = []
 
     def insert(pos: Instruction, op: Operation, args: list[Instruction]) -> Instruction:
-        inserted.append(module.insert(pos, op, args))
+        inserted.append(rewriter.insert(pos, op, args))
         return inserted[-1]
 
     try:
@@ -160,11 +158,11 @@ def _apply_diff_broadcasts(module: Module, ins: Instruction) -> bool:
             if _unsqueeze_needed(inner_op.shape.lens, out_lens):
                 inner_op = insert(ins, make_op("unsqueeze", axes=tuple(axes)), [inner_op])
             outer = make_op("multibroadcast", out_lens=out_lens)
-        replace_op(module, ins, outer, [inner_op])
+        rewriter.replace(ins, outer, [inner_op])
     except ShapeError:
         # MIGraphX throws here (a size-1 axis an inner broadcast cannot stretch): leave it as it is
         for new in reversed(inserted):
-            module.remove(new)
+            rewriter.remove(new)
         return False
     return True
 
@@ -203,8 +201,8 @@ def _unsqueeze_needed(lens: tuple[int, ...], out_lens: tuple[int, ...]) -> bool:
     return True
 
 
-@roots("add")
-def find_double_add_lit_broadcast(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
+@pattern("add")
+def find_double_add_lit_broadcast(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> object:
     if ins.op.defn.name != "add" or len(ins.args) != 2:
         return False
     left = _op_lit_broadcast(ins.args[0], "add", constant)
@@ -216,62 +214,57 @@ def find_double_add_lit_broadcast(module: Module, ins: Instruction, constant: Co
     if a.op.defn.name == "broadcast" and b.op.defn.name == "broadcast":
         if a.args[0].shape != b.args[0].shape:
             return MATCHED_UNCHANGED
-        presum = module.insert(ins, add, [a.args[0], b.args[0]])
-        sum_ab = module.insert(ins, a.op, [presum])
+        presum = rewriter.insert(ins, add, [a.args[0], b.args[0]])
+        sum_ab = rewriter.insert(ins, a.op, [presum])
     else:
-        sum_ab = module.insert(ins, add, [a, b])
-    sum_xy = module.insert(ins, add, [x, y])
-    replace_op(module, ins, add, [sum_xy, sum_ab])
+        sum_ab = rewriter.insert(ins, add, [a, b])
+    sum_xy = rewriter.insert(ins, add, [x, y])
+    rewriter.replace(ins, add, [sum_xy, sum_ab])
     return True
 
 
-@roots("add")
-def find_add_lit_broadcast(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+@pattern("add")
+def find_add_lit_broadcast(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> bool:
     if ins.op.defn.name != "add" or len(ins.args) != 2:
         return False
     for inner, b in ((ins.args[0], ins.args[1]), (ins.args[1], ins.args[0])):
         found = _op_lit_broadcast(inner, "add", constant)
         if found is not None and _lit_broadcast(b, constant):
             a, x = found
-            sum_ab = module.insert(ins, make_op("add"), [a, b])
-            replace_op(module, ins, make_op("add"), [x, sum_ab])
+            sum_ab = rewriter.insert(ins, make_op("add"), [a, b])
+            rewriter.replace(ins, make_op("add"), [x, sum_ab])
             return True
     return False
-
-
-def _used_once(ins: Instruction) -> bool:
-    """MIGraphX's `match::used_once`: one user, or none when it is the module's last instruction."""
-    return len(ins.users) == 1 or (not ins.users and ins.parent is not None and ins is ins.parent.last)
 
 
 def _conv_const_weights(ins: Instruction, constant: ConstantAnalysis) -> bool:
     """A convolution used once, of a non-constant input and constant weights."""
     return (
         ins.op.defn.name == "convolution"
-        and _used_once(ins)
+        and used_once(ins)
         and len(ins.args) == 2
         and not constant(ins.args[0])
         and constant(ins.args[1])
     )
 
 
-@roots("mul")
-def find_mul_add(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+@pattern("mul")
+def find_mul_add(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> bool:
     """a * (x + b) -> a * x + a * b, with a constant and b constant (or a convolution with constant
     weights), the sum used only here and not of two constants."""
     if ins.op.defn.name != "mul" or len(ins.args) != 2:
         return False
     for add, a in ((ins.args[0], ins.args[1]), (ins.args[1], ins.args[0])):
-        if add.op.defn.name != "add" or len(add.args) != 2 or not _used_once(add) or not constant(a):
+        if add.op.defn.name != "add" or len(add.args) != 2 or not used_once(add) or not constant(a):
             continue
         if constant(add.args[0]) and constant(add.args[1]):
             continue
         for x, b in ((add.args[0], add.args[1]), (add.args[1], add.args[0])):
             if constant(b) or _conv_const_weights(b, constant):
                 mul = make_op("mul")
-                ax = module.insert(ins, mul, [a, x])
-                ab = module.insert(ins, mul, [a, b])
-                replace_op(module, ins, make_op("add"), [ax, ab])
+                ax = rewriter.insert(ins, mul, [a, x])
+                ab = rewriter.insert(ins, mul, [a, b])
+                rewriter.replace(ins, make_op("add"), [ax, ab])
                 return True
     return False
 

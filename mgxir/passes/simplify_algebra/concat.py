@@ -13,15 +13,14 @@ import math
 from collections.abc import Sequence
 
 from mgxir.ir.instruction import Instruction
-from mgxir.ir.module import Module, compute_shape
+from mgxir.ir.module import compute_shape
 from mgxir.ir.operation import Operation, ShapeError
 from mgxir.ir.registry import make_op
+from mgxir.ir.traits import ConcatOperand
+from mgxir.passes.matchers import used_once
 from mgxir.passes.propagate_constant import ConstantAnalysis
-from mgxir.passes.rewrite import MATCHED_UNCHANGED, recompute_shapes, replace_instruction, replace_op, roots
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, Rewriter, pattern
 from mgxir.text.printer import print_module
-
-# MIGraphX gives these the "pointwise" attribute too
-_CONCAT_OP_VIEWS = frozenset({"broadcast", "multibroadcast", "unpack_int4"})
 
 
 def _name(ins: Instruction) -> str:
@@ -30,10 +29,6 @@ def _name(ins: Instruction) -> str:
 
 def _pointwise(op: Operation) -> bool:
     return op.defn.pointwise
-
-
-def _used_once(ins: Instruction) -> bool:
-    return len(ins.users) == 1 or (not ins.users and ins.parent is not None and ins is ins.parent.last)
 
 
 # -- MIGraphX's matchers ------------------------------------------------------------------------
@@ -45,7 +40,7 @@ def _matches_concat_same_input(ins: Instruction) -> bool:
 
 def _matches_concat_op(ins: Instruction) -> bool:
     return _name(ins) == "concat" and any(
-        _pointwise(a.op) or _name(a) in _CONCAT_OP_VIEWS or _used_once(a) for a in ins.args
+        _pointwise(a.op) or a.op.defn.has(ConcatOperand) or used_once(a) for a in ins.args
     )
 
 
@@ -104,8 +99,8 @@ def _concat_const_foldable(group: Sequence[Instruction], axis: int, constant: Co
 # -- find_concat_same_input ---------------------------------------------------------------------
 
 
-@roots("concat")
-def find_concat_same_input(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
+@pattern("concat")
+def find_concat_same_input(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> object:
     """concat(x, x, ..., x) along an axis where x has length 1 is a multibroadcast of x."""
     if not _matches_concat_same_input(ins):
         return False
@@ -119,7 +114,7 @@ def find_concat_same_input(module: Module, ins: Instruction, constant: ConstantA
     if not 0 <= axis < len(lens) or lens[axis] != 1:
         return MATCHED_UNCHANGED
     lens[axis] = len(ins.args)
-    replace_op(module, ins, make_op("multibroadcast", out_lens=lens), [x])
+    rewriter.replace(ins, make_op("multibroadcast", out_lens=lens), [x])
     return True
 
 
@@ -149,7 +144,7 @@ def _valid_concat(inputs: Sequence[Instruction], axis: int) -> bool:
 
 
 def _concat_group(
-    module: Module, ins: Instruction, group: Sequence[Instruction], axis: int, constant: ConstantAnalysis
+    rewriter: Rewriter, ins: Instruction, group: Sequence[Instruction], axis: int, constant: ConstantAnalysis
 ) -> Instruction | None:
     """`op(concat(inputs...))` for a run of concat inputs that are the same op, or None."""
     if len(group) < 2:
@@ -158,7 +153,7 @@ def _concat_group(
         return None
     first = group[0]
     op = first.op
-    if not (_name(first) in _CONCAT_OP_VIEWS or (_pointwise(op) and _name(first) != "quantizelinear")):
+    if not (first.op.defn.has(ConcatOperand) or (_pointwise(op) and _name(first) != "quantizelinear")):
         return None
     if any(x.shape.is_dynamic or x.shape.is_tuple or axis >= x.shape.ndim for x in group):
         return None
@@ -183,12 +178,12 @@ def _concat_group(
     if not all(_valid_concat(column, inner_axis) for column in columns):
         return None
     concat = make_op("concat", axis=inner_axis)
-    concats = [module.insert(ins, concat, column) for column in columns]
-    return module.insert(ins, op, concats)
+    concats = [rewriter.insert(ins, concat, column) for column in columns]
+    return rewriter.insert(ins, op, concats)
 
 
-@roots("concat")
-def find_concat_op(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
+@pattern("concat")
+def find_concat_op(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> object:
     """concat(op(a0, b0), op(a1, b1)) = op(concat(a0, a1), concat(b0, b1)) for runs of the same pointwise
     op or broadcast among a concat's inputs, when the constants stay foldable."""
     if not _matches_concat_op(ins):
@@ -208,7 +203,7 @@ def find_concat_op(module: Module, ins: Instruction, constant: ConstantAnalysis)
             if x.op != head.op or len(x.args) != len(head.args) or len(x.users) != len(head.users):
                 break
             end += 1
-        merged = _concat_group(module, ins, inputs[start:end], axis, constant)
+        merged = _concat_group(rewriter, ins, inputs[start:end], axis, constant)
         if merged is None:
             args.extend(inputs[start:end])
         else:
@@ -216,18 +211,18 @@ def find_concat_op(module: Module, ins: Instruction, constant: ConstantAnalysis)
             changed = True
         start = end
     if len(args) == 1:
-        replace_instruction(module, ins, args[0])
+        rewriter.replace_all_uses(ins, args[0])
         return True
     if not changed:
         return MATCHED_UNCHANGED
-    replace_op(module, ins, ins.op, args)
+    rewriter.replace(ins, ins.op, args)
     return True
 
 
 # -- find_split_concat --------------------------------------------------------------------------
 
 
-def find_split_concat(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
+def find_split_concat(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> object:
     """concat(..., slice(x)[0:a], slice(x)[a:b], ..., ...) covering all of x in order is concat(..., x, ...)."""
     if not _matches_split_concat(ins):
         return False
@@ -248,9 +243,9 @@ def find_split_concat(module: Module, ins: Instruction, constant: ConstantAnalys
         return MATCHED_UNCHANGED
     args[at : at + len(splits)] = [ins]
     if len(args) == 1:
-        replace_instruction(module, concat, args[0])
+        rewriter.replace_all_uses(concat, args[0])
     else:
-        replace_op(module, concat, concat.op, args)
+        rewriter.replace(concat, concat.op, args)
     return True
 
 
@@ -295,7 +290,7 @@ class _Span:
     """The instructions after `root` up to the last of `members`, with which members each depends on
     (as bit masks), so MIGraphX's reachability questions are answered in one walk."""
 
-    def __init__(self, module: Module, root: Instruction, members: list[Instruction]):
+    def __init__(self, rewriter: Rewriter, root: Instruction, members: list[Instruction]):
         self.bit = {m: 1 << i for i, m in enumerate(members)}
         self.mask: dict[Instruction, int] = {}
         self.position: dict[Instruction, int] = {}
@@ -303,7 +298,7 @@ class _Span:
         pending = len(members)
         ins = root.next
         index = 0
-        end = module.last.next  # the list's sentinel
+        end = rewriter.module.last.next  # the list's sentinel
         while pending and ins is not end:
             index += 1
             self.after.add(ins)
@@ -345,12 +340,12 @@ class _Span:
         return any(own[i] & reached[j] for i in range(len(groups)) for j in range(len(groups)) if i != j)
 
 
-def _replace_with_slice(module: Module, ins: Instruction, slice_op: Operation, x: Instruction) -> None:
+def _replace_with_slice(rewriter: Rewriter, ins: Instruction, slice_op: Operation, x: Instruction) -> None:
     """`ins` becomes `slice_op(x)` in place, dropping any module argument it had (a fused pointwise)."""
     old_shape = ins.shape
-    module.replace(ins, slice_op, [x], ())
+    rewriter.replace(ins, slice_op, [x], ())
     if ins.shape != old_shape:
-        recompute_shapes(list(ins.users))
+        rewriter.recompute_shapes(list(ins.users))
 
 
 def _fusable(start: Instruction, split: Instruction) -> bool:
@@ -371,7 +366,7 @@ def _split_index(group: Sequence[Instruction], splits: Sequence[Instruction]) ->
 
 
 def _plan_moves_back(
-    module: Module, pos: Instruction, data_args: Sequence[Instruction], after: set[Instruction]
+    rewriter: Rewriter, pos: Instruction, data_args: Sequence[Instruction], after: set[Instruction]
 ) -> list[Instruction] | None:
     """MIGraphX's move_instructions_back as a list of moves to just before `pos`, or None where
     carrying them out would leave an instruction after one of its users."""
@@ -388,7 +383,7 @@ def _plan_moves_back(
                 continue
             remaining.append(x)
         for x in remaining:
-            if x.parent is not module:
+            if x.parent is not rewriter.module:
                 continue
             visit(x.args)
             moves.append(x)
@@ -409,7 +404,7 @@ def _plan_moves_back(
         pending = set(from_before)
         passed: set[Instruction] = set()
         ins = pos.prev
-        end = module.last.next  # the list's sentinel
+        end = rewriter.module.last.next  # the list's sentinel
         while pending and ins is not end:
             if ins in pending:
                 if any(u in passed and u not in final for u in ins.users):
@@ -420,7 +415,7 @@ def _plan_moves_back(
     return moves
 
 
-def find_splits(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
+def find_splits(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> object:
     """Slices of `ins` that each feed the same pointwise op or reduction become one op on `ins`, sliced
     after (binary ops take the concatenated constants as their other argument)."""
     if not _matches_splits(ins):
@@ -440,7 +435,7 @@ def find_splits(module: Module, ins: Instruction, constant: ConstantAnalysis) ->
     if not candidates:
         return MATCHED_UNCHANGED
     members = list(dict.fromkeys(x for group in candidates for x in group))
-    span = _Span(module, ins, members)
+    span = _Span(rewriter, ins, members)
     groups = [g for g in candidates if not span.interdependent(g)]
     if span.groups_dependent(groups):
         return MATCHED_UNCHANGED
@@ -453,7 +448,7 @@ def find_splits(module: Module, ins: Instruction, constant: ConstantAnalysis) ->
             continue
         split_index = 0
         if len(start.args) == 1:
-            fused = module.insert(ins.next, op, [ins], start.module_args)
+            fused = rewriter.insert(ins.next, op, [ins], start.module_args)
         elif len(start.args) == 2:
             axes = splits[0].op["axes"]
             if len(axes) > 1:
@@ -469,7 +464,7 @@ def find_splits(module: Module, ins: Instruction, constant: ConstantAnalysis) ->
                 in_splits = set(splits)
                 for x in group:
                     if x.args[0] not in in_splits:
-                        replace_op(module, x, x.op, [x.args[1], x.args[0]])
+                        rewriter.replace(x, x.op, [x.args[1], x.args[0]])
                         changed = True
             data_index = 1 - split_index
             data_args = [x.args[data_index] for x in group]
@@ -482,19 +477,19 @@ def find_splits(module: Module, ins: Instruction, constant: ConstantAnalysis) ->
                 op.defn.shape(op, shapes, start.module_args)
             except ShapeError:
                 break
-            moves = _plan_moves_back(module, ins, data_args, span.after)
+            moves = _plan_moves_back(rewriter, ins, data_args, span.after)
             if moves is None:
                 break
             for x in moves:
-                module.move_before(x, ins)
+                rewriter.move_before(x, ins)
                 span.after.discard(x)
-            concat = module.insert(ins, concat_op, data_args)
+            concat = rewriter.insert(ins, concat_op, data_args)
             fused_args = [ins, concat] if split_index == 0 else [concat, ins]
-            fused = module.insert(ins.next, op, fused_args, start.module_args)
+            fused = rewriter.insert(ins.next, op, fused_args, start.module_args)
         else:
             continue
         for x in group:
-            _replace_with_slice(module, x, x.args[split_index].op, fused)
+            _replace_with_slice(rewriter, x, x.args[split_index].op, fused)
         changed = True
     return True if changed else MATCHED_UNCHANGED
 
@@ -502,8 +497,8 @@ def find_splits(module: Module, ins: Instruction, constant: ConstantAnalysis) ->
 # -- find_split_reshape -------------------------------------------------------------------------
 
 
-@roots("reshape")
-def find_split_reshape(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
+@pattern("reshape")
+def find_split_reshape(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> object:
     """reshape(contiguous(slice(x))) for several slices of x: one reshape of x, sliced."""
     if _name(ins) != "reshape" or not ins.args or _name(ins.args[0]) != "contiguous":
         return False
@@ -552,19 +547,19 @@ def find_split_reshape(module: Module, ins: Instruction, constant: ConstantAnaly
             return MATCHED_UNCHANGED
         bounds.append((start // slice_axis_len, end // slice_axis_len))
     try:
-        reshaped = module.insert(x.next, make_op("reshape", dims=out_lens), [x])
+        reshaped = rewriter.insert(x.next, make_op("reshape", dims=out_lens), [x])
     except ShapeError:
         return MATCHED_UNCHANGED
     for r, (start, end) in zip(reshapes, bounds):
-        replace_op(module, r, make_op("slice", axes=[reshape_axis], starts=[start], ends=[end]), [reshaped])
+        rewriter.replace(r, make_op("slice", axes=[reshape_axis], starts=[start], ends=[end]), [reshaped])
     return True
 
 
 # -- find_split_transpose -----------------------------------------------------------------------
 
 
-@roots("transpose")
-def find_split_transpose(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
+@pattern("transpose")
+def find_split_transpose(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> object:
     """The same transpose on every slice of x: one transpose of x, sliced on the moved axis."""
     if _name(ins) != "transpose" or not ins.args or _name(ins.args[0]) != "slice":
         return False
@@ -582,10 +577,10 @@ def find_split_transpose(module: Module, ins: Instruction, constant: ConstantAna
     if len(axes) != 1 or axes[0] not in perm:
         return MATCHED_UNCHANGED
     axis = perm.index(axes[0])
-    transposed = module.insert(x.next, make_op("transpose", permutation=perm), [x])
+    transposed = rewriter.insert(x.next, make_op("transpose", permutation=perm), [x])
     for s, t in zip(splits, transposes):
         piece = make_op("slice", axes=[axis], starts=s.op["starts"], ends=s.op["ends"])
-        replace_op(module, t, piece, [transposed])
+        rewriter.replace(t, piece, [transposed])
     return True
 
 

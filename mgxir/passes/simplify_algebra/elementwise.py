@@ -6,82 +6,32 @@ element equals the value, within a tolerance for floating-point types."""
 
 from __future__ import annotations
 
-import ml_dtypes
-import numpy as np
-
-from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
-from mgxir.ir.module import Module
 from mgxir.ir.registry import make_op
+from mgxir.ir.traits import ZeroPointed
+from mgxir.passes.matchers import has_value, used_once
 from mgxir.passes.propagate_constant import ConstantAnalysis
-from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, replace_op, roots
-from mgxir.passes.simplify_algebra.broadcast import _used_once
-
-_SKIPPED_BY_HAS_VALUE = frozenset({"broadcast", "multibroadcast", "contiguous", "convert"})
-_DOUBLE_PRECISION = frozenset({DType.double})
-
-
-def _has_value(ins: Instruction, value: float, atol_mult: int = 10, rtol_mult: int = 10) -> bool:
-    """MIGraphX's `match::has_value(value, atol_mult, rtol_mult)`: every element of the literal under
-    `ins` equals `value` cast to the literal's type; floats within epsilon * (atol + rtol * |value|)."""
-    while len(ins.args) == 1 and ins.op.defn.name in _SKIPPED_BY_HAS_VALUE:
-        ins = ins.args[0]
-    if not ins.is_literal or ins.literal.elided:
-        return False
-    dtype = ins.literal.shape.dtype
-    data = ins.literal.data
-    if data.size == 0:
-        return False
-    tolerance = atol_mult + rtol_mult * abs(value)
-    if not dtype.is_float:
-        return bool(np.all(data == _cast_to_integral(value, data.dtype)))
-    target = np.asarray(value, dtype=np.float64).astype(data.dtype)
-    if tolerance == 0:
-        return _within_one_ulp(data, target, dtype)
-    epsilon = float(ml_dtypes.finfo(data.dtype).eps)
-    difference = np.abs(data.astype(np.float64) - target.astype(np.float64))
-    return bool(np.all(difference < epsilon * tolerance))
-
-
-def _cast_to_integral(value: float, dtype: np.dtype) -> np.generic:
-    """`static_cast<T>(value)` for an integral T (unsigned types wrap, as on the hardware)."""
-    if dtype == np.bool_:
-        return np.bool_(value != 0)
-    bits = np.dtype(dtype).itemsize * 8
-    wrapped = int(value) % (1 << bits)
-    if np.issubdtype(dtype, np.signedinteger) and wrapped >= 1 << (bits - 1):
-        wrapped -= 1 << bits
-    return np.asarray(wrapped).astype(dtype)[()]
-
-
-def _within_one_ulp(data: np.ndarray, target: np.ndarray, dtype: DType) -> bool:
-    """`float_equal`: both finite and at most one step apart in the common type with float."""
-    common = np.float64 if dtype in _DOUBLE_PRECISION else np.float32
-    values = data.astype(common)
-    centre = target.astype(common)
-    low = np.nextafter(centre, common(-np.inf))
-    high = np.nextafter(centre, common(np.inf))
-    return bool(np.isfinite(centre) and np.all(np.isfinite(values) & (low <= values) & (values <= high)))
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, Rewriter, pattern
 
 
 def _value_and_other(ins: Instruction, value: float, atol_mult: int = 10, rtol_mult: int = 10) -> Instruction | None:
     """`either_arg(0, 1)(has_value(value), any().bind("x"))`: x, the argument beside the value."""
     if len(ins.args) < 2:
         return None
-    if _has_value(ins.args[0], value, atol_mult, rtol_mult):
+    if has_value(ins.args[0], value, atol_mult, rtol_mult):
         return ins.args[1]
-    if _has_value(ins.args[1], value, atol_mult, rtol_mult):
+    if has_value(ins.args[1], value, atol_mult, rtol_mult):
         return ins.args[0]
     return None
 
 
 def _second_is(ins: Instruction, value: float, atol_mult: int = 10, rtol_mult: int = 10) -> bool:
     """`args(any(), has_value(value))`: two arguments, the second the value."""
-    return len(ins.args) == 2 and _has_value(ins.args[1], value, atol_mult, rtol_mult)
+    return len(ins.args) == 2 and has_value(ins.args[1], value, atol_mult, rtol_mult)
 
 
-@roots("mul", "div", "add", "sub")
-def find_unit_ops(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+@pattern("mul", "div", "add", "sub")
+def find_unit_ops(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> bool:
     """x * 1, 1 * x, x / 1, x + 0, 0 + x, x - 0 -> x."""
     name = ins.op.defn.name
     x: Instruction | None = None
@@ -95,12 +45,12 @@ def find_unit_ops(module: Module, ins: Instruction, constant: ConstantAnalysis) 
         x = ins.args[0]
     if x is None:
         return False
-    replace_instruction(module, ins, x)
+    rewriter.replace_all_uses(ins, x)
     return True
 
 
-@roots("mul", "div", "sub")
-def find_neg_unit_ops(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+@pattern("mul", "div", "sub")
+def find_neg_unit_ops(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> bool:
     """x * -1, -1 * x, x / -1, 0 - x -> neg(x)."""
     name = ins.op.defn.name
     x: Instruction | None = None
@@ -108,92 +58,92 @@ def find_neg_unit_ops(module: Module, ins: Instruction, constant: ConstantAnalys
         x = _value_and_other(ins, -1.0)
     elif name == "div" and _second_is(ins, -1.0):
         x = ins.args[0]
-    elif name == "sub" and len(ins.args) == 2 and _has_value(ins.args[0], 0.0, 0, 0):
+    elif name == "sub" and len(ins.args) == 2 and has_value(ins.args[0], 0.0, 0, 0):
         x = ins.args[1]
     if x is None:
         return False
-    neg = module.insert(ins, make_op("neg"), [x])
-    replace_instruction(module, ins, neg)
+    neg = rewriter.insert(ins, make_op("neg"), [x])
+    rewriter.replace_all_uses(ins, neg)
     return True
 
 
-@roots("quantizelinear", "dequantizelinear")
-def eliminate_zero_point(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+@pattern(ZeroPointed)
+def eliminate_zero_point(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> bool:
     """quantizelinear / dequantizelinear with a zero point of 0 drop it (quantizelinear keeps its
     output type in out_type)."""
     name = ins.op.defn.name
-    if name not in ("quantizelinear", "dequantizelinear") or len(ins.args) < 3:
+    if not ins.op.defn.has(ZeroPointed) or len(ins.args) < 3:
         return False
-    if not _has_value(ins.args[2], 0.0, 0, 0):
+    if not has_value(ins.args[2], 0.0, 0, 0):
         return False
     op = ins.op.replace(out_type=ins.shape.dtype) if name == "quantizelinear" else ins.op
-    without_zero_point = module.insert(ins, op, ins.args[:2])
-    replace_instruction(module, ins, without_zero_point)
+    without_zero_point = rewriter.insert(ins, op, ins.args[:2])
+    rewriter.replace_all_uses(ins, without_zero_point)
     return True
 
 
-@roots("mul", "div")
-def find_zero_ops(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+@pattern("mul", "div")
+def find_zero_ops(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> bool:
     """0 * x, x * 0, 0 / x -> the zero (a scalar zero reshaped to the result's lens)."""
     name = ins.op.defn.name
     zero: Instruction | None = None
     if name == "mul" and len(ins.args) >= 2:
-        zero = next((a for a in ins.args[:2] if _has_value(a, 0.0, 0, 0)), None)
-    elif name == "div" and len(ins.args) == 2 and _has_value(ins.args[0], 0.0, 0, 0):
+        zero = next((a for a in ins.args[:2] if has_value(a, 0.0, 0, 0)), None)
+    elif name == "div" and len(ins.args) == 2 and has_value(ins.args[0], 0.0, 0, 0):
         zero = ins.args[0]
     if zero is None or ins.shape.is_dynamic:
         return False
     if zero.shape.scalar:
-        zero = module.insert(ins, make_op("reshape", dims=ins.shape.lens), [zero])
-    replace_instruction(module, ins, zero)
+        zero = rewriter.insert(ins, make_op("reshape", dims=ins.shape.lens), [zero])
+    rewriter.replace_all_uses(ins, zero)
     return True
 
 
-@roots("div")
-def find_div_const(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
+@pattern("div")
+def find_div_const(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> object:
     """x / c -> x * recip(c), recip placed just after c; not for integral types."""
     if ins.op.defn.name != "div" or len(ins.args) < 2 or not constant(ins.args[1]):
         return False
     c = ins.args[1]
     if ins.shape.dtype.is_integral:
         return MATCHED_UNCHANGED
-    recip = (c.parent or module).insert(c.next, make_op("recip"), [c])
-    replace_op(module, ins, make_op("mul"), [ins.args[0], recip])
+    recip = rewriter.insert_after(c, make_op("recip"), [c])
+    rewriter.replace(ins, make_op("mul"), [ins.args[0], recip])
     return True
 
 
-@roots("sub")
-def find_sub_const(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+@pattern("sub")
+def find_sub_const(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> bool:
     """x - c -> x + neg(c), neg placed just after c."""
     if ins.op.defn.name != "sub" or len(ins.args) < 2 or not constant(ins.args[1]):
         return False
     c = ins.args[1]
-    neg = (c.parent or module).insert(c.next, make_op("neg"), [c])
-    replace_op(module, ins, make_op("add"), [ins.args[0], neg])
+    neg = rewriter.insert_after(c, make_op("neg"), [c])
+    rewriter.replace(ins, make_op("add"), [ins.args[0], neg])
     return True
 
 
-@roots("recip")
-def find_rsqrt(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+@pattern("recip")
+def find_rsqrt(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> bool:
     """recip(sqrt(x)) -> rsqrt(x) when the sqrt has no other use."""
     if ins.op.defn.name != "recip" or len(ins.args) != 1:
         return False
     sqrt = ins.args[0]
-    if sqrt.op.defn.name != "sqrt" or len(sqrt.args) != 1 or not _used_once(sqrt):
+    if sqrt.op.defn.name != "sqrt" or len(sqrt.args) != 1 or not used_once(sqrt):
         return False
-    replace_op(module, ins, make_op("rsqrt"), [sqrt.args[0]])
+    rewriter.replace(ins, make_op("rsqrt"), [sqrt.args[0]])
     return True
 
 
-@roots("log")
-def find_log_exp(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+@pattern("log")
+def find_log_exp(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> bool:
     """log(exp(x)) -> x."""
     if ins.op.defn.name != "log" or not ins.args:
         return False
     exp = ins.args[0]
     if exp.op.defn.name != "exp" or len(exp.args) != 1:
         return False
-    replace_instruction(module, ins, exp.args[0])
+    rewriter.replace_all_uses(ins, exp.args[0])
     return True
 
 
@@ -208,31 +158,31 @@ def _positive(ins: Instruction) -> bool:
     return ins.op.defn.name == "exp"
 
 
-@roots("log")
-def find_log_div(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+@pattern("log")
+def find_log_div(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> bool:
     """log(x / y) -> log(x) - log(y) when x and y are known positive and the quotient has no other use."""
     if ins.op.defn.name != "log" or len(ins.args) != 1:
         return False
     div = ins.args[0]
-    if div.op.defn.name != "div" or len(div.args) != 2 or not _used_once(div):
+    if div.op.defn.name != "div" or len(div.args) != 2 or not used_once(div):
         return False
     x, y = div.args
     if not (_positive(x) and _positive(y)):
         return False
-    log_x = module.insert(ins, make_op("log"), [x])
-    log_y = module.insert(ins, make_op("log"), [y])
-    replace_op(module, ins, make_op("sub"), [log_x, log_y])
+    log_x = rewriter.insert(ins, make_op("log"), [x])
+    log_y = rewriter.insert(ins, make_op("log"), [y])
+    rewriter.replace(ins, make_op("sub"), [log_x, log_y])
     return True
 
 
-@roots("pow")
-def find_pow2(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+@pattern("pow")
+def find_pow2(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> bool:
     """pow(x, 2) -> x * x."""
-    if ins.op.defn.name != "pow" or len(ins.args) < 2 or not _has_value(ins.args[1], 2.0, 0, 1):
+    if ins.op.defn.name != "pow" or len(ins.args) < 2 or not has_value(ins.args[1], 2.0, 0, 1):
         return False
     x = ins.args[0]
-    square = module.insert(ins, make_op("mul"), [x, x])
-    replace_instruction(module, ins, square)
+    square = rewriter.insert(ins, make_op("mul"), [x, x])
+    rewriter.replace_all_uses(ins, square)
     return True
 
 

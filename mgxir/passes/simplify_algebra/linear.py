@@ -16,22 +16,21 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from mgxir.ir.instruction import Instruction
-from mgxir.ir.module import Module
 from mgxir.ir.operation import Operation, ShapeError
 from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape
+from mgxir.ir.traits import Broadcasting, Contraction, HorizontallyFusable
+from mgxir.passes.matchers import used_once
 from mgxir.passes.propagate_constant import ConstantAnalysis
-from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, replace_op, roots
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, Rewriter, pattern
 
-_BROADCASTS = ("broadcast", "multibroadcast")
+
+def _broadcast(ins: Instruction) -> bool:
+    return ins.op.defn.has(Broadcasting)
 
 
 def _name(ins: Instruction) -> str:
     return ins.op.defn.name
-
-
-def _used_once(module: Module, ins: Instruction) -> bool:
-    return len(ins.users) == 1 or (not ins.users and ins is module.last)
 
 
 def _either(ins: Instruction) -> tuple[tuple[Instruction, Instruction], ...]:
@@ -67,7 +66,7 @@ def _from_int4(ins: Instruction) -> bool:
         name = _name(x)
         if name == "unpack_int4":
             return True
-        if name in ("reshape", "dequantizelinear") and x.args:
+        if (name == "reshape" or name == "dequantizelinear") and x.args:
             pending.append(x.args[0])
         elif name == "concat" and x.args:
             if all(_from_int4(a) for a in x.args):
@@ -75,10 +74,10 @@ def _from_int4(ins: Instruction) -> bool:
     return False
 
 
-def _conv_const_weights(module: Module, ins: Instruction, constant: ConstantAnalysis) -> bool:
+def _conv_const_weights(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> bool:
     return (
         _name(ins) == "convolution"
-        and _used_once(module, ins)
+        and used_once(ins)
         and len(ins.args) == 2
         and not constant(ins.args[0])
         and constant(ins.args[1])
@@ -90,13 +89,13 @@ def _broadcast_to(broadcast: Instruction, lens: Sequence[int]) -> Operation:
     return broadcast.op.replace(out_lens=tuple(lens))
 
 
-@roots("mul")
-def find_mul_conv(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
+@pattern("mul")
+def find_mul_conv(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> object:
     """mul(conv(x, w), broadcast(a)) with `a` along the channels: conv(x, mul(broadcast(a), w))."""
     if _name(ins) != "mul":
         return False
     for conv, a in _either(ins):
-        if _conv_const_weights(module, conv, constant) and _name(a) in _BROADCASTS:
+        if _conv_const_weights(rewriter, conv, constant) and _broadcast(a):
             break
     else:
         return False
@@ -119,16 +118,16 @@ def find_mul_conv(module: Module, ins: Instruction, constant: ConstantAnalysis) 
     broadcast = make_op("broadcast", axis=0, out_lens=w.shape.lens)
     if _shape_of(broadcast, [_shape_of(squeeze, [a_input.shape])]) is None:
         return MATCHED_UNCHANGED
-    squeezed = module.insert(ins, squeeze, [a_input])
-    new_a = module.insert(ins, broadcast, [squeezed])
-    new_w = module.insert(ins, make_op("mul"), [new_a, w])
-    new_conv = module.insert(ins, conv.op, [conv.args[0], new_w])
-    replace_instruction(module, ins, new_conv)
+    squeezed = rewriter.insert(ins, squeeze, [a_input])
+    new_a = rewriter.insert(ins, broadcast, [squeezed])
+    new_w = rewriter.insert(ins, make_op("mul"), [new_a, w])
+    new_conv = rewriter.insert(ins, conv.op, [conv.args[0], new_w])
+    rewriter.replace_all_uses(ins, new_conv)
     return True
 
 
-@roots("mul")
-def find_mul_slice_conv(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
+@pattern("mul")
+def find_mul_slice_conv(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> object:
     """mul(slice(conv(x, w)), broadcast(a)) over the channels: the slice of the weights is scaled
     instead, conv(x, concat(w[:s], a * w[s:e], w[e:]))."""
     if _name(ins) != "mul":
@@ -136,7 +135,7 @@ def find_mul_slice_conv(module: Module, ins: Instruction, constant: ConstantAnal
     for slice_ins, a in _either(ins):
         if (
             _name(slice_ins) == "slice"
-            and _used_once(module, slice_ins)
+            and used_once(slice_ins)
             and slice_ins.args
             and _name(slice_ins.args[0]) == "convolution"
             and len(slice_ins.args[0].args) == 2
@@ -172,19 +171,19 @@ def find_mul_slice_conv(module: Module, ins: Instruction, constant: ConstantAnal
     broadcast = make_op("broadcast", axis=0, out_lens=_shape_of(w_slice_op, [w.shape]).lens)  # type: ignore[union-attr]
     if not _fits(broadcast, a.args[:1]):
         return MATCHED_UNCHANGED
-    w_slice = module.insert(ins, w_slice_op, [w])
-    new_a = module.insert(ins, broadcast, a.args[:1])
-    scaled = module.insert(ins, make_op("mul"), [new_a, w_slice])
+    w_slice = rewriter.insert(ins, w_slice_op, [w])
+    new_a = rewriter.insert(ins, broadcast, a.args[:1])
+    scaled = rewriter.insert(ins, make_op("mul"), [new_a, w_slice])
     pieces = []
     if start != 0:
-        pieces.append(module.insert(ins, make_op("slice", axes=(0,), starts=(0,), ends=(start,)), [w]))
+        pieces.append(rewriter.insert(ins, make_op("slice", axes=(0,), starts=(0,), ends=(start,)), [w]))
     pieces.append(scaled)
     if end != out_channels:
-        pieces.append(module.insert(ins, make_op("slice", axes=(0,), starts=(end,), ends=(out_channels,)), [w]))
-    new_w = module.insert(ins, make_op("concat", axis=0), pieces)
-    new_conv = module.insert(ins, conv.op, [conv.args[0], new_w])
-    replacement = module.insert(ins, slice_ins.op, [new_conv])
-    replace_instruction(module, ins, replacement)
+        pieces.append(rewriter.insert(ins, make_op("slice", axes=(0,), starts=(end,), ends=(out_channels,)), [w]))
+    new_w = rewriter.insert(ins, make_op("concat", axis=0), pieces)
+    new_conv = rewriter.insert(ins, conv.op, [conv.args[0], new_w])
+    replacement = rewriter.insert(ins, slice_ins.op, [new_conv])
+    rewriter.replace_all_uses(ins, replacement)
     for other in list(conv.users):
         if other is not slice_ins:
             other.replace_arg(conv, new_conv)
@@ -203,8 +202,8 @@ def _slices_follow(slice_ins: Instruction, conv: Instruction) -> bool:
     return True
 
 
-@roots("mul")
-def find_mul_dot(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
+@pattern("mul")
+def find_mul_dot(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> object:
     """mul(dot(a, b), broadcast(c)) with `c` along N (or M, or a scalar): the constant operand of
     the dot is scaled instead."""
     if _name(ins) != "mul":
@@ -213,8 +212,8 @@ def find_mul_dot(module: Module, ins: Instruction, constant: ConstantAnalysis) -
         if (
             _name(dot) == "dot"
             and any(constant(x) and not _from_int4(x) for x in dot.args)
-            and _used_once(module, dot)
-            and _name(c) in _BROADCASTS
+            and used_once(dot)
+            and _broadcast(c)
         ):
             break
     else:
@@ -230,8 +229,8 @@ def find_mul_dot(module: Module, ins: Instruction, constant: ConstantAnalysis) -
         op = _broadcast_to(c, x.shape.lens)
         if not _fits(op, c.args):
             return None
-        scale = module.insert(ins, op, c.args)
-        return module.insert(ins, make_op("mul"), [x, scale])
+        scale = rewriter.insert(ins, op, c.args)
+        return rewriter.insert(ins, make_op("mul"), [x, scale])
 
     if c_strides[-1] == 1:
         if not constant(b):
@@ -247,17 +246,17 @@ def find_mul_dot(module: Module, ins: Instruction, constant: ConstantAnalysis) -
         return MATCHED_UNCHANGED
     if new_a is None or new_b is None:
         return MATCHED_UNCHANGED
-    replace_op(module, ins, make_op("dot"), [new_a, new_b])
+    rewriter.replace(ins, make_op("dot"), [new_a, new_b])
     return True
 
 
-@roots("slice")
-def find_dot_slice(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
+@pattern("slice")
+def find_dot_slice(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> object:
     """slice(dot(a, b)) over M, N or batch axes: dot(slice(a), slice(b))."""
     if _name(ins) != "slice" or len(ins.args) != 1:
         return False
     dot = ins.args[0]
-    if _name(dot) not in ("dot", "quant_dot") or not _used_once(module, dot):
+    if not dot.op.defn.has(Contraction) or not used_once(dot):
         return False
     if len(dot.args) != 2:
         return MATCHED_UNCHANGED
@@ -279,24 +278,24 @@ def find_dot_slice(module: Module, ins: Instruction, constant: ConstantAnalysis)
     new_args = []
     for arg, (axes, starts, ends) in zip(dot.args, (a_slice, b_slice)):
         if axes:
-            arg = module.insert(ins, make_op("slice", axes=axes, starts=starts, ends=ends), [arg])
+            arg = rewriter.insert(ins, make_op("slice", axes=axes, starts=starts, ends=ends), [arg])
         new_args.append(arg)
-    replace_op(module, ins, dot.op, new_args)
+    rewriter.replace(ins, dot.op, new_args)
     return True
 
 
-@roots("dot")
-def find_dot_mul(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
+@pattern("dot")
+def find_dot_mul(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> object:
     """dot(mul(z, broadcast(d)), c) with constant `c` and `d` along K (or a scalar): dot(z, mul(c, d'))."""
     if _name(ins) != "dot":
         return False
     for mul, c in _either(ins):
-        if _name(mul) != "mul" or not _used_once(module, mul):
+        if _name(mul) != "mul" or not used_once(mul):
             continue
         if not constant(c) or _from_int4(c):
             continue
         found = next(
-            ((d, z) for d, z in _either(mul) if _name(d) in _BROADCASTS and constant(d) and not constant(z)),
+            ((d, z) for d, z in _either(mul) if _broadcast(d) and constant(d) and not constant(z)),
             None,
         )
         if found is not None:
@@ -320,16 +319,16 @@ def find_dot_mul(module: Module, ins: Instruction, constant: ConstantAnalysis) -
     op = _broadcast_to(d, c_lens)
     if not _fits(op, d.args):
         return MATCHED_UNCHANGED
-    scale = module.insert(ins, op, d.args)
-    scale_t = module.insert(ins, make_op("transpose", permutation=permutation), [scale])
-    scaled = module.insert(ins, make_op("mul"), [c, scale_t])
+    scale = rewriter.insert(ins, op, d.args)
+    scale_t = rewriter.insert(ins, make_op("transpose", permutation=permutation), [scale])
+    scaled = rewriter.insert(ins, make_op("mul"), [c, scale_t])
     new_args = [z, scaled] if c is b else [scaled, z]
-    replace_op(module, ins, make_op("dot"), new_args)
+    rewriter.replace(ins, make_op("dot"), new_args)
     return True
 
 
 def _add_with_constant(
-    module: Module, ins: Instruction, constant: ConstantAnalysis
+    rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis
 ) -> tuple[Instruction, Instruction] | None:
     """`add(x, b)` (either order) with `b` constant: (x, b)."""
     if _name(ins) != "add" or len(ins.args) != 2:
@@ -340,17 +339,17 @@ def _add_with_constant(
     return None
 
 
-@roots("dot")
-def find_dot_add(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
+@pattern("dot")
+def find_dot_add(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> object:
     """dot(add(x, b), a) with `a`, `b` constant: add(dot(x, a), dot(b, a)) (either side)."""
     if _name(ins) != "dot":
         return False
     for add, a in _either(ins):
-        found = _add_with_constant(module, add, constant)
+        found = _add_with_constant(rewriter, add, constant)
         if (
             found is not None
             and not (constant(add.args[0]) and constant(add.args[1]))
-            and _used_once(module, add)
+            and used_once(add)
             and constant(a)
         ):
             break
@@ -360,27 +359,27 @@ def find_dot_add(module: Module, ins: Instruction, constant: ConstantAnalysis) -
     flipped = a is ins.args[-1]
 
     def insert_dot(p: Instruction, q: Instruction) -> Instruction:
-        return module.insert(ins, make_op("dot"), [q, p] if flipped else [p, q])
+        return rewriter.insert(ins, make_op("dot"), [q, p] if flipped else [p, q])
 
     ax = insert_dot(a, x)
     ab = insert_dot(a, b)
-    replace_op(module, ins, make_op("add"), [ax, ab])
+    rewriter.replace(ins, make_op("add"), [ax, ab])
     return True
 
 
-@roots("convolution")
-def find_conv_add(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
+@pattern("convolution")
+def find_conv_add(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> object:
     """conv(add(x, a), w) with `a`, `w` constant: add(conv(a, w), conv(x, w))."""
-    if _name(ins) != "convolution" or not _used_once(module, ins) or len(ins.args) != 2:
+    if _name(ins) != "convolution" or not used_once(ins) or len(ins.args) != 2:
         return False
     add, w = ins.args
-    found = _add_with_constant(module, add, constant)
-    if found is None or not _used_once(module, add) or not constant(w):
+    found = _add_with_constant(rewriter, add, constant)
+    if found is None or not used_once(add) or not constant(w):
         return False
     x, a = found
-    conv_a = module.insert(ins, ins.op, [a, w])
-    conv_x = module.insert(ins, ins.op, [x, w])
-    replace_op(module, ins, make_op("add"), [conv_a, conv_x])
+    conv_a = rewriter.insert(ins, ins.op, [a, w])
+    conv_x = rewriter.insert(ins, ins.op, [x, w])
+    rewriter.replace(ins, make_op("add"), [conv_a, conv_x])
     return True
 
 
@@ -392,14 +391,14 @@ def _stride_factor(x: Operation, y: Operation) -> int:
     return xs[0] // ys[0]
 
 
-@roots("add")
-def find_add_convs(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
+@pattern("add")
+def find_add_convs(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> object:
     """add(conv(x, w), conv(y, v)): conv(concat(x, y), concat(w, v)) over the input channels; 1x1
     convolutions of different strides first step the input of the smaller stride."""
     if _name(ins) != "add" or len(ins.args) != 2:
         return False
     a_conv, b_conv = ins.args
-    if not (_conv_const_weights(module, a_conv, constant) and _conv_const_weights(module, b_conv, constant)):
+    if not (_conv_const_weights(rewriter, a_conv, constant) and _conv_const_weights(rewriter, b_conv, constant)):
         return False
     a_input, a_weights = a_conv.args
     b_input, b_weights = b_conv.args
@@ -436,16 +435,13 @@ def find_add_convs(module: Module, ins: Instruction, constant: ConstantAnalysis)
     if _shape_of(new_op, [input_shape, weights_shape]) is None:
         return MATCHED_UNCHANGED
     if b_step is not None:
-        b_input = module.insert(ins, b_step, [b_input])
+        b_input = rewriter.insert(ins, b_step, [b_input])
     if a_step is not None:
-        a_input = module.insert(ins, a_step, [a_input])
-    concat_input = module.insert(ins, concat, [a_input, b_input])
-    concat_weights = module.insert(ins, concat, [a_weights, b_weights])
-    replace_op(module, ins, new_op, [concat_input, concat_weights])
+        a_input = rewriter.insert(ins, a_step, [a_input])
+    concat_input = rewriter.insert(ins, concat, [a_input, b_input])
+    concat_weights = rewriter.insert(ins, concat, [a_weights, b_weights])
+    rewriter.replace(ins, new_op, [concat_input, concat_weights])
     return True
-
-
-_HORIZONTAL = ("dot", "quant_dot", "convolution")
 
 
 def _horizontal_candidate(ins: Instruction, user: Instruction, name: str) -> bool:
@@ -460,7 +456,7 @@ def _same_kind(i: Instruction, j: Instruction) -> bool:
     """MIGraphX's grouping test: the same operation, with weights equal but for the fused axis."""
     if i.op != j.op:
         return False
-    if _name(i) not in _HORIZONTAL:
+    if not i.op.defn.has(HorizontallyFusable):
         return True
     if len(i.args) < 2 or len(j.args) < 2:
         return False
@@ -494,7 +490,7 @@ def _partition(items: list[Instruction], start: int, last: int, keep: Callable[[
         first += 1
 
 
-def find_conv_dot_horiz_fusion(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
+def find_conv_dot_horiz_fusion(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> object:
     """Dots (or convolutions) of one input with constant weights become one over the weights
     concatenated, each result a slice of it."""
     if len(ins.users) < 2:
@@ -502,7 +498,7 @@ def find_conv_dot_horiz_fusion(module: Module, ins: Instruction, constant: Const
     users = list(ins.users)
     if not any(
         sum(1 for u in users if _horizontal_candidate(ins, u, name) and constant(u.args[1])) >= 2
-        for name in _HORIZONTAL
+        for name in {u.op.defn.name for u in users if u.op.defn.has(HorizontallyFusable)}
     ):
         return False
     changed = False
@@ -510,17 +506,17 @@ def find_conv_dot_horiz_fusion(module: Module, ins: Instruction, constant: Const
     while start != len(users):
         first = users[start]
         split = _partition(users, start, len(users), lambda x, first=first: _same_kind(x, first))
-        changed |= _fuse_group(module, ins, users[start:split])
+        changed |= _fuse_group(rewriter, ins, users[start:split])
         start = split
     return True if changed else MATCHED_UNCHANGED
 
 
-def _fuse_group(module: Module, ins: Instruction, group: list[Instruction]) -> bool:
+def _fuse_group(rewriter: Rewriter, ins: Instruction, group: list[Instruction]) -> bool:
     """Fuses `group` (users of `ins` alike); whether it did."""
     if len(group) < 2:
         return False
     name = _name(group[0])
-    if name not in _HORIZONTAL:
+    if not group[0].op.defn.has(HorizontallyFusable):
         return False
     op = group[0].op
     if name == "convolution" and op["group"] != 1:
@@ -538,13 +534,13 @@ def _fuse_group(module: Module, ins: Instruction, group: list[Instruction]) -> b
     after_input = _instructions_after(ins, group)
     if _depends_on(ins, weights, after_input):
         return False
-    _move_back(module, ins, weights, after_input)
-    concat_ins = module.insert(ins, concat, weights)
-    fused = module.insert(ins.next, op, [ins, concat_ins])
+    _move_back(rewriter, ins, weights, after_input)
+    concat_ins = rewriter.insert(ins, concat, weights)
+    fused = rewriter.insert(ins.next, op, [ins, concat_ins])
     offset = 0
     for member in group:
         n = member.shape.lens[axis]
-        replace_op(module, member, make_op("slice", axes=(axis,), starts=(offset,), ends=(offset + n,)), [fused])
+        rewriter.replace(member, make_op("slice", axes=(axis,), starts=(offset,), ends=(offset + n,)), [fused])
         offset += n
     return True
 
@@ -588,7 +584,7 @@ def _still_after(items: Sequence[Instruction], after: set[Instruction]) -> list[
     return kept
 
 
-def _move_back(module: Module, pos: Instruction, targets: list[Instruction], after: set[Instruction]) -> None:
+def _move_back(rewriter: Rewriter, pos: Instruction, targets: list[Instruction], after: set[Instruction]) -> None:
     """MIGraphX's move_instructions_back: those of `targets` that follow `pos` move before it, each
     after its own inputs, recursively."""
     frames: list[tuple[list[Instruction], Instruction | None]] = [(_still_after(targets, after), None)]
@@ -605,15 +601,15 @@ def _move_back(module: Module, pos: Instruction, targets: list[Instruction], aft
         frames.pop()
         index.pop()
         if owner is not None:
-            module.move_before(owner, pos)
+            rewriter.move_before(owner, pos)
             after.discard(owner)
 
 
-@roots("dot")
-def find_dot_broadcast(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
+@pattern("dot")
+def find_dot_broadcast(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> object:
     """dot(broadcast(x), broadcast(y)) broadcast over leading batch axes in both: the dot over the
     rest, broadcast after."""
-    if _name(ins) != "dot" or not all(_name(a) in _BROADCASTS for a in ins.args):
+    if _name(ins) != "dot" or not all(_broadcast(a) for a in ins.args):
         return False
     out_lens = ins.shape.lens
     if len(out_lens) < 3:
@@ -648,22 +644,22 @@ def find_dot_broadcast(module: Module, ins: Instruction, constant: ConstantAnaly
     new_args = []
     for source, squeeze, broadcast in new_ops:
         if squeeze is not None:
-            source = module.insert(ins, squeeze, [source])
+            source = rewriter.insert(ins, squeeze, [source])
         if broadcast is not None:
-            source = module.insert(ins, broadcast, [source])
+            source = rewriter.insert(ins, broadcast, [source])
         new_args.append(source)
-    dot = module.insert(ins, make_op("dot"), new_args)
-    result = module.insert(ins, make_op("multibroadcast", out_lens=out_lens), [dot])
-    replace_instruction(module, ins, result)
+    dot = rewriter.insert(ins, make_op("dot"), new_args)
+    result = rewriter.insert(ins, make_op("multibroadcast", out_lens=out_lens), [dot])
+    rewriter.replace_all_uses(ins, result)
     return True
 
 
-@roots("concat")
-def find_concat_conv(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
+@pattern("concat")
+def find_concat_conv(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> object:
     """concat over channels of convolutions alike: one grouped convolution of concatenated inputs."""
     if _name(ins) != "concat":
         return False
-    if not all(_used_once(module, c) and _name(c) == "convolution" for c in ins.args):
+    if not all(used_once(c) and _name(c) == "convolution" for c in ins.args):
         return False
     if ins.op["axis"] != 1 or not ins.args:
         return MATCHED_UNCHANGED
@@ -674,21 +670,21 @@ def find_concat_conv(module: Module, ins: Instruction, constant: ConstantAnalysi
     weights = [c.args[1] for c in ins.args]
     if any(x.shape != inputs[0].shape for x in inputs) or any(w.shape != weights[0].shape for w in weights):
         return MATCHED_UNCHANGED
-    x = module.insert(ins, make_op("concat", axis=1), inputs)
-    w = module.insert(ins, make_op("concat", axis=0), weights)
-    replace_op(module, ins, conv.replace(group=conv["group"] * len(inputs)), [x, w])
+    x = rewriter.insert(ins, make_op("concat", axis=1), inputs)
+    w = rewriter.insert(ins, make_op("concat", axis=0), weights)
+    rewriter.replace(ins, conv.replace(group=conv["group"] * len(inputs)), [x, w])
     return True
 
 
-@roots("convolution")
-def find_conv_broadcast_input(module: Module, ins: Instruction, constant: ConstantAnalysis) -> object:
+@pattern("convolution")
+def find_conv_broadcast_input(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis) -> object:
     """conv(broadcast(x), w) with `x` constant over space: without padding a dot of `x` with the
     weights summed over space, broadcast; with padding (stride and dilation 1) the convolution of a
     kernel-sized input, its centre broadcast over the interior."""
     if _name(ins) != "convolution" or len(ins.args) != 2:
         return False
     bcast, w = ins.args
-    if _name(bcast) not in _BROADCASTS or len(bcast.args) != 1 or not constant(w):
+    if not _broadcast(bcast) or len(bcast.args) != 1 or not constant(w):
         return False
     x = bcast.args[0]
     op = ins.op
@@ -715,30 +711,30 @@ def find_conv_broadcast_input(module: Module, ins: Instruction, constant: Consta
             padding = padding + padding
         if any(out_lens[i + 2] <= padding[i] + padding[i + spatial] for i in range(spatial)):
             return MATCHED_UNCHANGED
-        _small_conv(module, ins, x, w, bcast, padding)
+        _small_conv(rewriter, ins, x, w, bcast, padding)
         return True
     axes = tuple(range(2, ndim))
-    w_reduced = module.insert(ins, make_op("reduce_sum", axes=axes), [w])
-    w_2d = module.insert(ins, make_op("reshape", dims=(oc, ic)), [w_reduced])
-    w_t = module.insert(ins, make_op("transpose", permutation=(1, 0)), [w_2d])
+    w_reduced = rewriter.insert(ins, make_op("reduce_sum", axes=axes), [w])
+    w_2d = rewriter.insert(ins, make_op("reshape", dims=(oc, ic)), [w_reduced])
+    w_t = rewriter.insert(ins, make_op("transpose", permutation=(1, 0)), [w_2d])
     if x.shape.ndim == 1 and n == 1:
-        x_2d = module.insert(ins, make_op("unsqueeze", axes=(0,)), [x])
+        x_2d = rewriter.insert(ins, make_op("unsqueeze", axes=(0,)), [x])
     else:
-        x_2d = module.insert(ins, make_op("reshape", dims=(n, ic)), [x])
-    dot = module.insert(ins, make_op("dot"), [x_2d, w_t])
-    unsqueezed = module.insert(ins, make_op("unsqueeze", axes=axes), [dot])
-    replace_op(module, ins, make_op("multibroadcast", out_lens=out_lens), [unsqueezed])
+        x_2d = rewriter.insert(ins, make_op("reshape", dims=(n, ic)), [x])
+    dot = rewriter.insert(ins, make_op("dot"), [x_2d, w_t])
+    unsqueezed = rewriter.insert(ins, make_op("unsqueeze", axes=axes), [dot])
+    rewriter.replace(ins, make_op("multibroadcast", out_lens=out_lens), [unsqueezed])
     return True
 
 
 def _small_conv(
-    module: Module, ins: Instruction, x: Instruction, w: Instruction, bcast: Instruction, padding: list[int]
+    rewriter: Rewriter, ins: Instruction, x: Instruction, w: Instruction, bcast: Instruction, padding: list[int]
 ) -> None:
     spatial = w.shape.ndim - 2
     out_lens = ins.shape.lens
     small_lens = (*bcast.shape.lens[:2], *w.shape.lens[2:])
-    small_bcast = module.insert(ins, _broadcast_to(bcast, small_lens), [x])
-    current = module.insert(ins, ins.op, [small_bcast, w])
+    small_bcast = rewriter.insert(ins, _broadcast_to(bcast, small_lens), [x])
+    current = rewriter.insert(ins, ins.op, [small_bcast, w])
     for i in range(spatial):
         p_start, p_end = padding[i], padding[i + spatial]
         axis = i + 2
@@ -747,16 +743,16 @@ def _small_conv(
             continue
         pieces = []
         if p_start > 0:
-            pieces.append(module.insert(ins, make_op("slice", axes=(axis,), starts=(0,), ends=(p_start,)), [current]))
-        center = module.insert(ins, make_op("slice", axes=(axis,), starts=(p_start,), ends=(p_start + 1,)), [current])
+            pieces.append(rewriter.insert(ins, make_op("slice", axes=(axis,), starts=(0,), ends=(p_start,)), [current]))
+        center = rewriter.insert(ins, make_op("slice", axes=(axis,), starts=(p_start,), ends=(p_start + 1,)), [current])
         center_lens = list(center.shape.lens)
         center_lens[axis] = interior
-        pieces.append(module.insert(ins, make_op("multibroadcast", out_lens=center_lens), [center]))
+        pieces.append(rewriter.insert(ins, make_op("multibroadcast", out_lens=center_lens), [center]))
         if p_end > 0:
             end = make_op("slice", axes=(axis,), starts=(p_start + 1,), ends=(p_start + 1 + p_end,))
-            pieces.append(module.insert(ins, end, [current]))
-        current = module.insert(ins, make_op("concat", axis=axis), pieces)
-    replace_instruction(module, ins, current)
+            pieces.append(rewriter.insert(ins, end, [current]))
+        current = rewriter.insert(ins, make_op("concat", axis=axis), pieces)
+    rewriter.replace_all_uses(ins, current)
 
 
 REWRITES = (

@@ -15,23 +15,25 @@ from collections.abc import Sequence
 
 from mgxir.analysis.shape_transform_descriptor import invert_permutation
 from mgxir.ir.instruction import Instruction
-from mgxir.ir.module import Module
-from mgxir.ir.operation import Operation, ShapeError
+from mgxir.ir.operation import OpDef, Operation, ShapeError
 from mgxir.ir.registry import make_op
 from mgxir.ir.shape import find_permutation
+from mgxir.ir.traits import Broadcasting, Reshaper
 from mgxir.ops.common import normalize_axis
-from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, replace_op, roots
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, Rewriter, pattern
 
-_RESHAPERS = frozenset({"reshape", "unsqueeze", "squeeze", "reshape_lazy"})
-_BROADCASTS = frozenset({"multibroadcast", "broadcast"})
+
+def _concat_reshaper(defn: OpDef) -> bool:
+    """The reshapers of MIGraphX's find_concat_reshape, which leaves flatten out."""
+    return defn.has(Reshaper) and defn.name != "flatten"
 
 
 def _is_static_concat(ins: Instruction) -> bool:
     return ins.op.defn.name == "concat" and not ins.shape.is_dynamic and not ins.shape.is_tuple
 
 
-@roots("concat")
-def find_concat_slice(module: Module, ins: Instruction) -> object:
+@pattern("concat")
+def find_concat_slice(rewriter: Rewriter, ins: Instruction) -> object:
     if not _is_static_concat(ins):
         return False
     slices = [user for user in ins.users if user.op.defn.name == "slice"]
@@ -56,13 +58,13 @@ def find_concat_slice(module: Module, ins: Instruction) -> object:
         if i is None or i == len(inputs):
             continue
         if inputs[i].shape.lens[axis] == length:
-            replace_instruction(module, slice_ins, inputs[i])
+            rewriter.replace_all_uses(slice_ins, inputs[i])
             changed = True
     return True if changed else MATCHED_UNCHANGED
 
 
-@roots("concat")
-def find_concat_transpose(module: Module, ins: Instruction) -> object:
+@pattern("concat")
+def find_concat_transpose(rewriter: Rewriter, ins: Instruction) -> object:
     if not _is_static_concat(ins) or not all(a.op.defn.name == "transpose" for a in ins.args):
         return False
     permutation = list(find_permutation(ins.args[0].shape))
@@ -70,16 +72,16 @@ def find_concat_transpose(module: Module, ins: Instruction) -> object:
         return MATCHED_UNCHANGED
     inverse = invert_permutation(permutation)
     axis = inverse[normalize_axis("concat", ins.op["axis"], ins.args[0].shape.ndim)]
-    transposed = [module.insert(ins, make_op("transpose", permutation=permutation), [a]) for a in ins.args]
-    concat = module.insert(ins, ins.op.replace(axis=axis), transposed)
-    restored = module.insert(ins, make_op("transpose", permutation=inverse), [concat])
-    replace_instruction(module, ins, restored)
+    transposed = [rewriter.insert(ins, make_op("transpose", permutation=permutation), [a]) for a in ins.args]
+    concat = rewriter.insert(ins, ins.op.replace(axis=axis), transposed)
+    restored = rewriter.insert(ins, make_op("transpose", permutation=inverse), [concat])
+    rewriter.replace_all_uses(ins, restored)
     return True
 
 
-@roots("concat")
-def find_concat_reshape(module: Module, ins: Instruction) -> object:
-    if not _is_static_concat(ins) or not all(a.op.defn.name in _RESHAPERS for a in ins.args):
+@pattern("concat")
+def find_concat_reshape(rewriter: Rewriter, ins: Instruction) -> object:
+    if not _is_static_concat(ins) or not all(_concat_reshaper(a.op.defn) for a in ins.args):
         return False
     sources = [a.args[0] for a in ins.args]
     input_lens = sources[0].shape.lens
@@ -100,8 +102,8 @@ def find_concat_reshape(module: Module, ins: Instruction) -> object:
         return MATCHED_UNCHANGED
     if math.prod(input_lens[:new_axis]) != predims or math.prod(input_lens[new_axis + 1 :]) != postdims:
         return MATCHED_UNCHANGED
-    concat = module.insert(ins, ins.op.replace(axis=new_axis), sources)
-    replace_op(module, ins, make_op("reshape", dims=lens), [concat])
+    concat = rewriter.insert(ins, ins.op.replace(axis=new_axis), sources)
+    rewriter.replace(ins, make_op("reshape", dims=lens), [concat])
     return True
 
 
@@ -115,9 +117,9 @@ def _fits(concat_op: Operation, broadcast: Operation, inputs: Sequence[Instructi
     return True
 
 
-@roots("concat")
-def find_concat_multibroadcasts(module: Module, ins: Instruction) -> object:
-    if not _is_static_concat(ins) or not all(a.op.defn.name in _BROADCASTS for a in ins.args):
+@pattern("concat")
+def find_concat_multibroadcasts(rewriter: Rewriter, ins: Instruction) -> object:
+    if not _is_static_concat(ins) or not all(a.op.defn.has(Broadcasting) for a in ins.args):
         return False
     broadcasts = ins.args
     axis = ins.op["axis"]
@@ -143,13 +145,13 @@ def find_concat_multibroadcasts(module: Module, ins: Instruction) -> object:
     broadcast = front.op.replace(out_lens=ins.shape.lens)
     if not _fits(concat_op, broadcast, inputs):
         return MATCHED_UNCHANGED
-    concat = module.insert(ins, concat_op, inputs)
-    replace_op(module, ins, broadcast, [concat])
+    concat = rewriter.insert(ins, concat_op, inputs)
+    rewriter.replace(ins, broadcast, [concat])
     return True
 
 
-@roots("concat")
-def find_nested_concat(module: Module, ins: Instruction) -> object:
+@pattern("concat")
+def find_nested_concat(rewriter: Rewriter, ins: Instruction) -> object:
     if not _is_static_concat(ins) or not any(a.op.defn.name == "concat" for a in ins.args):
         return False
     axis = ins.op["axis"]
@@ -163,7 +165,7 @@ def find_nested_concat(module: Module, ins: Instruction) -> object:
             flat.append(arg)
     if flat == ins.args:
         return MATCHED_UNCHANGED
-    replace_op(module, ins, ins.op, flat)
+    rewriter.replace(ins, ins.op, flat)
     return True
 
 

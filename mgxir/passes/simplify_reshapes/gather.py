@@ -15,13 +15,12 @@ from mgxir.analysis.shape_transform_descriptor import ShapeTransformDescriptor, 
 from mgxir.interp.interpreter import Interpreter
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
-from mgxir.ir.module import Module
 from mgxir.ir.operation import Operation
 from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape, find_permutation
 from mgxir.ops.common import normalize_axis
 from mgxir.passes.propagate_constant import evaluate_constant
-from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, roots
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, Rewriter, pattern
 from mgxir.passes.simplify_reshapes.nested import insert_auto_reshape
 
 
@@ -42,20 +41,20 @@ def _can_eval(ins: Instruction) -> bool:
     return True
 
 
-@roots("gather")
-def find_gather_scalar(module: Module, ins: Instruction) -> bool:
+@pattern("gather")
+def find_gather_scalar(rewriter: Rewriter, ins: Instruction) -> bool:
     if ins.op.defn.name != "gather" or len(ins.args) != 2 or ins.shape.is_dynamic:
         return False
     data, indices = ins.args
     shape = indices.shape
     if shape.is_dynamic or not shape.scalar or shape.ndim != 1 or shape.elements != 1 or _can_eval(ins):
         return False
-    new_indices = module.insert(ins, make_op("unsqueeze", axes=(0,)), [indices])
-    new_gather = module.insert(ins, ins.op, [data, new_indices])
-    reshaped = insert_auto_reshape(module, ins, ins.shape.lens, new_gather)
+    new_indices = rewriter.insert(ins, make_op("unsqueeze", axes=(0,)), [indices])
+    new_gather = rewriter.insert(ins, ins.op, [data, new_indices])
+    reshaped = insert_auto_reshape(rewriter, ins, ins.shape.lens, new_gather)
     if ins.shape.scalar and ins.shape.ndim == 1:
-        reshaped = module.insert(ins, make_op("squeeze", axes=(0,)), [reshaped])
-    replace_instruction(module, ins, reshaped)
+        reshaped = rewriter.insert(ins, make_op("squeeze", axes=(0,)), [reshaped])
+    rewriter.replace_all_uses(ins, reshaped)
     return True
 
 
@@ -213,7 +212,7 @@ def generate_shape_transforms_for(
     return result
 
 
-def _transform_indices(module: Module, indices: np.ndarray, start: Instruction) -> Instruction | None:
+def _transform_indices(rewriter: Rewriter, indices: np.ndarray, start: Instruction) -> Instruction | None:
     """`start` (flat) viewed so that its elements are those at `indices`, by ops inserted right
     after it; None when the indices are not a strided view."""
     offset = int(indices[0])
@@ -226,11 +225,11 @@ def _transform_indices(module: Module, indices: np.ndarray, start: Instruction) 
     position = start.next
     result = start
     for op in ops:
-        result = module.insert(position, op, [result])
+        result = rewriter.insert(position, op, [result])
     return result
 
 
-def _constant_value(module: Module, ins: Instruction) -> np.ndarray | None:
+def _constant_value(rewriter: Rewriter, ins: Instruction) -> np.ndarray | None:
     """The value of a constant instruction, or None when some literal it needs was elided or some
     op has no reference compute."""
     seen: set[Instruction] = set()
@@ -247,9 +246,9 @@ def _constant_value(module: Module, ins: Instruction) -> np.ndarray | None:
             return None
         else:
             pending.extend(top.args)
-    if module.program is None:
+    if rewriter.module.program is None:
         return None
-    return evaluate_constant(ins, {}, Interpreter(module.program))
+    return evaluate_constant(ins, {}, Interpreter(rewriter.module.program))
 
 
 def _flat_gather_indices(dlens: Sequence[int], axis: int, positions: np.ndarray) -> np.ndarray:
@@ -260,8 +259,8 @@ def _flat_gather_indices(dlens: Sequence[int], axis: int, positions: np.ndarray)
     return offsets.reshape(-1)
 
 
-@roots("gather")
-def find_gather(module: Module, ins: Instruction) -> object:
+@pattern("gather")
+def find_gather(rewriter: Rewriter, ins: Instruction) -> object:
     if ins.op.defn.name != "gather" or len(ins.args) != 2 or ins.shape.is_dynamic:
         return False
     data, indices = ins.args
@@ -272,7 +271,7 @@ def find_gather(module: Module, ins: Instruction) -> object:
         return MATCHED_UNCHANGED
     axis = normalize_axis("gather", ins.op["axis"], len(dlens))
     axis_len = dlens[axis]
-    value = _constant_value(module, indices)
+    value = _constant_value(rewriter, indices)
     if axis_len == 0 or value is None or value.size == 0 or value.size != indices.shape.elements:
         return MATCHED_UNCHANGED
     positions = np.asarray(value, dtype=np.int64).reshape(indices.shape.lens)
@@ -280,13 +279,13 @@ def find_gather(module: Module, ins: Instruction) -> object:
     if np.any(positions < 0) or np.any(positions >= axis_len):
         return MATCHED_UNCHANGED
     if data.shape.ndim == 1 and indices.shape.ndim == 1:
-        viewed = _transform_indices(module, positions, data)
+        viewed = _transform_indices(rewriter, positions, data)
     else:
-        flat_data = insert_auto_reshape(module, ins, [data.shape.elements], data)
-        viewed = _transform_indices(module, _flat_gather_indices(dlens, axis, positions), flat_data)
+        flat_data = insert_auto_reshape(rewriter, ins, [data.shape.elements], data)
+        viewed = _transform_indices(rewriter, _flat_gather_indices(dlens, axis, positions), flat_data)
     if viewed is None:
         return MATCHED_UNCHANGED
-    replace_instruction(module, ins, insert_auto_reshape(module, ins, ins.shape.lens, viewed))
+    rewriter.replace_all_uses(ins, insert_auto_reshape(rewriter, ins, ins.shape.lens, viewed))
     return True
 
 

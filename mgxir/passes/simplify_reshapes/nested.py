@@ -10,75 +10,50 @@ from collections.abc import Sequence
 
 from mgxir.analysis.shape_transform_descriptor import optimize_shape_transforms
 from mgxir.ir.instruction import Instruction
-from mgxir.ir.module import Module
+from mgxir.ir.operation import OpDef
 from mgxir.ir.registry import make_op
-from mgxir.passes.rewrite import MATCHED_UNCHANGED, replace_instruction, replace_op, roots
-
-_SAME_SHAPE_NOPS = frozenset(
-    {
-        "flatten",
-        "reshape",
-        "contiguous",
-        "squeeze",
-        "unsqueeze",
-        "as_shape",
-        "broadcast",
-        "concat",
-        "convert",
-        "multibroadcast",
-        "pad",
-        "slice",
-        "step",
-        "transpose",
-    }
-)
-_SAME_LENS_NOPS = frozenset({"reduce_mean", "reduce_max", "reduce_min", "reduce_sum", "reduce_prod"})
-_SHAPE_TRANSFORMS = frozenset(
-    {"flatten", "reshape", "squeeze", "unsqueeze", "transpose", "broadcast", "multibroadcast"}
-)
+from mgxir.ir.traits import NopWhenLensKept, NopWhenShapeKept, ShapeTransform
+from mgxir.passes.matchers import is_contiguous, is_shape_transform, is_shape_transform_or_contiguous, skip, skip_output
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, Rewriter, pattern
 
 
-@roots(*_SAME_SHAPE_NOPS, *_SAME_LENS_NOPS)
-def find_nop_reshapes(module: Module, ins: Instruction) -> bool:
-    name = ins.op.defn.name
+def _nop_when_kept(defn: OpDef) -> bool:
+    return defn.has(NopWhenShapeKept) or defn.has(NopWhenLensKept)
+
+
+@pattern(where=_nop_when_kept)
+def find_nop_reshapes(rewriter: Rewriter, ins: Instruction) -> bool:
+    defn = ins.op.defn
     if not ins.args:
         return False
     source = ins.args[0]
-    if (name in _SAME_SHAPE_NOPS and ins.shape == source.shape) or (
-        name in _SAME_LENS_NOPS and ins.shape.lens == source.shape.lens
+    if (defn.has(NopWhenShapeKept) and ins.shape == source.shape) or (
+        defn.has(NopWhenLensKept) and ins.shape.lens == source.shape.lens
     ):
-        replace_instruction(module, ins, source)
+        rewriter.replace_all_uses(ins, source)
         return True
     return False
 
 
-@roots("flatten")
-def find_flatten(module: Module, ins: Instruction) -> bool:
+@pattern("flatten")
+def find_flatten(rewriter: Rewriter, ins: Instruction) -> bool:
     if ins.op.defn.name != "flatten" or ins.shape.is_dynamic:
         return False
-    replace_op(module, ins, make_op("reshape", dims=ins.shape.lens))
+    rewriter.replace(ins, make_op("reshape", dims=ins.shape.lens))
     return True
 
 
 def _skip_contiguous(ins: Instruction) -> Instruction:
-    while ins.op.defn.name == "contiguous" and len(ins.args) == 1:
-        ins = ins.args[0]
-    return ins
+    return skip(ins, is_contiguous)
 
 
 def _output_is_shape_transform(ins: Instruction) -> bool:
     """MIGraphX's skip_output(contiguous)(shape transform): down single outputs past contiguous."""
-    if len(ins.users) != 1:
-        return False
-    after = next(iter(ins.users))
-    if after.op.defn.name == "contiguous":
-        if len(after.users) == 1:
-            return _output_is_shape_transform(after)
-        return False
-    return after.op.defn.name in _SHAPE_TRANSFORMS
+    after = skip_output(ins, is_contiguous)
+    return after is not None and after.op.defn.has(ShapeTransform)
 
 
-def insert_auto_reshape(module: Module, pos: Instruction, dims: Sequence[int], source: Instruction) -> Instruction:
+def insert_auto_reshape(rewriter: Rewriter, pos: Instruction, dims: Sequence[int], source: Instruction) -> Instruction:
     """`source` reshaped to `dims`: itself, a squeeze or unsqueeze of size-1 axes, else a reshape."""
     lens = list(source.shape.lens)
     dims = list(dims)
@@ -87,12 +62,12 @@ def insert_auto_reshape(module: Module, pos: Instruction, dims: Sequence[int], s
     if len(lens) > len(dims):
         axes = _size_one_axes(longer=lens, shorter=dims)
         if axes:
-            return module.insert(pos, make_op("squeeze", axes=axes), [source])
+            return rewriter.insert(pos, make_op("squeeze", axes=axes), [source])
     elif len(lens) < len(dims):
         axes = _size_one_axes(longer=dims, shorter=lens)
         if axes:
-            return module.insert(pos, make_op("unsqueeze", axes=axes), [source])
-    return module.insert(pos, make_op("reshape", dims=dims), [source])
+            return rewriter.insert(pos, make_op("unsqueeze", axes=axes), [source])
+    return rewriter.insert(pos, make_op("reshape", dims=dims), [source])
 
 
 def _size_one_axes(longer: list[int], shorter: list[int]) -> list[int]:
@@ -115,15 +90,15 @@ def _broadcasts_to(lens: Sequence[int], out_lens: Sequence[int]) -> bool:
     return all(n in (1, m) for n, m in zip(reversed(lens), reversed(out_lens)))
 
 
-@roots(*_SHAPE_TRANSFORMS)
-def find_nested_shape_transforms(module: Module, ins: Instruction) -> object:
-    if ins.op.defn.name not in _SHAPE_TRANSFORMS or len(ins.args) != 1 or ins.shape.is_dynamic:
+@pattern(where=is_shape_transform)
+def find_nested_shape_transforms(rewriter: Rewriter, ins: Instruction) -> object:
+    if not ins.op.defn.has(ShapeTransform) or len(ins.args) != 1 or ins.shape.is_dynamic:
         return False
-    if _skip_contiguous(ins.args[0]).op.defn.name not in _SHAPE_TRANSFORMS or _output_is_shape_transform(ins):
+    if not _skip_contiguous(ins.args[0]).op.defn.has(ShapeTransform) or _output_is_shape_transform(ins):
         return False
     ops = []
     source = ins
-    while source.op.defn.name in _SHAPE_TRANSFORMS or source.op.defn.name == "contiguous":
+    while is_shape_transform_or_contiguous(source.op.defn):
         ops.append(source.op)
         source = source.args[0]
     if source.shape.is_dynamic or source.shape.is_tuple:
@@ -132,10 +107,10 @@ def find_nested_shape_transforms(module: Module, ins: Instruction) -> object:
     # Not in MIGraphX (which throws there): a "scalar" (all strides 0) whose lens do not broadcast to
     # the result goes through the descriptor instead.
     if source.shape.scalar and _broadcasts_to(source.shape.lens, lens):
-        replace_op(module, ins, make_op("multibroadcast", out_lens=lens), [source])
+        rewriter.replace(ins, make_op("multibroadcast", out_lens=lens), [source])
         return True
     if source.shape.elements == 1 and ins.shape.elements == 1:
-        replace_op(module, ins, make_op("reshape", dims=lens), [source])
+        rewriter.replace(ins, make_op("reshape", dims=lens), [source])
         return True
     ops.reverse()
     optimized = optimize_shape_transforms(source.shape.lens, ops)
@@ -143,8 +118,8 @@ def find_nested_shape_transforms(module: Module, ins: Instruction) -> object:
         return MATCHED_UNCHANGED
     replacement = source
     for op in optimized:
-        replacement = module.insert(ins, op, [replacement])
-    replace_instruction(module, ins, replacement)
+        replacement = rewriter.insert(ins, op, [replacement])
+    rewriter.replace_all_uses(ins, replacement)
     return True
 
 

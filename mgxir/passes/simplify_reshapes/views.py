@@ -17,60 +17,41 @@ from collections.abc import Sequence
 
 from mgxir.analysis.shape_transform_descriptor import ShapeTransformDescriptor, compute_dims, invert_permutation
 from mgxir.ir.instruction import Instruction
-from mgxir.ir.module import Module
 from mgxir.ir.operation import OpDef, Operation
 from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape
-from mgxir.passes.propagate_constant import ConstantAnalysis
-from mgxir.passes.rewrite import MATCHED_UNCHANGED, is_pointwise, replace_instruction, replace_op, roots
-
-_SHAPE_TRANSFORMS = frozenset(
-    {"flatten", "reshape", "squeeze", "unsqueeze", "transpose", "broadcast", "multibroadcast"}
+from mgxir.ir.traits import Broadcasting, Reduction, ShapeTransform
+from mgxir.passes.matchers import (
+    first_user,
+    is_broadcast_or_contiguous,
+    is_contiguous,
+    is_pointwise,
+    is_reduce_like,
+    is_reduction_or_pointwise,
+    is_shape_transform_or_contiguous,
+    skip,
+    skip_output,
+    used_once,
 )
-_SHAPE_TRANSFORMS_OR_CONTIGUOUS = _SHAPE_TRANSFORMS | {"contiguous"}
+from mgxir.passes.propagate_constant import ConstantAnalysis
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, Rewriter, pattern
 
 
-def _first_user(ins: Instruction) -> Instruction:
-    return next(iter(ins.users))
-
-
-def _used_once(module: Module, ins: Instruction) -> bool:
-    return len(ins.users) == 1 or (not ins.users and ins is module.last)
-
-
-def _skip(ins: Instruction, names: frozenset[str]) -> Instruction:
-    """MIGraphX's match::skip: follow single-input instructions named in `names` up to the first other."""
-    while len(ins.args) == 1 and ins.op.defn.name in names:
-        ins = ins.args[0]
-    return ins
-
-
-def _skip_output(ins: Instruction, names: frozenset[str]) -> Instruction | None:
-    """MIGraphX's match::skip_output: down single outputs past instructions named in `names`; None
-    where `ins` has not exactly one output."""
-    if len(ins.users) != 1:
-        return None
-    after = _first_user(ins)
-    if after.op.defn.name in names:
-        return _skip_output(after, names) or after
-    return after
-
-
-def _insert_ops(module: Module, pos: Instruction, ops: Sequence[Operation], source: Instruction) -> Instruction:
+def _insert_ops(rewriter: Rewriter, pos: Instruction, ops: Sequence[Operation], source: Instruction) -> Instruction:
     for op in ops:
-        source = module.insert(pos, op, [source])
+        source = rewriter.insert(pos, op, [source])
     return source
 
 
-@roots(where=is_pointwise)
-def find_reshape_cont(module: Module, ins: Instruction) -> object:
+@pattern(where=is_pointwise)
+def find_reshape_cont(rewriter: Rewriter, ins: Instruction) -> object:
     if not ins.op.defn.pointwise or len(ins.args) != 2:
         return False
     found = None
     for rsp in ins.args:
         if rsp.op.defn.name != "reshape" or len(rsp.args) != 1:
             continue
-        source = _skip(rsp.args[0], frozenset({"contiguous"}))
+        source = skip(rsp.args[0], is_contiguous)
         if not source.shape.is_dynamic and not source.shape.standard:
             found = rsp, source
             break
@@ -81,30 +62,29 @@ def find_reshape_cont(module: Module, ins: Instruction) -> object:
         return MATCHED_UNCHANGED
     dims = list(cont_input.shape.lens)
     inputs = [
-        cont_input if arg is rsp else module.insert(ins, make_op("reshape", dims=dims), [arg]) for arg in ins.args
+        cont_input if arg is rsp else rewriter.insert(ins, make_op("reshape", dims=dims), [arg]) for arg in ins.args
     ]
-    out = module.insert(ins, ins.op, inputs)
-    replace_op(module, ins, make_op("reshape", dims=list(ins.shape.lens)), [out])
+    out = rewriter.insert(ins, ins.op, inputs)
+    rewriter.replace(ins, make_op("reshape", dims=list(ins.shape.lens)), [out])
     return True
 
 
-@roots(*_SHAPE_TRANSFORMS_OR_CONTIGUOUS)
-def find_slice_shape_transforms(module: Module, ins: Instruction) -> object:
-    views = _SHAPE_TRANSFORMS_OR_CONTIGUOUS
-    if ins.op.defn.name not in views or not ins.args or ins.shape.is_dynamic:
+@pattern(where=is_shape_transform_or_contiguous)
+def find_slice_shape_transforms(rewriter: Rewriter, ins: Instruction) -> object:
+    if not is_shape_transform_or_contiguous(ins.op.defn) or not ins.args or ins.shape.is_dynamic:
         return False
-    if any(user.op.defn.name in views for user in ins.users):
+    if any(is_shape_transform_or_contiguous(user.op.defn) for user in ins.users):
         return False
-    slice_ins = _skip(ins.args[0], views)
+    slice_ins = skip(ins.args[0], is_shape_transform_or_contiguous)
     if slice_ins.op.defn.name != "slice" or not slice_ins.args:
         return False
-    if not _used_once(module, slice_ins.args[0]) or ConstantAnalysis(need_values=False)(slice_ins):
+    if not used_once(slice_ins.args[0]) or ConstantAnalysis(need_values=False)(slice_ins):
         return False
     if ins.shape.scalar:
         return MATCHED_UNCHANGED
     ops = []
     x = ins
-    while x.op.defn.name in views:
+    while is_shape_transform_or_contiguous(x.op.defn):
         ops.append(x.op)
         x = x.args[0]
     if x is not slice_ins:
@@ -118,7 +98,7 @@ def find_slice_shape_transforms(module: Module, ins: Instruction) -> object:
     new_desc.simplify()
     axes = slice_ins.op["axes"]
     if any(len(new_desc.get_dst_axes_from_src(axis)) != 1 for axis in axes):
-        replace_instruction(module, ins, _insert_ops(module, ins, desc.generate(), slice_ins))
+        rewriter.replace_all_uses(ins, _insert_ops(rewriter, ins, desc.generate(), slice_ins))
         return True
     new_axes = [a for axis in axes for a in new_desc.get_dst_axes_from_src(axis)]
     new_ops = [*new_desc.generate(), slice_ins.op.replace(axes=new_axes)]
@@ -129,13 +109,13 @@ def find_slice_shape_transforms(module: Module, ins: Instruction) -> object:
         lens = compute_dims(op, lens)
     if lens != list(ins.shape.lens):
         return MATCHED_UNCHANGED
-    y = _insert_ops(module, ins, new_ops, source)
-    replace_instruction(module, ins, y)
+    y = _insert_ops(rewriter, ins, new_ops, source)
+    rewriter.replace_all_uses(ins, y)
     return True
 
 
-@roots("slice")
-def find_nested_slice(module: Module, ins: Instruction) -> object:
+@pattern("slice")
+def find_nested_slice(rewriter: Rewriter, ins: Instruction) -> object:
     if ins.op.defn.name != "slice" or len(ins.args) != 1 or ins.args[0].op.defn.name != "slice":
         return False
     inner = ins.args[0]
@@ -151,7 +131,7 @@ def find_nested_slice(module: Module, ins: Instruction) -> object:
             merged[axis] = (start, end)
     axes = sorted(merged)
     op = make_op("slice", axes=axes, starts=[merged[a][0] for a in axes], ends=[merged[a][1] for a in axes])
-    replace_op(module, ins, op, [inner.args[0]])
+    rewriter.replace(ins, op, [inner.args[0]])
     return True
 
 
@@ -159,8 +139,8 @@ def _slice_axes(op: Operation) -> dict[int, tuple[int, int]]:
     return {axis: (start, end) for axis, start, end in zip(op["axes"], op["starts"], op["ends"])}
 
 
-@roots("transpose")
-def find_transpose_slice(module: Module, ins: Instruction) -> object:
+@pattern("transpose")
+def find_transpose_slice(rewriter: Rewriter, ins: Instruction) -> object:
     if ins.op.defn.name != "transpose" or any(user.op.defn.name != "slice" for user in ins.users):
         return False
     slices = list(ins.users)
@@ -190,27 +170,27 @@ def find_transpose_slice(module: Module, ins: Instruction) -> object:
     permutation = list(ins.op["permutation"])
     preaxis = permutation[axis]
     steps = [lens[a] // d for a, d in zip(first["axes"], distance)]
-    unsqueeze = module.insert(ins, make_op("unsqueeze", axes=[preaxis], steps=steps), ins.args)
+    unsqueeze = rewriter.insert(ins, make_op("unsqueeze", axes=[preaxis], steps=steps), ins.args)
     permutation = [preaxis] + [p + 1 if p >= preaxis else p for p in permutation]
-    transpose = module.insert(ins, make_op("transpose", permutation=permutation), [unsqueeze])
+    transpose = rewriter.insert(ins, make_op("transpose", permutation=permutation), [unsqueeze])
     for s in slices:
         op = s.op.replace(axes=[0], starts=[s.op["starts"][0] // distance[0]], ends=[s.op["ends"][0] // distance[0]])
-        sliced = module.insert(ins, op, [transpose])
-        squeeze = module.insert(ins, make_op("squeeze", axes=[0]), [sliced])
-        replace_instruction(module, s, squeeze)
+        sliced = rewriter.insert(ins, op, [transpose])
+        squeeze = rewriter.insert(ins, make_op("squeeze", axes=[0]), [sliced])
+        rewriter.replace_all_uses(s, squeeze)
     return True
 
 
-def find_slice_transpose(module: Module, ins: Instruction) -> object:
+def find_slice_transpose(rewriter: Rewriter, ins: Instruction) -> object:
     def split_then_transpose(out: Instruction) -> bool:
-        return out.op.defn.name == "slice" and len(out.users) == 1 and _first_user(out).op.defn.name == "transpose"
+        return out.op.defn.name == "slice" and len(out.users) == 1 and first_user(out).op.defn.name == "transpose"
 
     splits = [out for out in ins.users if split_then_transpose(out)]
     if not splits:
         return False
     if len(splits) < 2:
         return MATCHED_UNCHANGED
-    transposes = [_first_user(s) for s in splits]
+    transposes = [first_user(s) for s in splits]
     counts: dict[tuple[int, ...], int] = {}
     for t in transposes:
         key = tuple(t.op["permutation"])
@@ -218,32 +198,32 @@ def find_slice_transpose(module: Module, ins: Instruction) -> object:
     best = max(counts.values())
     permutation = min(p for p, c in counts.items() if c == best)
     inverse = invert_permutation(permutation)
-    pre = module.insert(ins.next, make_op("transpose", permutation=list(permutation)), [ins])
+    pre = rewriter.insert(ins.next, make_op("transpose", permutation=list(permutation)), [ins])
     for split, t in zip(splits, transposes):
         op = split.op.replace(axes=[inverse[a] for a in split.op["axes"]])
-        new_ins = module.insert(t, op, [pre])
+        new_ins = rewriter.insert(t, op, [pre])
         if t.op != pre.op:
             current = t.op["permutation"]
-            new_ins = module.insert(t, make_op("transpose", permutation=[inverse[c] for c in current]), [new_ins])
-        replace_instruction(module, t, new_ins)
+            new_ins = rewriter.insert(t, make_op("transpose", permutation=[inverse[c] for c in current]), [new_ins])
+        rewriter.replace_all_uses(t, new_ins)
     return True
 
 
 def _is_shape_transform(ins: Instruction) -> bool:
-    return len(ins.args) == 1 and ins.op.defn.name in _SHAPE_TRANSFORMS_OR_CONTIGUOUS
+    return len(ins.args) == 1 and is_shape_transform_or_contiguous(ins.op.defn)
 
 
 def _can_fuse_unary(ins: Instruction) -> bool:
-    return ins.is_literal or ins.op.defn.pointwise or "reduce" in ins.op.defn.name
+    return ins.is_literal or ins.op.defn.pointwise or is_reduce_like(ins.op.defn)
 
 
-@roots(where=is_pointwise)
-def find_unary_shape_transforms(module: Module, ins: Instruction) -> object:
-    if not ins.op.defn.pointwise or ins.op.defn.name == "layout" or not _used_once(module, ins):
+@pattern(where=is_pointwise)
+def find_unary_shape_transforms(rewriter: Rewriter, ins: Instruction) -> object:
+    if not ins.op.defn.pointwise or ins.op.defn.name == "layout" or not used_once(ins):
         return False
-    if len(ins.args) != 1 or _skip(ins.args[0], frozenset({"contiguous"})).op.defn.name not in _SHAPE_TRANSFORMS:
+    if len(ins.args) != 1 or not skip(ins.args[0], is_contiguous).op.defn.has(ShapeTransform):
         return False
-    after = _skip_output(ins, frozenset({"contiguous"}))
+    after = skip_output(ins, is_contiguous)
     if after is not None and after.op.defn.pointwise:
         return False
     if not ins.users:
@@ -256,12 +236,12 @@ def find_unary_shape_transforms(module: Module, ins: Instruction) -> object:
         x = x.args[0]
     xops.reverse()
     yops = []
-    y = _first_user(ins)
+    y = first_user(ins)
     last_transform = None
     while _is_shape_transform(y) and len(y.users) == 1:
         yops.append(y.op)
         last_transform = y
-        y = _first_user(y)
+        y = first_user(y)
 
     move_up = _can_fuse_unary(x)
     move_down = _can_fuse_unary(y)
@@ -274,25 +254,24 @@ def find_unary_shape_transforms(module: Module, ins: Instruction) -> object:
         move_up = True
 
     if move_up:
-        z = module.insert(ins, ins.op, [x])
-        replace_instruction(module, ins, _insert_ops(module, ins, xops, z))
+        z = rewriter.insert(ins, ins.op, [x])
+        rewriter.replace_all_uses(ins, _insert_ops(rewriter, ins, xops, z))
         return True
     if move_down and last_transform is not None:
-        z = _insert_ops(module, ins, yops, source)
-        replace_op(module, last_transform, ins.op, [z])
+        z = _insert_ops(rewriter, ins, yops, source)
+        rewriter.replace(last_transform, ins.op, [z])
         return True
     return MATCHED_UNCHANGED
 
 
-@roots("dot")
-def find_reshape_dot(module: Module, ins: Instruction) -> object:
-    if ins.op.defn.name != "dot" or len(ins.args) != 2 or not _used_once(module, ins):
+@pattern("dot")
+def find_reshape_dot(rewriter: Rewriter, ins: Instruction) -> object:
+    if ins.op.defn.name != "dot" or len(ins.args) != 2 or not used_once(ins):
         return False
-    skipped = frozenset({"broadcast", "multibroadcast", "contiguous"})
     if ins.args[0].op.defn.name == "reshape":
-        rsp, other = ins.args[0], _skip(ins.args[1], skipped)
+        rsp, other = ins.args[0], skip(ins.args[1], is_broadcast_or_contiguous)
     elif ins.args[1].op.defn.name == "reshape":
-        rsp, other = ins.args[1], _skip(ins.args[0], skipped)
+        rsp, other = ins.args[1], skip(ins.args[0], is_broadcast_or_contiguous)
     else:
         return False
     inp = rsp.args[0]
@@ -329,22 +308,26 @@ def find_reshape_dot(module: Module, ins: Instruction) -> object:
             bc_op = make_op("broadcast", axis=axis, out_lens=new_other_lens)
         else:
             bc_op = make_op("multibroadcast", out_lens=new_other_lens)
-        new_other = module.insert(ins, bc_op, [other])
+        new_other = rewriter.insert(ins, bc_op, [other])
     args = [new_other, inp] if flipped else [inp, new_other]
-    new_dot = module.insert(ins, make_op("dot"), args)
-    replace_op(module, ins, make_op("reshape", dims=list(ins.shape.lens)), [new_dot])
+    new_dot = rewriter.insert(ins, make_op("dot"), args)
+    rewriter.replace(ins, make_op("reshape", dims=list(ins.shape.lens)), [new_dot])
     return True
 
 
-@roots("transpose", "convert")
-def find_mul_add_shape_op_dot(module: Module, ins: Instruction) -> object:
-    shape_ops = frozenset({"transpose", "convert"})
-    if ins.op.defn.name not in shape_ops or len(ins.args) != 1:
+def _transpose_or_convert(defn: OpDef) -> bool:
+    """MIGraphX's `shape_ops` of find_mul_add_shape_op_dot: the two ops it moves above a mul or add."""
+    return defn.name == "transpose" or defn.name == "convert"
+
+
+@pattern(where=_transpose_or_convert)
+def find_mul_add_shape_op_dot(rewriter: Rewriter, ins: Instruction) -> object:
+    if not _transpose_or_convert(ins.op.defn) or len(ins.args) != 1:
         return False
     pw = ins.args[0]
-    if pw.op.defn.name not in ("mul", "add") or len(pw.args) != 2:
+    if (pw.op.defn.name != "mul" and pw.op.defn.name != "add") or len(pw.args) != 2:
         return False
-    after = _skip_output(ins, shape_ops)
+    after = skip_output(ins, _transpose_or_convert)
     if after is None or after.op.defn.name != "dot":
         return False
     is_constant = ConstantAnalysis(need_values=False)
@@ -354,30 +337,18 @@ def find_mul_add_shape_op_dot(module: Module, ins: Instruction) -> object:
         source, constant = pw.args
     else:
         return False
-    new_input = module.insert(ins, ins.op, [source])
-    new_constant = module.insert(ins, ins.op, [constant])
-    replace_op(module, ins, pw.op, [new_input, new_constant])
+    new_input = rewriter.insert(ins, ins.op, [source])
+    new_constant = rewriter.insert(ins, ins.op, [constant])
+    rewriter.replace(ins, pw.op, [new_input, new_constant])
     return True
 
 
-_OP_SHAPE_TRANSFORMS = frozenset(
-    {"reshape", "squeeze", "unsqueeze", "flatten", "transpose", "contiguous", "multibroadcast", "broadcast"}
-)
-_BROADCASTS = frozenset({"multibroadcast", "broadcast"})
-
-
 def _is_reduce(ins: Instruction) -> bool:
-    name = ins.op.defn.name
-    return name.startswith("reduce_") or name in ("argmin", "argmax")
+    return ins.op.defn.has(Reduction)
 
 
 def _matches_op(ins: Instruction) -> bool:
-    return _reduce_or_pointwise(ins.op.defn)
-
-
-def _reduce_or_pointwise(defn: OpDef) -> bool:
-    """The operators `_matches_op` accepts."""
-    return defn.name.startswith("reduce_") or defn.name in ("argmin", "argmax") or defn.pointwise
+    return is_reduction_or_pointwise(ins.op.defn)
 
 
 def _fusable_split(ins: Instruction) -> bool:
@@ -401,7 +372,7 @@ def _reduce_axis(ins: Instruction) -> int:
 
 
 def _insert_mapped_op(
-    module: Module, ins: Instruction, inputs: list[Instruction], axes_map: list[list[int]]
+    rewriter: Rewriter, ins: Instruction, inputs: list[Instruction], axes_map: list[list[int]]
 ) -> Instruction:
     """`ins`'s op on `inputs` (in the common space), its axes mapped through `axes_map`."""
     op = ins.op
@@ -412,7 +383,7 @@ def _insert_mapped_op(
             op = op.replace(axes=sorted(a for axis in op["axes"] for a in axes_map[axis]))
     elif ins.op.defn.name == "layout":
         op = op.replace(permutation=[a for axis in op["permutation"] for a in axes_map[axis]])
-    return module.insert(ins, op, inputs, ins.module_args)
+    return rewriter.insert(ins, op, inputs, ins.module_args)
 
 
 def _is_valid_op_descriptor(x_ins: Instruction, desc: ShapeTransformDescriptor) -> bool:
@@ -439,7 +410,7 @@ def _generate_for(desc: ShapeTransformDescriptor, input_shape: Shape, no_broadca
 def _output_path(ins: Instruction) -> list[Instruction]:
     path = [ins]
     while len(path[-1].users) == 1:
-        path.append(_first_user(path[-1]))
+        path.append(first_user(path[-1]))
     return path
 
 
@@ -457,32 +428,32 @@ def _make_op_descriptor(x_ins: Instruction, ops: list[Operation], input_ins: Ins
             return ShapeTransformDescriptor()
         return desc1
     broadcast = next(
-        (i for i in _output_path(input_ins) if i.shape.lens != input_ins.shape.lens or i.op.defn.name in _BROADCASTS),
+        (i for i in _output_path(input_ins) if i.shape.lens != input_ins.shape.lens or i.op.defn.has(Broadcasting)),
         None,
     )
-    if broadcast is None or broadcast.op.defn.name not in _BROADCASTS:
+    if broadcast is None or not broadcast.op.defn.has(Broadcasting):
         return ShapeTransformDescriptor()
     return ShapeTransformDescriptor.create(xlens, [*ops, broadcast.op]).rebase(xinput_lens, True)
 
 
 def _find_op_shape_transform_input(ins: Instruction) -> tuple[Instruction, Instruction] | None:
     for input_ins in ins.args:
-        if input_ins.op.defn.name not in _OP_SHAPE_TRANSFORMS or not input_ins.args:
+        if not is_shape_transform_or_contiguous(input_ins.op.defn) or not input_ins.args:
             continue
-        x_ins = _skip(input_ins.args[0], _OP_SHAPE_TRANSFORMS)
+        x_ins = skip(input_ins.args[0], is_shape_transform_or_contiguous)
         if _matches_op(x_ins) and not _fusable_split(x_ins):
             return input_ins, x_ins
     return None
 
 
-def _remove_inserted(module: Module, anchor: Instruction | None, pos: Instruction) -> None:
+def _remove_inserted(rewriter: Rewriter, anchor: Instruction | None, pos: Instruction) -> None:
     """Removes the instructions inserted between `anchor` and `pos` (newest first)."""
     while pos.prev is not anchor and pos.prev is not None:
-        module.remove(pos.prev)
+        rewriter.remove(pos.prev)
 
 
-@roots(where=_reduce_or_pointwise)
-def find_op_shape_transform_op(module: Module, ins: Instruction) -> object:
+@pattern(where=is_reduction_or_pointwise)
+def find_op_shape_transform_op(rewriter: Rewriter, ins: Instruction) -> object:
     if not _matches_op(ins) or ins.shape.is_dynamic:
         return False
     found = _find_op_shape_transform_input(ins)
@@ -495,7 +466,7 @@ def find_op_shape_transform_op(module: Module, ins: Instruction) -> object:
     walk = input_ins
     only_broadcasts = True
     while walk is not x_ins:
-        if walk.op.defn.name not in (*_BROADCASTS, "contiguous"):
+        if not is_broadcast_or_contiguous(walk.op.defn):
             only_broadcasts = False
         ops.append(walk.op)
         walk = walk.args[0]
@@ -515,17 +486,17 @@ def find_op_shape_transform_op(module: Module, ins: Instruction) -> object:
     def reshape_input(
         pos: Instruction, gdesc: ShapeTransformDescriptor, source: Instruction, no_broadcast: bool = False
     ) -> Instruction:
-        return _insert_ops(module, pos, _generate_for(gdesc, source.shape, no_broadcast), source)
+        return _insert_ops(rewriter, pos, _generate_for(gdesc, source.shape, no_broadcast), source)
 
     # Not in MIGraphX (which throws, or builds a program of mismatched shapes): where the descriptor's
     # ops do not fit, everything inserted is removed and the program kept.
     before_x, before_ins = x_ins.prev, ins.prev
     try:
         x_inputs = [reshape_input(x_ins, desc.to_common_from_src(), i) for i in x_ins.args]
-        new_input_ins = _insert_mapped_op(module, x_ins, x_inputs, desc.common_axes_map_from_src())
+        new_input_ins = _insert_mapped_op(rewriter, x_ins, x_inputs, desc.common_axes_map_from_src())
         new_x_ins = reshape_input(x_ins, desc.to_src_from_common(), new_input_ins)
         if new_input_ins.shape.elements != input_ins.shape.elements:
-            new_input_ins = module.insert(
+            new_input_ins = rewriter.insert(
                 x_ins, make_op("multibroadcast", out_lens=desc.common_dims()), [new_input_ins]
             )
         inputs = [
@@ -535,20 +506,20 @@ def find_op_shape_transform_op(module: Module, ins: Instruction) -> object:
         if new_x_ins.shape.lens != x_ins.shape.lens:
             raise ValueError("the common space does not give back x's lens")
     except (ValueError, IndexError):
-        _remove_inserted(module, before_ins, ins)
-        _remove_inserted(module, before_x, x_ins)
+        _remove_inserted(rewriter, before_ins, ins)
+        _remove_inserted(rewriter, before_x, x_ins)
         return MATCHED_UNCHANGED
-    replace_instruction(module, x_ins, new_x_ins)
+    rewriter.replace_all_uses(x_ins, new_x_ins)
     before_ins = ins.prev
     try:
-        pw = _insert_mapped_op(module, ins, inputs, desc.common_axes_map_from_dst())
+        pw = _insert_mapped_op(rewriter, ins, inputs, desc.common_axes_map_from_dst())
         result = reshape_input(ins, desc.to_dst_from_common(), pw)
         if result.shape.lens != ins.shape.lens:
             raise ValueError("the common space does not give back the result's lens")
     except (ValueError, IndexError):
-        _remove_inserted(module, before_ins, ins)
+        _remove_inserted(rewriter, before_ins, ins)
         return True
-    replace_instruction(module, ins, result)
+    rewriter.replace_all_uses(ins, result)
     return True
 
 
