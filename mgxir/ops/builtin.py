@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from mgxir.ir.instruction import Instruction
 from mgxir.ir.shape import Shape
 from mgxir.ops.attributes import STRING, Attr
 from mgxir.ops.definition import OpDef, Operation, RunModule
@@ -95,6 +96,13 @@ class OpaqueDef(OpDef):
 @functools.cache
 def opaque(name: str) -> OpaqueDef:
     return OpaqueDef(name)
+
+
+def undefined_value(name: str = "") -> Instruction:
+    """A value used but defined nowhere: `?` in MIGraphX's pass traces, or a name from outside a
+    pasted excerpt (read with allow_undefined). It belongs to no module, its shape is unknown, and
+    arguments that use it print as `name` (`?` when it has none)."""
+    return Instruction(opaque("?").make_raw(name), (), None)
 
 
 class RefLoweredDef(OpDef):

@@ -1,0 +1,108 @@
+"""MIGraphX's program files: `.mxr` (msgpack, `migraphx.save`) and `.json` (`migraphx-driver --json`).
+
+One value model (`program_to_value` / `program_from_value`), two encodings (`encoding.py`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from mgxir.diagnostics import DiagnosticSink, Location, MgxError
+from mgxir.ir.program import Program
+from mgxir.text.writer import write_atomically
+from mgxir.translate.mxr.encoding import from_json, from_msgpack, to_json, to_msgpack
+from mgxir.translate.mxr.program import (
+    FILE_VERSION,
+    MIGRAPHX_VERSION,
+    READABLE_VERSIONS,
+    program_from_value,
+    program_to_value,
+)
+
+__all__ = [
+    "FILE_VERSION",
+    "MIGRAPHX_VERSION",
+    "READABLE_VERSIONS",
+    "json_text",
+    "load_json",
+    "load_mxr",
+    "mxr_bytes",
+    "program_from_value",
+    "program_to_value",
+    "read_json_program",
+    "read_mxr",
+    "write_json_program",
+    "write_mxr",
+]
+
+
+def mxr_bytes(program: Program) -> bytes:
+    """The `.mxr` file MIGraphX's `migraphx.save(p, file)` would write for `program`."""
+    return to_msgpack(program_to_value(program))
+
+
+def json_text(program: Program) -> str:
+    """The text `migraphx-driver ... --json` prints for `program`."""
+    return to_json(program_to_value(program))
+
+
+def load_mxr(data: bytes, filename: str = "<mxr>", sink: DiagnosticSink | None = None) -> Program:
+    try:
+        value = from_msgpack(data)
+    except ValueError as e:
+        raise MgxError(f"{filename}: not a MIGraphX .mxr file: {e}") from None
+    return program_from_value(value, filename, sink)
+
+
+def load_json(text: str, filename: str = "<json>", sink: DiagnosticSink | None = None) -> Program:
+    try:
+        value = from_json(text)
+    except json.JSONDecodeError as e:
+        lines = text.split("\n")
+        source = lines[e.lineno - 1] if 0 < e.lineno <= len(lines) and len(lines[e.lineno - 1]) < 400 else None
+        raise MgxError(f"invalid JSON: {e.msg}", Location(filename, e.lineno, e.colno), source) from None
+    return program_from_value(value, filename, sink)
+
+
+def _read_bytes(path: str | Path) -> tuple[bytes, str]:
+    if str(path) == "-":
+        return sys.stdin.buffer.read(), "<stdin>"
+    try:
+        return Path(path).read_bytes(), str(path)
+    except OSError as e:
+        raise MgxError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def read_mxr(path: str | Path, sink: DiagnosticSink | None = None) -> Program:
+    """Loads a `.mxr` file (`-` reads standard input)."""
+    data, filename = _read_bytes(path)
+    return load_mxr(data, filename, sink)
+
+
+def read_json_program(path: str | Path, sink: DiagnosticSink | None = None) -> Program:
+    """Loads a program MIGraphX wrote as JSON (`-` reads standard input)."""
+    data, filename = _read_bytes(path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise MgxError(f"{filename} is not UTF-8 text (a binary .mxr file? use --from-mxr)") from None
+    return load_json(text, filename, sink)
+
+
+def _write(data: bytes, output: str | None) -> None:
+    if output is None or output == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    else:
+        write_atomically(output, data)
+
+
+def write_mxr(program: Program, output: str | None) -> None:
+    """Writes the `.mxr` bytes to `output` atomically (standard output for None or `-`)."""
+    _write(mxr_bytes(program), output)
+
+
+def write_json_program(program: Program, output: str | None) -> None:
+    _write((json_text(program) + "\n").encode(), output)
