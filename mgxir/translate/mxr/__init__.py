@@ -11,7 +11,7 @@ from pathlib import Path
 
 from mgxir.diagnostics import DiagnosticSink, Location, MgxError
 from mgxir.ir.program import Program
-from mgxir.text.writer import write_atomically
+from mgxir.translate.output import write_output
 from mgxir.translate.mxr.encoding import from_json, from_msgpack, to_json, to_msgpack
 from mgxir.translate.mxr.program import (
     FILE_VERSION,
@@ -91,18 +91,10 @@ def read_json_program(path: str | Path, sink: DiagnosticSink | None = None) -> P
     return load_json(text, filename, sink)
 
 
-def _write(data: bytes, output: str | None) -> None:
-    if output is None or output == "-":
-        sys.stdout.buffer.write(data)
-        sys.stdout.buffer.flush()
-    else:
-        write_atomically(output, data)
-
-
 def write_mxr(program: Program, output: str | None) -> None:
     """Writes the `.mxr` bytes to `output` atomically (standard output for None or `-`)."""
-    _write(mxr_bytes(program), output)
+    write_output(mxr_bytes(program), output)
 
 
 def write_json_program(program: Program, output: str | None) -> None:
-    _write((json_text(program) + "\n").encode(), output)
+    write_output(json_text(program) + "\n", output)
