@@ -84,10 +84,8 @@ class _DotWriter:
             for sub in ins.module_args:
                 if sub.name not in self.drawn:
                     self._module(sub, indent)
-                cluster = quote("cluster_" + sub.name)
-                self.lines.append(
-                    f"{indent}{self.anchor[sub.name]} -> {self.ids[ins]} [ltail={cluster}, style=dashed, arrowhead=odot];"
-                )
+                style = f"ltail={quote('cluster_' + sub.name)}, style=dashed, arrowhead=odot"
+                self.lines.append(f"{indent}{self.anchor[sub.name]} -> {self.ids[ins]} [{style}];")
 
     def _label(self, ins: Instruction) -> str:
         text = ins.op.text

@@ -11,7 +11,6 @@ from pathlib import Path
 
 from mgxir.diagnostics import DiagnosticSink, Location, MgxError
 from mgxir.ir.program import Program
-from mgxir.translate.output import write_output
 from mgxir.translate.mxr.encoding import from_json, from_msgpack, to_json, to_msgpack
 from mgxir.translate.mxr.program import (
     FILE_VERSION,
@@ -20,6 +19,7 @@ from mgxir.translate.mxr.program import (
     program_from_value,
     program_to_value,
 )
+from mgxir.translate.output import write_output
 
 __all__ = [
     "FILE_VERSION",

@@ -154,16 +154,16 @@ def _literal_shape(arg_shape: Shape) -> Shape:
 shape = _ShapeFactory()
 
 
-class op:  # noqa: N801 (MIGraphX's name)
+class op:
     """`migraphx.op(name, **attributes)`: attribute values as MIGraphX's `to_value` gives them
     (numbers, lists, strings, shapes as objects or `migraphx.shape(...)`)."""
 
-    class pooling_mode(enum.IntEnum):  # noqa: N801
+    class pooling_mode(enum.IntEnum):
         average = 0
         max = 1
         lpnorm = 2
 
-    class rnn_direction(enum.IntEnum):  # noqa: N801
+    class rnn_direction(enum.IntEnum):
         forward = 0
         reverse = 1
         bidirectional = 2
@@ -182,7 +182,7 @@ class op:  # noqa: N801 (MIGraphX's name)
         return self.operation.text
 
 
-class argument:  # noqa: N801
+class argument:
     """Literal data: a shape and its values in logical order (`migraphx.argument(numpy_array)`)."""
 
     def __init__(self, data: Any, arg_shape: Shape | None = None):
@@ -255,7 +255,7 @@ def fill_argument(arg_shape: Shape, value: float) -> argument:
 # -- programs and modules: recorded calls --------------------------------------------------------
 
 
-class instruction_ref:  # noqa: N801
+class instruction_ref:
     """One recorded call; what `add_*` return and take as arguments."""
 
     __slots__ = ("args", "declared", "kind", "line", "module", "module_args", "payload")
@@ -283,7 +283,7 @@ def undefined(name: str) -> instruction_ref:
     return instruction_ref(None, "undefined", name)
 
 
-class module:  # noqa: N801
+class module:
     def __init__(self, owner: program, name: str, discard: bool = False):
         self.owner = owner
         self._name = name
@@ -343,7 +343,7 @@ def _checked_module(m: Any) -> module:
     return m
 
 
-class program:  # noqa: N801
+class program:
     def __init__(self) -> None:
         self.modules: dict[str, module] = {"main": module(self, "main")}
         self.created: list[module] = []  # create_module calls in order, repeats included
@@ -404,7 +404,7 @@ class _Builder:
         for name in self.recorded.modules:
             self.modules[name] = self.program.create_module(name)
         self._attach_printed_module_inputs()
-        for name, recorded in self.recorded.modules.items():
+        for recorded in self.recorded.modules.values():
             self._module(recorded)
         return self.program
 
@@ -491,7 +491,9 @@ class _Builder:
         declared = call.declared if call.declared is not None and not _vague(call.declared) else None
         if operation.defn.is_opaque or any(a.shape is None for a in args):
             if declared is None:
-                why = "is not an operator mgxir knows" if operation.defn.is_opaque else "has an argument of unknown shape"
+                why = "is not an operator mgxir knows"
+                if not operation.defn.is_opaque:
+                    why = "has an argument of unknown shape"
                 raise ReproError(
                     f"'{operation.name}' {why}, so it needs its result shape in a comment: "
                     "# migraphx.shape(type=..., lens=[...])"
@@ -508,7 +510,7 @@ class _Builder:
             raise ReproError(f"{operation.name}: the shape rule rejects these inputs ({e})") from None
         if rule is None:
             if declared is None:
-                raise ReproError(f"'{operation.name}' has no shape rule here, so it needs its result shape in a comment")
+                raise ReproError(f"'{operation.name}' has no shape rule here: give its result shape in a comment")
             return declared
         return rule
 
