@@ -5,8 +5,11 @@ One value model (`program_to_value` / `program_from_value`), two encodings (`enc
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from mgxir.diagnostics import DiagnosticSink, Location, MgxError
@@ -38,32 +41,50 @@ __all__ = [
 ]
 
 
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The value trees are millions of small containers that die together: Python's cycle
+    collector would only rescan them again and again."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def mxr_bytes(program: Program) -> bytes:
     """The `.mxr` file MIGraphX's `migraphx.save(p, file)` would write for `program`."""
-    return to_msgpack(program_to_value(program))
+    with _collector_paused():
+        return to_msgpack(program_to_value(program))
 
 
 def json_text(program: Program) -> str:
     """The text `migraphx-driver ... --json` prints for `program`."""
-    return to_json(program_to_value(program))
+    with _collector_paused():
+        return to_json(program_to_value(program))
 
 
 def load_mxr(data: bytes, filename: str = "<mxr>", sink: DiagnosticSink | None = None) -> Program:
-    try:
-        value = from_msgpack(data)
-    except ValueError as e:
-        raise MgxError(f"{filename}: not a MIGraphX .mxr file: {e}") from None
-    return program_from_value(value, filename, sink)
+    with _collector_paused():
+        try:
+            value = from_msgpack(data)
+        except ValueError as e:
+            raise MgxError(f"{filename}: not a MIGraphX .mxr file: {e}") from None
+        return program_from_value(value, filename, sink)
 
 
 def load_json(text: str, filename: str = "<json>", sink: DiagnosticSink | None = None) -> Program:
-    try:
-        value = from_json(text)
-    except json.JSONDecodeError as e:
-        lines = text.split("\n")
-        source = lines[e.lineno - 1] if 0 < e.lineno <= len(lines) and len(lines[e.lineno - 1]) < 400 else None
-        raise MgxError(f"invalid JSON: {e.msg}", Location(filename, e.lineno, e.colno), source) from None
-    return program_from_value(value, filename, sink)
+    with _collector_paused():
+        try:
+            value = from_json(text)
+        except json.JSONDecodeError as e:
+            lines = text.split("\n")
+            line = lines[e.lineno - 1] if 0 < e.lineno <= len(lines) else ""
+            source = line if len(line) < 400 else None
+            raise MgxError(f"invalid JSON: {e.msg}", Location(filename, e.lineno, e.colno), source) from None
+        return program_from_value(value, filename, sink)
 
 
 def _read_bytes(path: str | Path) -> tuple[bytes, str]:

@@ -14,7 +14,9 @@ from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.ir.program import Program
+from mgxir.ir.shape import Shape
 from mgxir.ops.builtin import make_literal, make_param, make_return
+from mgxir.ops.definition import Operation
 from mgxir.translate.mxr.values import (
     EMPTY_OBJECT,
     ValueError_,
@@ -24,9 +26,8 @@ from mgxir.translate.mxr.values import (
     as_str,
     literal_from_value,
     literal_to_value,
-    op_name,
+    named_operation_value,
     operation_from_value,
-    operation_to_value,
     shape_from_mxr_value,
     shape_to_value,
 )
@@ -72,16 +73,18 @@ def _nodes(module: Module, names: dict[Instruction, str]) -> list[dict]:
             shape = op.defn.shape(op, [a.shape for a in ins.args], ())
         if shape is None:
             raise MgxError(f"cannot save '{output}' ({op.text}) in module '{module.name}': its shape is unknown")
-        node: dict[str, Any] = {"output": output, "name": op_name(op), "shape": shape_to_value(shape)}
-        node["normalized"] = False
         if kind == "@param":
-            node["name"] = "@param"
+            node: dict[str, Any] = {"output": output, "name": kind, "shape": shape_to_value(shape)}
+            node["normalized"] = False
             node["operator"] = {"parameter": op.values[0]}
         elif kind == "@literal":
+            node = {"output": output, "name": kind, "shape": shape_to_value(shape), "normalized": False}
             node["literal"] = literal_to_value(op.values[0])
             node["operator"] = EMPTY_OBJECT
         else:
-            node["operator"] = operation_to_value(op)
+            name, fields = named_operation_value(op)
+            node = {"output": output, "name": name, "shape": shape_to_value(shape), "normalized": False}
+            node["operator"] = fields
         node["inputs"] = inputs
         if ins.module_args:
             node["module_inputs"] = [m.name for m in ins.module_args]
@@ -138,6 +141,8 @@ class _Loader:
                 self.program.create_module(name)
         self.loaded: set[str] = set()
         self.instructions: dict[str, Instruction] = {}
+        self.shapes: dict[tuple, Shape] = {}
+        self.operations: dict[tuple[str, str], Operation] = {}
 
     def module(self, name: str) -> Module:
         found = self.program.get_module(name)
@@ -163,22 +168,27 @@ class _Loader:
 
     def _node(self, module: Module, node: Any) -> None:
         node = as_object(node, "the node")
-        for key in ("output", "name", "shape"):
-            if key not in node:
-                raise ValueError_(f"no '{key}'")
-        output = as_str(node["output"], "'output'")
-        name = as_str(node["name"], "'name'")
-        fields = node.get("operator", EMPTY_OBJECT)
-        shape = shape_from_mxr_value(node["shape"], "'shape'")
+        try:
+            output, name, shape_value = node["output"], node["name"], node["shape"]
+        except KeyError as e:
+            raise ValueError_(f"no {e}") from None
+        if type(output) is not str or type(name) is not str:
+            raise ValueError_("'output' and 'name' should be strings")
+        shape = self._shape(shape_value)
         args: list[Instruction] = []
-        for arg in as_array(node.get("inputs", []), "'inputs'"):
-            found = self.instructions.get(as_str(arg, "an input"))
+        instructions = self.instructions
+        for arg in as_array(node.get("inputs", ()), "'inputs'"):
+            found = instructions.get(arg) if type(arg) is str else None
             if found is None:
-                raise ValueError_(f"'{output}' uses '{arg}', which is not defined before it")
+                raise ValueError_(f"'{output}' uses {arg!r}, which is not defined before it")
             args.append(found)
-        module_args = [self.module(as_str(m, "a module input")) for m in as_array(node.get("module_inputs", []), "")]
+        module_inputs = node.get("module_inputs")
+        module_args = (
+            [self.module(as_str(m, "a module input")) for m in as_array(module_inputs, "")] if module_inputs else []
+        )
         for sub in module_args:
             self.load(sub)
+        fields = node.get("operator", EMPTY_OBJECT)
         if name == "@param":
             op = make_param(as_str(as_object(fields, "'operator'").get("parameter"), "the parameter name"))
         elif name == "@literal":
@@ -191,6 +201,31 @@ class _Loader:
             op = make_return()
             shape = op.defn.shape(op, [a.shape for a in args], ())
         else:
+            op = self._operation(name, fields, shape)
+        ins = Instruction(op, args, shape, module_args)
+        symbols = node.get("debug_symbols")
+        if symbols:
+            ins.symbols = tuple(as_str(s, "a debug symbol") for s in as_array(symbols, "'debug_symbols'"))
+        module.append_parsed(ins)
+        instructions[output] = ins
+
+    def _shape(self, value: Any) -> Shape:
+        """Shapes repeat: a static one is looked up by (type, lens, strides) once it was read."""
+        try:
+            if not value["dynamic_dimensions"] and not value["sub_shapes"] and not value.get("dyn_strides"):
+                key = (value["type"], tuple(value["lens"]), tuple(value["strides"]))
+                found = self.shapes.get(key)
+                if found is None:
+                    found = self.shapes[key] = shape_from_mxr_value(value, "'shape'")
+                return found
+        except (KeyError, TypeError, AttributeError):
+            pass
+        return shape_from_mxr_value(value, "'shape'")
+
+    def _operation(self, name: str, fields: Any, shape: Shape) -> Operation:
+        key = (name, repr(fields)) if fields and fields is not EMPTY_OBJECT else (name, "")
+        op = self.operations.get(key)
+        if op is None:
             op = operation_from_value(name, fields)
             if op.defn.is_opaque:
                 self.sink.warn(
@@ -198,11 +233,8 @@ class _Loader:
                     "know): kept as written; its shape is not checked",
                     once_key=f"opaque:{name}",
                 )
-            else:
-                op = op.defn.complete(op, shape)
-        ins = Instruction(op, args, shape, module_args)
-        symbols = node.get("debug_symbols")
-        if symbols:
-            ins.symbols = tuple(as_str(s, "a debug symbol") for s in as_array(symbols, "'debug_symbols'"))
-        module.append_parsed(ins)
-        self.instructions[output] = ins
+            if name != "load":  # load takes its instruction's shape
+                self.operations[key] = op
+        if not op.defn.is_opaque:
+            op = op.defn.complete(op, shape)
+        return op

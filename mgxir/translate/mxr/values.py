@@ -241,16 +241,15 @@ def dynamic_dimension_from_value(v: Any, what: str = "dynamic dimension") -> Dyn
 def literal_memory_bytes(literal: Literal) -> bytes:
     """The bytes MIGraphX keeps for a literal: `shape.bytes()` of memory laid out by the strides."""
     shape = literal.shape
-    dtype = shape.dtype.numpy
+    bits = shape.dtype.bits_dtype
     data = literal.data
-    if data is None:
-        data = np.zeros(shape.lens, dtype)
-    if shape.standard or shape.elements == 0:
-        return np.ascontiguousarray(data, dtype).astype(dtype.newbyteorder("<"), copy=False).tobytes()
-    memory = np.zeros(shape.element_space, dtype)
-    view = as_strided(memory, shape=shape.lens, strides=[s * dtype.itemsize for s in shape.strides])
-    view[...] = data
-    return memory.astype(dtype.newbyteorder("<"), copy=False).tobytes()
+    values = np.zeros(shape.lens, bits) if data is None else np.ascontiguousarray(data).view(bits)
+    if not shape.standard and shape.elements:
+        memory = np.zeros(shape.element_space, bits)
+        view = as_strided(memory, shape=shape.lens, strides=[s * bits.itemsize for s in shape.strides])
+        view[...] = values
+        values = memory
+    return values.astype(bits.newbyteorder("<"), copy=False).tobytes()
 
 
 def literal_to_value(literal: Literal) -> dict:
@@ -275,12 +274,13 @@ def array_from_memory(shape: Shape, raw: bytes, what: str = "literal") -> np.nda
     dtype = shape.dtype.numpy
     if shape.elements == 0:
         return np.zeros(shape.lens, dtype)
-    need = shape.element_space * dtype.itemsize
+    bits = shape.dtype.bits_dtype
+    need = shape.element_space * bits.itemsize
     if len(raw) < need:
         raise ValueError_(f"{what} has {len(raw)} bytes of data; its shape needs {need}")
-    memory = np.frombuffer(raw, dtype.newbyteorder("<"), count=shape.element_space).astype(dtype)
-    view = as_strided(memory, shape=shape.lens, strides=[s * dtype.itemsize for s in shape.strides])
-    return np.array(view)
+    memory = np.frombuffer(raw, bits.newbyteorder("<"), count=shape.element_space).astype(bits)
+    view = as_strided(memory, shape=shape.lens, strides=[s * bits.itemsize for s in shape.strides])
+    return np.array(view).view(dtype)
 
 
 # -- operator attributes -------------------------------------------------------------------------
@@ -375,6 +375,7 @@ def attribute_from_value(kind: Kind, v: Any, what: str) -> Any:
 
 
 _OPERATOR_VALUES: dict[Operation, Any] = {}
+_NAMED_VALUES: dict[Operation, tuple[str, Any]] = {}
 
 
 def op_name(op: Operation) -> str:
@@ -382,6 +383,14 @@ def op_name(op: Operation) -> str:
     text = op.text
     cut = text.find("[")
     return text if cut < 0 else text[:cut]
+
+
+def named_operation_value(op: Operation) -> tuple[str, Any]:
+    """The operator's name and value, as a node of a saved program holds them."""
+    found = _NAMED_VALUES.get(op)
+    if found is None:
+        found = _NAMED_VALUES[op] = (op_name(op), operation_to_value(op))
+    return found
 
 
 def operation_to_value(op: Operation) -> Any:

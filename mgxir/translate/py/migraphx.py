@@ -224,12 +224,13 @@ def create_argument(arg_shape: Shape, values: Sequence[float]) -> argument:
 def argument_from_hex(arg_shape: Shape, hex_bytes: str) -> argument:
     """mgxir's bit-exact literal: the little-endian bytes of the values in logical order."""
     arg_shape = _literal_shape(arg_shape)
-    dtype = arg_shape.dtype.numpy
+    bits = arg_shape.dtype.bits_dtype
     raw = bytes.fromhex(hex_bytes)
-    if len(raw) != arg_shape.elements * dtype.itemsize:
-        raise ReproError(f"{len(raw)} bytes for a shape of {arg_shape.elements * dtype.itemsize}")
+    if len(raw) != arg_shape.elements * bits.itemsize:
+        raise ReproError(f"{len(raw)} bytes for a shape of {arg_shape.elements * bits.itemsize}")
+    values = np.frombuffer(raw, bits.newbyteorder("<")).astype(bits).view(arg_shape.dtype.numpy)
     made = argument.__new__(argument)
-    made.literal = Literal(arg_shape, np.frombuffer(raw, dtype.newbyteorder("<")).astype(dtype))
+    made.literal = Literal(arg_shape, values)
     return made
 
 

@@ -117,8 +117,8 @@ class _ScriptWriter:
         values = _decimal_values(literal)
         if values is not None:
             return f"migraphx.create_argument({shape_text}, [{', '.join(values)}])"
-        dtype = literal.shape.dtype.numpy
-        raw = np.ascontiguousarray(literal.data).astype(dtype.newbyteorder("<"), copy=False).tobytes()
+        bits = literal.shape.dtype.bits_dtype
+        raw = np.ascontiguousarray(literal.data).view(bits).astype(bits.newbyteorder("<"), copy=False).tobytes()
         return f'migraphx.argument_from_hex({shape_text}, "{raw.hex()}")'
 
 
