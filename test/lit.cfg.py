@@ -42,3 +42,5 @@ if _has_gpu():
     config.available_features.add("gpu")
 if os.path.isdir(shared):
     config.available_features.add("shared")
+if shutil.which("dot"):
+    config.available_features.add("graphviz")

@@ -20,6 +20,9 @@ printed program. `argument_from_hex` and `to_mgxir` are mgxir's additions.
 from __future__ import annotations
 
 import enum
+import functools
+import linecache
+import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -44,38 +47,54 @@ class ReproError(Exception):
     """A call the building API refuses; the reader reports it at the script line that made it."""
 
 
-# -- where calls come from (set by the --from-py reader) -----------------------------------------
+# -- where calls come from -------------------------------------------------------------------------
+
+Where = tuple[str, int]  # the script file and line of a call
+_API_FOLDER = os.path.dirname(os.path.abspath(__file__))
+_COMMENT = "# migraphx.shape("
+
+
+def caller() -> Where:
+    """The file and line of the nearest frame outside this package: the script's call."""
+    frame = sys._getframe(1)
+    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == _API_FOLDER:
+        frame = frame.f_back
+    return (frame.f_code.co_filename, frame.f_lineno) if frame is not None else ("<python>", 0)
+
+
+@functools.cache
+def declared_shape(where: Where) -> Shape | None:
+    """The shape a line's `# migraphx.shape(...)` comment declares, as MIGraphX's --py prints
+    after each instruction (read with linecache, so it works for files and for registered text)."""
+    text = linecache.getline(*where)
+    cut = text.rfind(_COMMENT)
+    if cut < 0:
+        return None
+    try:
+        found = eval(text[cut + 2 :].strip(), {"__builtins__": {}, "migraphx": sys.modules[__name__]})
+    except Exception:
+        return None
+    return found if isinstance(found, Shape) else None
 
 
 @dataclass
 class Session:
-    """How a script is being run: its file (for locations), the shapes its comments declare, and
-    what to do with values defined outside it."""
+    """How scripts are being run: what to do with values defined outside an excerpt, where
+    warnings go, and the programs built so far."""
 
-    filename: str = "<python>"
-    source_lines: list[str] = field(default_factory=list)
-    declared: Callable[[int], Shape | None] = lambda line: None
     allow_undefined: bool = False
     sink: DiagnosticSink = field(default_factory=DiagnosticSink)
     programs: list[program] = field(default_factory=list)
 
-    def line(self) -> int:
-        """The script line executing now (0 outside a script)."""
-        frame = sys._getframe(1)
-        while frame is not None:
-            if frame.f_code.co_filename == self.filename:
-                return frame.f_lineno
-            frame = frame.f_back
-        return 0
-
-    def location(self, line: int) -> tuple[Location | None, str | None]:
+    @staticmethod
+    def location(where: Where) -> tuple[Location | None, str | None]:
+        filename, line = where
         if not line:
             return None, None
-        text = self.source_lines[line - 1] if line <= len(self.source_lines) else None
-        return Location(self.filename, line, 1), text
+        return Location(filename, line, 1), linecache.getline(filename, line).rstrip("\n") or None
 
-    def error(self, message: str, line: int) -> MgxError:
-        return MgxError(message, *self.location(line))
+    def error(self, message: str, where: Where) -> MgxError:
+        return MgxError(message, *self.location(where))
 
 
 _DEFAULT_SESSION = Session()
@@ -259,16 +278,18 @@ def fill_argument(arg_shape: Shape, value: float) -> argument:
 class instruction_ref:
     """One recorded call; what `add_*` return and take as arguments."""
 
-    __slots__ = ("args", "declared", "kind", "line", "module", "module_args", "payload")
+    __slots__ = ("args", "declared", "kind", "module", "module_args", "payload", "where")
 
-    def __init__(self, module_: module | None, kind: str, payload: Any, args: Sequence[Any] = (), line: int = 0):
+    def __init__(
+        self, module_: module | None, kind: str, payload: Any, args: Sequence[Any] = (), where: Where = ("", 0)
+    ):
         self.module = module_
         self.kind = kind  # "param", "literal", "op", "return" or "undefined"
         self.payload = payload  # parameter (name, shape), Literal, Operation, or the undefined name
         self.args = list(args)
         self.module_args: list[module] | None = None
         self.declared: Shape | None = None
-        self.line = line
+        self.where = where
 
     def name(self) -> str:
         return {"param": "@param", "literal": "@literal", "return": "@return", "undefined": "?"}.get(
@@ -276,7 +297,7 @@ class instruction_ref:
         )
 
     def __repr__(self) -> str:
-        return f"<instruction_ref {self.name()} at line {self.line}>"
+        return f"<instruction_ref {self.name()} at {self.where[0]}:{self.where[1]}>"
 
 
 def undefined(name: str) -> instruction_ref:
@@ -302,26 +323,26 @@ class module:
     def add_parameter(self, name: str, param_shape: Shape) -> instruction_ref:
         if not isinstance(param_shape, Shape):
             raise ReproError("add_parameter needs a migraphx.shape(...)")
-        return self._record(instruction_ref(self, "param", (str(name), param_shape), (), _session.line()))
+        return self._record(instruction_ref(self, "param", (str(name), param_shape), (), caller()))
 
     def add_literal(self, data: Any) -> instruction_ref:
         lit = data.literal if isinstance(data, argument) else argument(data).literal
-        return self._record(instruction_ref(self, "literal", lit, (), _session.line()))
+        return self._record(instruction_ref(self, "literal", lit, (), caller()))
 
     def add_instruction(
         self, operation: op, args: Sequence[instruction_ref] = (), mod_args: Sequence[module] | None = None
     ) -> instruction_ref:
         if not isinstance(operation, op):
             raise ReproError("add_instruction needs a migraphx.op(...) as its first argument")
-        line = _session.line()
-        call = instruction_ref(self, "op", operation.operation, _checked_args(args), line)
+        where = caller()
+        call = instruction_ref(self, "op", operation.operation, _checked_args(args), where)
         if mod_args:
             call.module_args = [_checked_module(m) for m in mod_args]
-        call.declared = _session.declared(line)
+        call.declared = declared_shape(where)
         return self._record(call)
 
     def add_return(self, args: Sequence[instruction_ref]) -> instruction_ref:
-        return self._record(instruction_ref(self, "return", None, _checked_args(args), _session.line()))
+        return self._record(instruction_ref(self, "return", None, _checked_args(args), caller()))
 
     def __repr__(self) -> str:
         return f"<module {self._name}>"
@@ -466,7 +487,7 @@ class _Builder:
         try:
             return self._make(target, call)
         except ReproError as e:
-            raise self.session.error(str(e), call.line) from None
+            raise self.session.error(str(e), call.where) from None
 
     def _make(self, target: Module, call: instruction_ref) -> Instruction:
         if call.kind == "param":
@@ -483,7 +504,7 @@ class _Builder:
                 ins = Instruction(op_, args, op_.defn.shape(op_, [a.shape for a in args], ()) if known else None)
             else:
                 ins = Instruction(call.payload, args, self._shape(call, args, subs), subs)
-        ins.line = call.line
+        ins.line = call.where[1]
         target.append_parsed(ins)
         return ins
 

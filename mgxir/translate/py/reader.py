@@ -12,23 +12,18 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import io
+import linecache
 import sys
-import tokenize
 import traceback
-from collections.abc import Callable
 from pathlib import Path
 from types import CodeType
 from typing import Any
 
 from mgxir.diagnostics import DiagnosticSink, Location, MgxError
 from mgxir.ir.program import Program
-from mgxir.ir.shape import Shape
 from mgxir.text.parser import SourceText
 from mgxir.translate.py import migraphx as api
-from mgxir.translate.py.migraphx import ReproError, Session, run_in_session
-
-_SHAPE_COMMENT = "migraphx.shape("
+from mgxir.translate.py.migraphx import ReproError, Session, caller, declared_shape, run_in_session
 
 
 def read_py_program(path: str | Path, sink: DiagnosticSink | None = None, allow_undefined: bool = False) -> Program:
@@ -56,16 +51,19 @@ def program_from_script(
         line = e.lineno or 1
         text = lines[line - 1] if 0 < line <= len(lines) else None
         raise MgxError(f"invalid Python: {e.msg}", Location(filename, line, e.offset or 1), text) from None
-    session = Session(filename, lines, _declared_shapes(source, filename), allow_undefined, sink)
-    program = run_in_session(session, lambda: _run(code, session))
+    # the API reads comments and quotes lines through linecache
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    declared_shape.cache_clear()
+    session = Session(allow_undefined, sink)
+    program = run_in_session(session, lambda: _run(code, filename, session))
     program.source = SourceText(filename, source)  # type: ignore[attr-defined]
     return program
 
 
-def _run(code: CodeType, session: Session) -> Program:
+def _run(code: CodeType, filename: str, session: Session) -> Program:
     namespace: dict[str, Any] = {
         "__name__": "__mgxir_from_py__",
-        "__file__": session.filename,
+        "__file__": filename,
         "__builtins__": _builtins_with_migraphx(),
         "migraphx": api,
         # MIGraphX prints attribute values as JSON
@@ -83,7 +81,7 @@ def _run(code: CodeType, session: Session) -> Program:
     except MgxError:
         raise
     except (Exception, SystemExit) as e:
-        raise _located(e, session) from None
+        raise _located(e, filename, session) from None
 
 
 def _chosen_program(names: dict[str, Any], session: Session) -> api.program:
@@ -95,10 +93,10 @@ def _chosen_program(names: dict[str, Any], session: Session) -> api.program:
     raise ReproError("the script builds no program (it never calls migraphx.program())")
 
 
-def _located(e: BaseException, session: Session) -> MgxError:
+def _located(e: BaseException, filename: str, session: Session) -> MgxError:
     line = 0
     for frame, lineno in traceback.walk_tb(e.__traceback__):
-        if frame.f_code.co_filename == session.filename:
+        if frame.f_code.co_filename == filename:
             line = lineno
     if isinstance(e, ReproError):
         message = str(e)
@@ -110,7 +108,7 @@ def _located(e: BaseException, session: Session) -> MgxError:
         message = "the script exited before it finished building the program"
     else:
         message = f"{type(e).__name__}: {e}"
-    return session.error(message, line)
+    return session.error(message, (filename, line))
 
 
 def _builtins_with_migraphx() -> dict[str, Any]:
@@ -125,34 +123,6 @@ def _builtins_with_migraphx() -> dict[str, Any]:
 
     table["__import__"] = import_
     return table
-
-
-def _declared_shapes(source: str, filename: str) -> Callable[[int], Shape | None]:
-    """The shape each line's `# migraphx.shape(...)` comment declares (read when asked for)."""
-    comments: dict[int, str] = {}
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-            if tok.type == tokenize.COMMENT:
-                text = tok.string[1:].strip()
-                if text.startswith(_SHAPE_COMMENT):
-                    comments[tok.start[0]] = text
-    except (tokenize.TokenError, SyntaxError):
-        pass  # compile() reports the syntax error
-    cache: dict[int, Shape | None] = {}
-    scope = {"__builtins__": {}, "migraphx": api, "null": None, "true": True, "false": False}
-
-    def declared(line: int) -> Shape | None:
-        if line not in comments:
-            return None
-        if line not in cache:
-            try:
-                found = eval(compile(comments[line], filename, "eval"), scope)
-            except (Exception, SyntaxError):
-                found = None
-            cache[line] = found if isinstance(found, Shape) else None
-        return cache[line]
-
-    return declared
 
 
 class _ExcerptNames(dict):
@@ -170,7 +140,7 @@ class _ExcerptNames(dict):
             self.implicit = api.program()
             self.session.sink.warn(
                 "the script starts mid-program (no 'p = migraphx.program()'): building into an implicit program",
-                *self.session.location(self.session.line()),
+                *self.session.location(caller()),
                 once_key="implicit-program",
             )
         return self.implicit
@@ -186,7 +156,7 @@ class _ExcerptNames(dict):
             shown = name[2:] if name.startswith("p_") else name
             self.session.sink.warn(
                 f"'{name}' is not defined in the script: read as a parameter of unknown shape",
-                *self.session.location(self.session.line()),
+                *self.session.location(caller()),
             )
             found = api.undefined(shown)
         elif name.startswith("m") and len(name) > 1:
