@@ -278,7 +278,7 @@ def fill_argument(arg_shape: Shape, value: float) -> argument:
 class instruction_ref:
     """One recorded call; what `add_*` return and take as arguments."""
 
-    __slots__ = ("args", "declared", "kind", "module", "module_args", "payload", "where")
+    __slots__ = ("args", "declared", "kind", "module", "module_args", "payload", "symbols", "where")
 
     def __init__(
         self, module_: module | None, kind: str, payload: Any, args: Sequence[Any] = (), where: Where = ("", 0)
@@ -289,6 +289,7 @@ class instruction_ref:
         self.args = list(args)
         self.module_args: list[module] | None = None
         self.declared: Shape | None = None
+        self.symbols: tuple[str, ...] = ()
         self.where = where
 
     def name(self) -> str:
@@ -330,14 +331,21 @@ class module:
         return self._record(instruction_ref(self, "literal", lit, (), caller()))
 
     def add_instruction(
-        self, operation: op, args: Sequence[instruction_ref] = (), mod_args: Sequence[module] | None = None
+        self,
+        operation: op,
+        args: Sequence[instruction_ref] = (),
+        mod_args: Sequence[module] | None = None,
+        debug_symbols: Sequence[str] = (),
     ) -> instruction_ref:
+        """MIGraphX's add_instruction; `debug_symbols` (mgxir's addition) are the names MIGraphX
+        prints after `#` (the ONNX nodes an instruction came from)."""
         if not isinstance(operation, op):
             raise ReproError("add_instruction needs a migraphx.op(...) as its first argument")
         where = caller()
         call = instruction_ref(self, "op", operation.operation, _checked_args(args), where)
         if mod_args:
             call.module_args = [_checked_module(m) for m in mod_args]
+        call.symbols = tuple(str(s) for s in debug_symbols)
         call.declared = declared_shape(where)
         return self._record(call)
 
@@ -505,6 +513,7 @@ class _Builder:
             else:
                 ins = Instruction(call.payload, args, self._shape(call, args, subs), subs)
         ins.line = call.where[1]
+        ins.symbols = call.symbols
         target.append_parsed(ins)
         return ins
 

@@ -55,7 +55,7 @@ class _ScriptWriter:
         for module in self.program.modules.values():
             if module.name not in self.emitted:
                 self._create(module)
-        self.lines += ["", 'if __name__ == "__main__":', "    print(p)", ""]
+        self.lines += ["", 'if __name__ == "__main__":', '    print(p, end="")', ""]
         return "\n".join(self.lines)
 
     def _create(self, module: Module) -> None:
@@ -87,8 +87,12 @@ class _ScriptWriter:
             elif kind == "@return":
                 self.lines.append(f"{var}.add_return([{args}])")
             else:
-                modules = ", [" + ", ".join(self.module_vars[m.name] for m in ins.module_args) + "]"
-                call = f"{var}.add_instruction({_op(op)}, [{args}]{modules if ins.module_args else ''})"
+                extra = ""
+                if ins.module_args:
+                    extra += ", [" + ", ".join(self.module_vars[m.name] for m in ins.module_args) + "]"
+                if ins.symbols:
+                    extra += f", debug_symbols=[{', '.join(json.dumps(s) for s in ins.symbols)}]"
+                call = f"{var}.add_instruction({_op(op)}, [{args}]{extra})"
                 comment = f" # {_shape(ins.shape)}" if ins.shape is not None else ""
                 self.lines.append(f"{assign}{call}{comment}")
 
@@ -98,7 +102,7 @@ class _ScriptWriter:
             # defined nowhere (`?` or outside an excerpt): a name the script leaves undefined,
             # which `--from-py --allow-undefined` reads back as a value of unknown shape
             name = value.op.values[0] if value.op.defn.name == "?" and value.op.values[0] else ""
-            found = self.vars[value] = self._unique("x_" + (_identifier(name) if name else "undefined"))
+            found = self.vars[value] = self._unique(_var_name(name) if name else "x_undefined")
         return found
 
     def _unique(self, base: str) -> str:
