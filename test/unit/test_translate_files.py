@@ -156,3 +156,24 @@ def read_program_text(text: str) -> Program:
     program = parse_program(text)
     verify(program)
     return program
+
+
+def test_one_element_shapes_keep_their_strides_through_python() -> None:
+    """--py writes `lens=[1]` for both {1},{1} and {1},{0}; --to-py writes the strides that
+    differ from what the reader assumes (scalar for literals and submodule parameters)."""
+    text = (
+        'module: "main"\n'
+        "@0 = @literal{2} -> float_type, {1}, {1}\n"
+        "@1 = @literal{3} -> float_type, {1}, {0}\n"
+        "a = @param:a -> float_type, {1}, {0}\n"
+        "b = @param:b -> float_type, {1}, {1}\n"
+        "@4 = pointwise(a,b), [main:pointwise0] -> float_type, {1}, {1}\n"
+        "@5 = @return(@4,@0,@1)\n\n"
+        'module: "main:pointwise0"\n'
+        "main:pointwise0:x1 = @param:x1 -> float_type, {1}, {1}\n"
+        "main:pointwise0:x0 = @param:x0 -> float_type, {1}, {0}\n"
+        "main:pointwise0:@2 = add(main:pointwise0:x0,main:pointwise0:x1) -> float_type, {1}, {1}\n"
+        "main:pointwise0:@3 = @return(main:pointwise0:@2)\n"
+    )
+    program = read_program_text(text)
+    _same_program(program_from_script(program_to_script(program), "<to-py>"), program)

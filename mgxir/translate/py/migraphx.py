@@ -157,14 +157,15 @@ class _ShapeFactory:
 
 
 class _OnesWithoutStrides(Shape):
-    """A shape of one element written without strides: MIGraphX's --py prints a scalar literal
-    (strides 0) and a `{1}` one (stride 1) the same way. As a literal's shape it is read as the
-    scalar, what MIGraphX makes of a constant; elsewhere as the standard shape."""
+    """A shape of one element written without strides: MIGraphX's --py prints a scalar (strides 0)
+    and a `{1}` shape (stride 1) the same way. It is read as the scalar for a literal (what
+    MIGraphX makes of a constant) and for a parameter of a submodule (fuse_pointwise and ONNX loop
+    bodies make scalar parameters), elsewhere as the standard shape."""
 
     __slots__ = ()
 
 
-def _literal_shape(arg_shape: Shape) -> Shape:
+def _scalar_if_unwritten(arg_shape: Shape) -> Shape:
     if type(arg_shape) is _OnesWithoutStrides:
         return Shape.make(arg_shape.dtype, arg_shape.lens, (0,) * len(arg_shape.lens))
     return arg_shape
@@ -221,7 +222,7 @@ class argument:
 
 
 def _literal(arg_shape: Shape, values: Any) -> Literal:
-    arg_shape = _literal_shape(arg_shape)
+    arg_shape = _scalar_if_unwritten(arg_shape)
     if arg_shape.is_tuple or arg_shape.is_dynamic:
         raise ReproError("a literal needs a static shape")
     array = np.asarray(values, dtype=np.float64 if not isinstance(values, np.ndarray) else None)
@@ -242,7 +243,7 @@ def create_argument(arg_shape: Shape, values: Sequence[float]) -> argument:
 
 def argument_from_hex(arg_shape: Shape, hex_bytes: str) -> argument:
     """mgxir's bit-exact literal: the little-endian bytes of the values in logical order."""
-    arg_shape = _literal_shape(arg_shape)
+    arg_shape = _scalar_if_unwritten(arg_shape)
     bits = arg_shape.dtype.bits_dtype
     raw = bytes.fromhex(hex_bytes)
     if len(raw) != arg_shape.elements * bits.itemsize:
@@ -324,6 +325,8 @@ class module:
     def add_parameter(self, name: str, param_shape: Shape) -> instruction_ref:
         if not isinstance(param_shape, Shape):
             raise ReproError("add_parameter needs a migraphx.shape(...)")
+        if self._name != "main":
+            param_shape = _scalar_if_unwritten(param_shape)
         return self._record(instruction_ref(self, "param", (str(name), param_shape), (), caller()))
 
     def add_literal(self, data: Any) -> instruction_ref:
@@ -377,7 +380,8 @@ class program:
     def __init__(self) -> None:
         self.modules: dict[str, module] = {"main": module(self, "main")}
         self.created: list[module] = []  # create_module calls in order, repeats included
-        _session.programs.append(self)
+        if _session is not _DEFAULT_SESSION:  # a script run by the reader: it picks the last one
+            _session.programs.append(self)
 
     def get_main_module(self) -> module:
         return self.modules["main"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import linecache
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -44,6 +45,7 @@ def program_from_script(
     source: str, filename: str = "<python>", sink: DiagnosticSink | None = None, allow_undefined: bool = False
 ) -> Program:
     sink = sink if sink is not None else DiagnosticSink()
+    source = _valid_module_variables(source)
     lines = source.split("\n")
     try:
         code = compile(source, filename, "exec")
@@ -58,6 +60,20 @@ def program_from_script(
     program = run_in_session(session, lambda: _run(code, filename, session))
     program.source = SourceText(filename, source)  # type: ignore[attr-defined]
     return program
+
+
+_CREATE_MODULE = re.compile(r'create_module\("((?:[^"\\]|\\.)*)"\)')
+
+
+def _valid_module_variables(source: str) -> str:
+    """MIGraphX's --py names a module's variable `m` + its name, which is no Python name when the
+    module is `main:pointwise0`: such variables are renamed as MIGraphX names values (`:` as
+    `_module_`, other characters as `_`)."""
+    names = {m.group(1) for m in _CREATE_MODULE.finditer(source)}
+    for name in sorted((n for n in names if not ("m" + n).isidentifier()), key=len, reverse=True):
+        variable = "m" + re.sub(r"_+", "_", re.sub(r"\W", "_", name.replace(":", "_module_"), flags=re.ASCII))
+        source = re.sub(r"(?<![\w\"])" + re.escape("m" + name) + r"(?![\w:@])", variable, source)
+    return source
 
 
 def _run(code: CodeType, filename: str, session: Session) -> Program:

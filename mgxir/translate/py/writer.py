@@ -81,7 +81,10 @@ class _ScriptWriter:
             assign = "" if ins is last else f"{target} = "
             args = ", ".join(self._arg(a) for a in ins.args)
             if kind == "@param":
-                self.lines.append(f"{assign}{var}.add_parameter({json.dumps(op.values[0])}, {_shape(ins.shape)})")
+                scalar = module.name != "main"
+                self.lines.append(
+                    f"{assign}{var}.add_parameter({json.dumps(op.values[0])}, {_shape(ins.shape, scalar)})"
+                )
             elif kind == "@literal":
                 self.lines.append(f"{assign}{var}.add_literal({self._literal(op.values[0])})")
             elif kind == "@return":
@@ -114,7 +117,7 @@ class _ScriptWriter:
         return name
 
     def _literal(self, literal: Literal) -> str:
-        shape_text = _shape(literal.shape, literal=True)
+        shape_text = _shape(literal.shape, scalar_if_unwritten=True)
         if literal.data is None:
             self.seed += 1
             return f"migraphx.generate_argument({shape_text}, {self.seed - 1})"
@@ -136,8 +139,9 @@ def _var_name(name: str) -> str:
     return _identifier(("x_" if "@" in name else "p_") + name.replace(":", "_module_"))
 
 
-def _shape(shape: Shape, literal: bool = False) -> str:
-    """`migraphx.shape(...)`, with strides wherever they differ from what the API assumes."""
+def _shape(shape: Shape, scalar_if_unwritten: bool = False) -> str:
+    """`migraphx.shape(...)`, with strides wherever they differ from what the API assumes (for
+    literals and submodule parameters, a one-element shape without strides is the scalar one)."""
     if shape.sub_shapes is not None:
         return f'migraphx.shape(type="tuple_type", sub_shapes=[{", ".join(_shape(s) for s in shape.sub_shapes)}])'
     type_name = json.dumps(shape.dtype.type_name)
@@ -150,7 +154,7 @@ def _shape(shape: Shape, literal: bool = False) -> str:
     lens = list(shape.lens)
     text = f"migraphx.shape(type={type_name}, lens=[{', '.join(map(str, lens))}]"
     ones = bool(lens) and all(n == 1 for n in lens)
-    assumed = (0,) * len(lens) if literal and ones else standard_strides(lens)
+    assumed = (0,) * len(lens) if scalar_if_unwritten and ones else standard_strides(lens)
     if shape.strides != assumed:
         text += f", strides=[{', '.join(map(str, shape.strides))}]"
     return text + ")"
