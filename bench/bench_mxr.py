@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gen import chain_program
 
-from mgxir import parse_program, verify
+from mgxir import Program, parse_program, verify
 from mgxir.translate.mxr import json_text, load_json, load_mxr, mxr_bytes
 
 
@@ -89,13 +89,13 @@ def main(sizes: list[int]) -> None:
         for fmt in ("mxr", "json"):
             path = folder / f"chain.{fmt}"
 
-            def save(fmt: str = fmt, path: Path = path) -> None:
+            def save(fmt: str = fmt, path: Path = path, program: Program = program) -> None:
                 if fmt == "mxr":
                     path.write_bytes(mxr_bytes(program))
                 else:
                     path.write_text(json_text(program))
 
-            def load(fmt: str = fmt, path: Path = path) -> None:
+            def load(fmt: str = fmt, path: Path = path, n: int = n) -> None:
                 loaded = load_mxr(path.read_bytes()) if fmt == "mxr" else load_json(path.read_text())
                 verify(loaded)
                 assert len(loaded.main) == n

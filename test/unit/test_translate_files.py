@@ -118,7 +118,7 @@ def test_versions_other_than_7_and_8_are_refused() -> None:
     program = read_program_text('module: "main"\nx = @param:x -> float_type, {2}, {1}\n@1 = relu(x)\n')
     value = msgpack.unpackb(mxr_bytes(program), raw=False, strict_map_key=False)
     value["version"] = 6
-    with pytest.raises(MgxError, match="unsupported program file version 6 .* reads versions 7, 8"):
+    with pytest.raises(MgxError, match=r"unsupported program file version 6 .* reads versions 7, 8"):
         load_mxr(msgpack.packb(value), "old.mxr")
     value["version"] = 7  # ROCm 6.0 to 7.2: the same structure without debug symbols
     load_mxr(msgpack.packb(value), "v7.mxr")
