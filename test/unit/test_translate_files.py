@@ -26,10 +26,7 @@ def _lossless(program: Program) -> str:
 
 def _literal_bits(program: Program) -> list[bytes]:
     return [
-        np.ascontiguousarray(ins.literal.data).tobytes()
-        for m in program.print_order()
-        for ins in m
-        if ins.is_literal
+        np.ascontiguousarray(ins.literal.data).tobytes() for m in program.print_order() for ins in m if ins.is_literal
     ]
 
 
