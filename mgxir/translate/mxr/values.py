@@ -307,6 +307,8 @@ _ENCODE: dict[type[Kind], Callable[[Any, Any], Any]] = {
 
 
 def attribute_to_value(kind: Kind, x: Any) -> Any:
+    if x is None:  # an attribute mgxir leaves unset (an optional one, or a shape not given yet)
+        return None
     encode = _ENCODE.get(type(kind))
     if encode is None:
         raise TypeError(f"no value form for attributes of kind {type(kind).__name__}")
@@ -366,6 +368,8 @@ def attribute_from_value(kind: Kind, v: Any, what: str) -> Any:
     decode = _DECODE.get(type(kind))
     if decode is None:
         raise TypeError(f"no value form for attributes of kind {type(kind).__name__}")
+    if v is None and isinstance(kind, ShapeKind):
+        return None
     try:
         return decode(kind, v, what)
     except (TypeError, ValueError, KeyError, AttributeError_) as e:
