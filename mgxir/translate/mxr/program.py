@@ -17,6 +17,8 @@ from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
 from mgxir.ops.builtin import make_literal, make_param, make_return
 from mgxir.ops.definition import Operation
+from mgxir.text.parser import SourceText
+from mgxir.text.printer import print_program
 from mgxir.translate.mxr.values import (
     EMPTY_OBJECT,
     ValueError_,
@@ -124,7 +126,37 @@ def program_from_value(value: Any, filename: str, sink: DiagnosticSink | None = 
             loader.load(loader.module(name))
     if not loader.program.modules:
         loader.program.create_module("main")
+    _number_as_printed(loader.program, filename)
     return loader.program
+
+
+class _PrintedSource(SourceText):
+    """The program's printed text, made when a diagnostic first quotes it: a binary file has no
+    lines of its own to point at."""
+
+    def __init__(self, filename: str, program: Program):
+        super().__init__(f"{filename} (as printed)", "")
+        self.program: Program | None = program
+
+    @property
+    def lines(self) -> list[str]:
+        if self.program is not None:
+            self.text, self.program = print_program(self.program), None
+            self._lines = None
+        return super().lines
+
+
+def _number_as_printed(program: Program, filename: str) -> None:
+    """Gives each instruction the line it prints on, so that the verifier quotes it."""
+    line = 0
+    for module in program.print_order():
+        line += 1  # the module header
+        for ins in module:
+            line += 1
+            if not ins.line:
+                ins.line = line
+        line += 1  # the blank line after the module
+    program.source = _PrintedSource(filename, program)  # type: ignore[attr-defined]
 
 
 class _Loader:
