@@ -7,7 +7,7 @@ The program is the chain of add/mul/tanh over two parameters of bench/gen.py. Sa
 to bytes on disk; load = bytes on disk to a verified program. MIGraphX itself is not available
 here (it takes over 10 minutes to save such a program, see the issue), so the peer measured in the
 same run is `onnx.save`/`onnx.load` plus `onnx.checker.check_model` of the same graph as an ONNX
-model (Add/Mul/Tanh nodes on float[4, 8] tensors, protobuf in C++).
+model (Add/Mul/Tanh nodes on float[4, 8] tensors, protobuf in C++). Times are CPU seconds.
 """
 
 from __future__ import annotations
@@ -28,12 +28,14 @@ from mgxir.translate.mxr import json_text, load_json, load_mxr, mxr_bytes
 
 
 def best_of(fn: Callable[[], object], repeat: int = 3) -> float:
+    """The best CPU time of `repeat` runs (CPU time, so that other work on a shared machine does
+    not skew either side)."""
     best = float("inf")
     for _ in range(repeat):
         gc.collect()
-        start = time.perf_counter()
+        start = time.process_time()
         fn()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.process_time() - start)
     return best
 
 
