@@ -90,10 +90,14 @@ class _Checker:
                 if key in defined or key in outer:
                     continue
                 if arg.parent is None and arg.op.defn.name == "?":
-                    loc, src = where.location(ins)
-                    self.sink.warn(
-                        "an argument printed as '?' has no definition; its shape is unknown", loc, src, once_key="?"
-                    )
+                    if not arg.op.values[0]:  # a named one was reported where it was read
+                        loc, src = where.location(ins)
+                        self.sink.warn(
+                            "an argument printed as '?' has no definition; its shape is unknown",
+                            loc,
+                            src,
+                            once_key="?",
+                        )
                     continue
                 if arg.parent is module:
                     raise where.error(ins, "an argument is used before its definition", "(")

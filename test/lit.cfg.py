@@ -62,3 +62,5 @@ if _has_vulkan():
 for key in ("VK_DRIVER_FILES", "VK_ICD_FILENAMES"):
     if key in os.environ:
         config.environment[key] = os.environ[key]
+if shutil.which("dot"):
+    config.available_features.add("graphviz")

@@ -8,9 +8,9 @@ from typing import Annotated
 import typer
 
 from mgxir.diagnostics import DiagnosticSink
-from mgxir.text.parser import read_program
 from mgxir.text.writer import write_program
 from mgxir.tools.common import run_guarded
+from mgxir.translate.formats import chosen, read_input, write_result
 from mgxir.translate.spirv import emit_spirv, emit_spvasm
 from mgxir.verifier import verify
 
@@ -22,31 +22,52 @@ class Target(StrEnum):
     mgx_lossless = "mgx-lossless"
 
 
+def _flag(name: str, help: str) -> typer.models.OptionInfo:
+    return typer.Option(name, help=help)
+
+
 @app.command(context_settings={"help_option_names": ["-h", "--help"]})
 def mgx_translate(
-    input: Annotated[str, typer.Argument(help="Program text to read ('-' for standard input).")] = "-",
+    input: Annotated[str, typer.Argument(help="The program to read ('-' for standard input).")] = "-",
     to: Annotated[Target, typer.Option("--to", help="Output format.")] = Target.mgx,
     output: Annotated[
         str | None, typer.Option("-o", "--output", help="Write here (atomically) instead of standard output.")
     ] = None,
-    from_log: Annotated[bool, typer.Option("--from-log", help="The input is MIGraphX log output.")] = False,
-    to_spirv: Annotated[
-        bool, typer.Option("--to-spirv", help="SPIR-V kernels of the fused modules and a manifest, into -o DIR.")
+    from_log: Annotated[bool, _flag("--from-log", "The input is MIGraphX log output.")] = False,
+    from_mxr: Annotated[bool, _flag("--from-mxr", "The input is a .mxr file (MIGraphX's msgpack save).")] = False,
+    from_json: Annotated[bool, _flag("--from-json", "The input is a program MIGraphX wrote as JSON.")] = False,
+    from_py: Annotated[bool, _flag("--from-py", "The input is a MIGraphX --py reproducer (a Python script).")] = False,
+    to_mxr: Annotated[bool, _flag("--to-mxr", "Write a .mxr file MIGraphX loads.")] = False,
+    to_json: Annotated[bool, _flag("--to-json", "Write the program as MIGraphX's JSON.")] = False,
+    to_py: Annotated[bool, _flag("--to-py", "Write a Python script that rebuilds the program.")] = False,
+    to_dot: Annotated[bool, _flag("--to-dot", "Write a Graphviz drawing (DOT text).")] = False,
+    to_svg: Annotated[bool, _flag("--to-svg", "Write the drawing as SVG (needs Graphviz's dot).")] = False,
+    allow_undefined: Annotated[
+        bool, _flag("--allow-undefined", "Read values used but not defined (an excerpt) as of unknown shape.")
     ] = False,
-    to_spvasm: Annotated[bool, typer.Option("--to-spvasm", help="The same kernels as SPIR-V assembly.")] = False,
+    to_spirv: Annotated[
+        bool, _flag("--to-spirv", "SPIR-V kernels of the fused modules and a manifest, into -o DIR.")
+    ] = False,
+    to_spvasm: Annotated[bool, _flag("--to-spvasm", "The same kernels as SPIR-V assembly.")] = False,
 ) -> None:
     """Translate a MIGraphX program to another format.
 
-    Formats available now: mgx (MIGraphX's text), mgx-lossless (text keeping every literal value).
+    Reads program text (or a log, .mxr, JSON or a --py script); writes text (mgx, mgx-lossless),
+    .mxr, JSON, a Python script, DOT or SVG.
     """
 
     def body(sink: DiagnosticSink) -> int:
-        program = read_program(input, sink, from_log=from_log)
+        source = chosen({"log": from_log, "mxr": from_mxr, "json": from_json, "py": from_py}, "--from-", "text")
+        target = chosen({"mxr": to_mxr, "json": to_json, "py": to_py, "dot": to_dot, "svg": to_svg}, "--to-")
+        program = read_input(input, source, sink, allow_undefined)
         verify(program, sink)
         if to_spirv or to_spvasm:
             (emit_spirv if to_spirv else emit_spvasm)(program, sink, output)
             return 0
-        write_program(program, output, lossless=to is Target.mgx_lossless)
+        if target is None:
+            write_program(program, output, lossless=to is Target.mgx_lossless)
+        else:
+            write_result(program, target, output)
         return 0
 
     raise typer.Exit(run_guarded(body))

@@ -6,8 +6,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from mgxir.ir.attributes import STRING, Attr
+from mgxir.ir.instruction import Instruction
 from mgxir.ir.operation import OpDef, Operation
-from mgxir.ir.registry import register_instance
+from mgxir.ir.registry import opaque, register_instance
 from mgxir.ir.shape import Shape
 
 if TYPE_CHECKING:
@@ -65,6 +66,13 @@ def make_literal(literal: Literal) -> Operation:
 
 def make_return() -> Operation:
     return RETURN.make()
+
+
+def undefined_value(name: str = "") -> Instruction:
+    """A value used but defined nowhere: `?` in MIGraphX's pass traces, or a name from outside a
+    pasted excerpt (read with allow_undefined). It belongs to no module, its shape is unknown, and
+    arguments that use it print as `name` (`?` when it has none)."""
+    return Instruction(opaque("?").make_raw(name), (), None)
 
 
 for _definition in (PARAM, LITERAL, RETURN):

@@ -16,13 +16,13 @@ from lark import Lark, Token, Transformer, UnexpectedCharacters, UnexpectedInput
 
 from mgxir.diagnostics import DiagnosticSink, Location, MgxError
 from mgxir.ir.attributes import AttributeError_
-from mgxir.ir.builtin import make_literal, make_param
+from mgxir.ir.builtin import make_literal, make_param, undefined_value
 from mgxir.ir.format import ShapeSyntaxError, shape_from_value
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.ir.operation import Operation
 from mgxir.ir.program import Program
-from mgxir.ir.registry import lookup, opaque, operation_from_node
+from mgxir.ir.registry import lookup, operation_from_node
 from mgxir.ir.shape import Shape
 from mgxir.ops import register_all_ops
 from mgxir.text.literals import LiteralSyntaxError, literal_from_items
@@ -57,8 +57,9 @@ class SourceText:
 
 
 class _Builder:
-    def __init__(self, source: SourceText, base_dir: Path | None, sink: DiagnosticSink):
+    def __init__(self, source: SourceText, base_dir: Path | None, sink: DiagnosticSink, allow_undefined: bool = False):
         self.source = source
+        self.allow_undefined = allow_undefined
         self.base_dir = base_dir
         self.sink = sink
         self.program = Program()
@@ -132,11 +133,23 @@ class _Builder:
 
     def _missing(self, arg_name: str, tok: Token) -> Instruction:
         if arg_name == "?":
-            unknown = Instruction(opaque("?").make_raw(""), (), None)
+            unknown = undefined_value("")
             unknown.line = tok.line
             return unknown
         offset = tok.index(arg_name, 1)
-        raise self.source.error(f"use of undefined value '{arg_name}'", tok.line, tok.column + offset)
+        if not self.allow_undefined:
+            raise self.source.error(f"use of undefined value '{arg_name}'", tok.line, tok.column + offset)
+        # an excerpt's value defined outside it: a parameter of unknown shape, kept by name
+        unknown = undefined_value(arg_name)
+        unknown.line = tok.line
+        self.sink.warn(
+            f"'{arg_name}' is not defined here: read as a parameter of unknown shape",
+            self.source.location(tok.line, tok.column + offset),
+            self.source.line(tok.line),
+            once_key=f"undefined:{arg_name}",
+        )
+        self.globals[arg_name] = unknown
+        return unknown
 
     def _parse_tail(self, t: Token) -> tuple:
         text = t.rstrip("\r\n")
@@ -267,14 +280,16 @@ def parse_program(
     base_dir: Path | None = None,
     sink: DiagnosticSink | None = None,
     line_map: list[int] | None = None,
+    allow_undefined: bool = False,
 ) -> Program:
-    """Parses program text; raises MgxError pointing at the first syntax error."""
+    """Parses program text; raises MgxError pointing at the first syntax error. With
+    `allow_undefined`, a name used but never defined is a value of unknown shape (with a warning)."""
     if not text.endswith("\n"):
         text += "\n"
     register_all_ops()
     source = SourceText(filename, text, line_map)
     sink = sink if sink is not None else DiagnosticSink()
-    builder = _Builder(source, base_dir, sink)
+    builder = _Builder(source, base_dir, sink, allow_undefined)
     parser, callbacks = _program_parser()
     callbacks.local.builder = builder
     gc_was_enabled = gc.isenabled()
@@ -364,6 +379,7 @@ def read_program(
     *,
     from_log: bool = False,
     log_pass: str | None = None,
+    allow_undefined: bool = False,
 ) -> Program:
     """Parses a file (`-` reads standard input); with `from_log`, the program inside a log."""
     import sys
@@ -383,5 +399,7 @@ def read_program(
         from mgxir.text.log import program_from_log
 
         text, line_map = program_from_log(text, log_pass)
-        return parse_program(text, filename, base_dir=base_dir, sink=sink, line_map=line_map)
-    return parse_program(text, filename, base_dir=base_dir, sink=sink)
+        return parse_program(
+            text, filename, base_dir=base_dir, sink=sink, line_map=line_map, allow_undefined=allow_undefined
+        )
+    return parse_program(text, filename, base_dir=base_dir, sink=sink, allow_undefined=allow_undefined)

@@ -34,6 +34,13 @@ def print_program(program: Program, options: PrintOptions | None = None) -> str:
     return "\n".join(out) + "\n\n" if out else ""
 
 
+def undefined_name(ins: Instruction) -> str:
+    """How an argument defined nowhere prints: its name from the input, or `?` where it has none
+    or had a position name (`@4`, `m:@4`), which would mean another value once renumbered."""
+    name = ins.op.values[0] if ins.op.defn.name == "?" and ins.op.values else ""
+    return "?" if not name or name.startswith("@") or ":@" in name else name
+
+
 def print_module(module: Module, options: PrintOptions | None = None) -> str:
     out: list[str] = []
     _print_module(module, {}, out, options or PrintOptions())
@@ -65,7 +72,7 @@ def _print_module(module: Module, names: dict[Instruction, str], out: list[str],
             else:
                 text += format_migraphx(lit)
         if ins.args:
-            text += "(" + ",".join([get(a) or "?" for a in ins.args]) + ")"
+            text += "(" + ",".join([get(a) or undefined_name(a) for a in ins.args]) + ")"
         if ins.module_args:
             text += ", [" + ", ".join([m.name for m in ins.module_args]) + "]"
         if op.defn.name != "@return":

@@ -1,1 +1,2 @@
-"""Translations between mgxir programs and other formats."""
+"""Translations between mgxir programs and other formats: MLIR, SPIR-V, ONNX, MIGraphX's .mxr/.json
+files, Python reproducers, Graphviz."""

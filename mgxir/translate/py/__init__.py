@@ -1,0 +1,1 @@
+"""Python reproducers: MIGraphX's `--py` scripts read (`--from-py`) and written (`--to-py`)."""

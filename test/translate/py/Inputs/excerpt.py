@@ -1,0 +1,6 @@
+x_12 = m.add_instruction(migraphx.op("hip::allocate", shape={"type":"float_type","lens":[2,3],"strides":[3,1],"dynamic_dimensions":[],"sub_shapes":[],"dyn_strides":[]}), []) # migraphx.shape(type="float_type", lens=[2, 3])
+x_13 = m.add_instruction(migraphx.op("load", shape={"type":"float_type","lens":[2,3],"strides":[3,1],"dynamic_dimensions":[],"sub_shapes":[],"dyn_strides":[]}, offset=0), [x_12]) # migraphx.shape(type="float_type", lens=[2, 3])
+x_14 = m.add_instruction(migraphx.op("gpu::relu"), [x_11, x_13]) # migraphx.shape(type="float_type", lens=[2, 3])
+x_15 = m.add_instruction(migraphx.op("add"), [x_14, p_y]) # migraphx.shape(type="float_type", lens=[2, 3])
+x_16 = m.add_instruction(migraphx.op("transpose", permutation=[1,0]), [x_15]) # migraphx.shape(type="float_type", lens=[3, 2], strides=[1, 3])
+m.add_return([x_16])
