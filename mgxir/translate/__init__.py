@@ -1,0 +1,1 @@
+"""Translations of mgxir programs to and from other formats."""
