@@ -24,6 +24,7 @@ from mgxir.interp.interpreter import generated_literal
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.ir.program import Program
+from mgxir.ir.shape import Shape, standard_strides
 from mgxir.translate.mlir import families  # noqa: F401  (registers every rule)
 from mgxir.translate.mlir.emitter import Emitter
 from mgxir.translate.mlir.registry import POINTWISE_AS_GENERIC, Rule, scalar_rule, tensor_rule
@@ -35,6 +36,7 @@ TAG_ARGS = "mgx.args"
 TAG_MODULE = "mgx.module"
 TAG_PARAMS = "mgx.params"
 TAG_TYPE = "mgx.type"
+TAG_STRIDES = "mgx.strides"
 PARAM_ATTR = "mgx.param"
 
 
@@ -106,8 +108,7 @@ class Lowering:
 
     def _param_attrs(self, p: Instruction) -> ir.DictAttr:
         attrs = {PARAM_ATTR: ir.StringAttr.get(p.param_name)}
-        if p.shape.dtype in UNSIGNED:
-            attrs[TAG_TYPE] = ir.StringAttr.get(p.shape.dtype.type_name)
+        attrs.update(_shape_notes(p.shape))
         return ir.DictAttr.get(attrs)
 
     # -- tensor regions -------------------------------------------------------------------------
@@ -179,8 +180,9 @@ class Lowering:
         attrs[TAG_OP] = self._op_name(ins)
         if ins.args:
             attrs[TAG_ARGS] = ir.DenseI64ArrayAttr.get([region.refs[a] for a in ins.args])
-        if literal and ins.shape.dtype in UNSIGNED:
-            attrs[TAG_TYPE] = ir.StringAttr.get(ins.shape.dtype.type_name)
+        if literal:
+            for key, note in _shape_notes(ins.shape).items():
+                attrs[key] = note
         region.refs[ins] = region.tagged
         region.tagged += 1
 
@@ -264,6 +266,17 @@ class Lowering:
         if source is not None and ins.line:
             return source.error(message, ins.line, 1)
         return MgxError(message)
+
+
+def _shape_notes(shape: Shape) -> dict[str, ir.Attribute]:
+    """What a tensor type does not say about a parameter's or literal's shape: an unsigned type,
+    strides other than the standard ones (a scalar's {0})."""
+    notes: dict[str, ir.Attribute] = {}
+    if shape.dtype in UNSIGNED:
+        notes[TAG_TYPE] = ir.StringAttr.get(shape.dtype.type_name)
+    if not shape.is_dynamic and shape.strides != standard_strides(shape.lens):
+        notes[TAG_STRIDES] = ir.DenseI64ArrayAttr.get(list(shape.strides))
+    return notes
 
 
 def defining_op(value: ir.Value) -> ir.Operation | None:

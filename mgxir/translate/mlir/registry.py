@@ -31,7 +31,10 @@ ScalarRule = Callable[["Scalars", Operation, list[ir.Value], list[DType], DType]
 @dataclass(frozen=True)
 class Rule:
     lower: Callable
-    to: str  # what the op becomes, for the docs table
+    to: str | Callable[[str], str]  # what the op becomes, for the docs table (given the op's name)
+
+    def describe(self, name: str) -> str:
+        return self.to if isinstance(self.to, str) else self.to(name)
 
 
 TENSOR_RULES: dict[type[OpDef], Rule] = {}
@@ -45,7 +48,7 @@ def _definition(name: str) -> type[OpDef]:
     return type(defn)
 
 
-def lowers(*names: str, to: str) -> Callable[[TensorRule], TensorRule]:
+def lowers(*names: str, to: str | Callable[[str], str]) -> Callable[[TensorRule], TensorRule]:
     """Registers a tensor rule for the named operators."""
 
     def register(fn: TensorRule) -> TensorRule:
@@ -59,7 +62,7 @@ def lowers(*names: str, to: str) -> Callable[[TensorRule], TensorRule]:
     return register
 
 
-def lowers_scalar(*names: str, to: str) -> Callable[[ScalarRule], ScalarRule]:
+def lowers_scalar(*names: str, to: str | Callable[[str], str]) -> Callable[[ScalarRule], ScalarRule]:
     """Registers a scalar rule for the named pointwise operators."""
 
     def register(fn: ScalarRule) -> ScalarRule:

@@ -82,7 +82,7 @@ class TypeCache:
 
 def dtype_of(element: ir.Type, unsigned: bool = False) -> DType:
     """The MIGraphX type of an MLIR element type (`unsigned` picks uintN for a signless iN)."""
-    if ir.IntegerType.isinstance(element):
+    if isinstance(element, ir.IntegerType):
         width = ir.IntegerType(element).width
         if width == 1:
             return DType.bool

@@ -53,15 +53,20 @@ ROUNDING: dict[str, Callable[[ir.Value], ir.Value]] = {
 }
 
 
-@lowers_scalar(*FLOAT_MATH, to="math.<op>")
+@lowers_scalar(*FLOAT_MATH, to=lambda name: f"math.{FLOAT_MATH[name].__name__}")
 def _float_math(s: Scalars, op: Operation, args: Values, types: Types, out: DType) -> ir.Value:
     s.float_only(op.name, types[0])
     return FLOAT_MATH[op.name](args[0])
 
 
-@lowers_scalar(*ROUNDING, to="math.ceil / math.floor / math.roundeven (integers: unchanged)")
+@lowers_scalar(*ROUNDING, to=lambda name: f"math.{ROUNDING[name].__name__} (integers: unchanged)")
 def _rounding(s: Scalars, op: Operation, args: Values, types: Types, out: DType) -> ir.Value:
     return ROUNDING[op.name](args[0]) if types[0].is_float else args[0]
+
+
+@lowers_scalar("identity", to="nothing (the argument)")
+def _identity(s: Scalars, op: Operation, args: Values, types: Types, out: DType) -> ir.Value:
+    return args[0]
 
 
 @lowers_scalar("abs", to="math.absf / math.absi")
@@ -268,32 +273,43 @@ def _tosa_mul(lowering: Lowering, result: ir.Type, args: Values) -> ir.Value:
     return tosa.mul(result, args[0], args[1], shift)
 
 
-# op name -> (builder, the element types it takes)
-TOSA: dict[str, tuple[TosaBuilder, frozenset[DType]]] = {
-    "add": (lambda lo, t, a: tosa.add(t, *a), TOSA_FLOATS | TOSA_INTS),
-    "sub": (lambda lo, t, a: tosa.sub(t, *a), TOSA_FLOATS | TOSA_INTS),
-    "mul": (_tosa_mul, TOSA_FLOATS),
-    "max": (lambda lo, t, a: tosa.maximum(t, *a), TOSA_FLOATS | TOSA_INTS),
-    "min": (lambda lo, t, a: tosa.minimum(t, *a), TOSA_FLOATS | TOSA_INTS),
-    "pow": (lambda lo, t, a: tosa.pow(t, *a), TOSA_FLOATS),
-    "abs": (lambda lo, t, a: tosa.abs(t, *a), TOSA_FLOATS | TOSA_INTS),
-    "exp": (lambda lo, t, a: tosa.exp(t, *a), TOSA_FLOATS),
-    "log": (lambda lo, t, a: tosa.log(t, *a), TOSA_FLOATS),
-    "tanh": (lambda lo, t, a: tosa.tanh(t, *a), TOSA_FLOATS),
-    "sigmoid": (lambda lo, t, a: tosa.sigmoid(t, *a), TOSA_FLOATS),
-    "floor": (lambda lo, t, a: tosa.floor(t, *a), TOSA_FLOATS),
-    "ceil": (lambda lo, t, a: tosa.ceil(t, *a), TOSA_FLOATS),
-    "recip": (lambda lo, t, a: tosa.reciprocal(t, *a), TOSA_FLOATS),
-    "rsqrt": (lambda lo, t, a: tosa.rsqrt(t, *a), TOSA_FLOATS),
-    "sin": (lambda lo, t, a: tosa.sin(t, *a), TOSA_FLOATS),
-    "cos": (lambda lo, t, a: tosa.cos(t, *a), TOSA_FLOATS),
-    "erf": (lambda lo, t, a: tosa.erf(t, *a), TOSA_FLOATS),
+def _tosa(build: Callable[..., ir.Value]) -> TosaBuilder:
+    return lambda lowering, result, args: build(result, *args)
+
+
+FLOATS_INTS = TOSA_FLOATS | TOSA_INTS
+# op name -> (tosa op, builder, the element types tosa takes for it)
+TOSA: dict[str, tuple[str, TosaBuilder, frozenset[DType]]] = {
+    "add": ("tosa.add", _tosa(tosa.add), FLOATS_INTS),
+    "sub": ("tosa.sub", _tosa(tosa.sub), FLOATS_INTS),
+    "mul": ("tosa.mul", _tosa_mul, TOSA_FLOATS),
+    "max": ("tosa.maximum", _tosa(tosa.maximum), FLOATS_INTS),
+    "min": ("tosa.minimum", _tosa(tosa.minimum), FLOATS_INTS),
+    "pow": ("tosa.pow", _tosa(tosa.pow), TOSA_FLOATS),
+    "abs": ("tosa.abs", _tosa(tosa.abs), FLOATS_INTS),
+    "exp": ("tosa.exp", _tosa(tosa.exp), TOSA_FLOATS),
+    "log": ("tosa.log", _tosa(tosa.log), TOSA_FLOATS),
+    "tanh": ("tosa.tanh", _tosa(tosa.tanh), TOSA_FLOATS),
+    "sigmoid": ("tosa.sigmoid", _tosa(tosa.sigmoid), TOSA_FLOATS),
+    "floor": ("tosa.floor", _tosa(tosa.floor), TOSA_FLOATS),
+    "ceil": ("tosa.ceil", _tosa(tosa.ceil), TOSA_FLOATS),
+    "recip": ("tosa.reciprocal", _tosa(tosa.reciprocal), TOSA_FLOATS),
+    "rsqrt": ("tosa.rsqrt", _tosa(tosa.rsqrt), TOSA_FLOATS),
+    "sin": ("tosa.sin", _tosa(tosa.sin), TOSA_FLOATS),
+    "cos": ("tosa.cos", _tosa(tosa.cos), TOSA_FLOATS),
+    "erf": ("tosa.erf", _tosa(tosa.erf), TOSA_FLOATS),
 }
+_TYPE_NOTE = {TOSA_FLOATS: "f16/bf16/f32", FLOATS_INTS: "f16/bf16/f32/i8/i16/i32"}
 
 
-@lowers(*TOSA, to="tosa.<op> (f16/bf16/f32, and i8-i32 where tosa takes integers), else linalg.generic")
+def _describe_tosa(name: str) -> str:
+    op, _, takes = TOSA[name]
+    return f"{op} ({_TYPE_NOTE[takes]}), else linalg.generic"
+
+
+@lowers(*TOSA, to=_describe_tosa)
 def _tosa_elementwise(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
-    build, takes = TOSA[ins.op.name]
+    _, build, takes = TOSA[ins.op.name]
     if ins.shape.dtype not in takes or any(a.shape.dtype not in takes for a in ins.args):
         return POINTWISE_AS_GENERIC.lower(lowering, ins, args)
     return build(lowering, lowering.types.of_shape(ins.shape), args)

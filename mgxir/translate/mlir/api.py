@@ -1,0 +1,80 @@
+"""Entry points of the MLIR translation: program -> MLIR text or bytecode, MLIR file -> program."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from iree.compiler import ir
+
+from mgxir.diagnostics import DiagnosticSink, MgxError
+from mgxir.ir.program import Program
+from mgxir.text.writer import write_atomically
+from mgxir.translate.mlir.bytecode import check_readable, is_bytecode, write_bytecode
+from mgxir.translate.mlir.lower import to_mlir
+from mgxir.translate.mlir.readback import from_mlir
+
+MLIR_SUFFIXES = frozenset({".mlir", ".mlirbc"})
+
+
+def mlir_text(program: Program, sink: DiagnosticSink | None = None) -> str:
+    module = to_mlir(program, sink)
+    with module.context:
+        return module.operation.get_asm(enable_debug_info=False)
+
+
+def mlir_bytecode(program: Program, version: int | None = None, sink: DiagnosticSink | None = None) -> bytes:
+    module = to_mlir(program, sink)
+    with module.context:
+        return write_bytecode(module, version)
+
+
+def write_output(data: str | bytes, output: str | None) -> None:
+    """To standard output (`None` or `-`), or atomically to a file."""
+    if output is None or output == "-":
+        if isinstance(data, bytes):
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+        else:
+            sys.stdout.write(data)
+            sys.stdout.flush()
+    else:
+        write_atomically(output, data)
+
+
+def read_bytes(path: str) -> tuple[bytes, str]:
+    """A file's bytes and the name to report it by (`-` reads standard input)."""
+    if path == "-":
+        return sys.stdin.buffer.read(), "<stdin>"
+    try:
+        return Path(path).read_bytes(), path
+    except OSError as e:
+        raise MgxError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def parse_mlir(data: bytes, filename: str, context: ir.Context) -> ir.Module:
+    """A module from MLIR text or bytecode, in `context`; MLIR's diagnostics become one error."""
+    if is_bytecode(data):
+        check_readable(data, filename)
+    with context:
+        try:
+            return ir.Module.parse(data if is_bytecode(data) else data.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise MgxError(f"{filename}: neither MLIR text (UTF-8) nor MLIR bytecode") from None
+        except ir.MLIRError as e:
+            first = e.error_diagnostics[0] if e.error_diagnostics else None
+            where = str(first.location) if first is not None else filename
+            message = first.message if first is not None else str(e)
+            raise MgxError(f"{filename}: {message} (at {where})") from None
+
+
+def program_from_mlir(data: bytes, filename: str) -> Program:
+    """The mgxir program of MLIR (text or bytecode) that `--to-mlir`/`--to-mlirbc` wrote."""
+    context = ir.Context()
+    module = parse_mlir(data, filename, context)
+    with context:
+        return from_mlir(module, filename)
+
+
+def looks_like_mlir(path: str, data: bytes) -> bool:
+    return Path(path).suffix in MLIR_SUFFIXES or is_bytecode(data)
