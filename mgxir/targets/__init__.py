@@ -1,0 +1,1 @@
+"""Where programs run besides the reference interpreter."""
