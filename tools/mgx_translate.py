@@ -37,6 +37,9 @@ def mgx_translate(
     bytecode_version: Annotated[
         int | None, typer.Option("--bytecode-version", help="With --to-mlirbc: the bytecode format version (0 to 6).")
     ] = None,
+    split: Annotated[
+        bool, typer.Option("--split-input-file", help="With --to-mlir: translate each '// -----' part on its own.")
+    ] = False,
     list_lowerings: Annotated[
         bool, typer.Option("--list-lowerings", help="Print the table of what each operator lowers to in MLIR.")
     ] = False,
@@ -60,6 +63,10 @@ def mgx_translate(
                 program = api.program_from_mlir(*api.read_bytes(input))
                 verify(program, sink)
                 write_program(program, output, lossless=to is Target.mgx_lossless)
+                return 0
+            if split and to_mlir:
+                data, filename = api.read_bytes(input)
+                api.write_output(api.mlir_text_of_chunks(data.decode(), filename, sink), output)
                 return 0
             program = read_program(input, sink, from_log=from_log)
             verify(program, sink)

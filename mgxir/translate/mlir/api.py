@@ -9,10 +9,13 @@ from iree.compiler import ir
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.ir.program import Program
+from mgxir.passes.diagnostics_check import SPLIT_MARKER, split_input
+from mgxir.text.parser import parse_program
 from mgxir.text.writer import write_atomically
 from mgxir.translate.mlir.bytecode import check_readable, is_bytecode, write_bytecode
 from mgxir.translate.mlir.lower import to_mlir
 from mgxir.translate.mlir.readback import from_mlir
+from mgxir.verifier import verify
 
 MLIR_SUFFIXES = frozenset({".mlir", ".mlirbc"})
 
@@ -27,6 +30,17 @@ def mlir_bytecode(program: Program, version: int | None = None, sink: Diagnostic
     module = to_mlir(program, sink)
     with module.context:
         return write_bytecode(module, version)
+
+
+def mlir_text_of_chunks(text: str, filename: str, sink: DiagnosticSink) -> str:
+    """`--split-input-file`: each `// -----` separated program translated on its own, the modules
+    joined by the same marker."""
+    outputs = []
+    for chunk in split_input(text):
+        program = parse_program(chunk.text, filename, sink=sink, line_map=chunk.line_map())
+        verify(program, sink)
+        outputs.append(mlir_text(program, sink))
+    return f"{SPLIT_MARKER}\n".join(outputs)
 
 
 def write_output(data: str | bytes, output: str | None) -> None:

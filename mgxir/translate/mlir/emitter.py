@@ -55,7 +55,7 @@ class Emitter:
 
     def filled(self, t: DType, lens: Sequence[int], value: float | int | bool) -> ir.Value:
         scalar = self.scalar_constant(value, t)
-        return linalg.fill(scalar, outs=[self.empty(t, lens)])
+        return single(linalg.fill(scalar, outs=[self.empty(t, lens)]))
 
     def generic(
         self,
@@ -125,7 +125,9 @@ class Emitter:
         if tuple(lens) == tuple(new_lens):
             return value
         element = ir.RankedTensorType(value.type).element_type
-        n = int(np.prod(lens)) if lens else 1
+        if not lens:  # a rank-0 tensor: expand straight to all-ones lens
+            return tensor.expand_shape(ir.RankedTensorType.get(list(new_lens), element), value, _reassociation([]), [], list(new_lens))
+        n = int(np.prod(lens))
         flat = value
         if len(lens) != 1:
             flat = tensor.collapse_shape(
@@ -150,13 +152,13 @@ class Emitter:
         landed = {placement[i] for i in kept}
         added = [d for d in range(len(out_lens)) if d not in landed]
         init = self.empty(t, out_lens)
-        return linalg.broadcast(source, outs=[init], dimensions=added).result
+        return linalg.broadcast(source, outs=[init], dimensions=added).results[0]
 
     def transpose(self, value: ir.Value, t: DType, lens: Sequence[int], perm: Sequence[int]) -> ir.Value:
         out_lens = [lens[p] for p in perm]
         if t in TOSA_FLOATS or t in TOSA_INTS or t is DType.bool:
             return tosa.transpose(self.tensor_type(t, out_lens), value, list(perm))
-        return linalg.transpose(value, outs=[self.empty(t, out_lens)], permutation=list(perm)).result
+        return linalg.transpose(value, outs=[self.empty(t, out_lens)], permutation=list(perm)).results[0]
 
     # -- constants ------------------------------------------------------------------------------
 
@@ -188,6 +190,11 @@ class Emitter:
 
     def index(self, value: int) -> ir.Value:
         return arith.constant(self.types.index, ir.IntegerAttr.get(self.types.index, value))
+
+
+def single(result: ir.Value | ir.OpResultList) -> ir.Value:
+    """The one result of a builder that returns a result list (the opdsl-built linalg ops)."""
+    return result[0] if isinstance(result, ir.OpResultList) else result
 
 
 def _reassociation(groups: Sequence[Sequence[int]]) -> ir.ArrayAttr:

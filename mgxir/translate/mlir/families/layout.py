@@ -77,6 +77,7 @@ def _slice(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
         offsets[axis] = max(0, min(n, start + n if start < 0 else start))
     if list(ins.shape.lens) == list(lens):
         return args[0]
+    offsets = [o if n else 0 for o, n in zip(offsets, ins.shape.lens)]  # an empty slice may start at the end
     result = lowering.types.of_shape(ins.shape)
     return tensor.extract_slice(result, args[0], [], [], [], offsets, list(ins.shape.lens), [1] * rank)
 

@@ -12,7 +12,7 @@ from iree.compiler.dialects import arith, linalg, math
 
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
-from mgxir.translate.mlir.emitter import PARALLEL, REDUCTION
+from mgxir.translate.mlir.emitter import PARALLEL, REDUCTION, single
 from mgxir.translate.mlir.families.layout import pad_constant
 from mgxir.translate.mlir.registry import lowers
 from mgxir.translate.mlir.scalar import CannotLower, Scalars
@@ -243,14 +243,14 @@ def _convolution(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value
     out_lens = list(ins.shape.lens)
     if group == 1:
         init = e.filled(out_t, out_lens, 0)
-        return CONVOLUTIONS[k](x, args[1], outs=[init], strides=strides, dilations=dilations)
+        return single(CONVOLUTIONS[k](x, args[1], outs=[init], strides=strides, dilations=dilations))
     n, c = padded[:2]
     f = w_shape.lens[0]
     grouped_x = e.reshape(x, padded, [n, group, c // group, *padded[2:]])
     grouped_w = e.reshape(args[1], w_shape.lens, [group, f // group, *w_shape.lens[1:]])
     grouped_out = [n, group, f // group, *out_lens[2:]]
     init = e.filled(out_t, grouped_out, 0)
-    result = linalg.conv_2d_ngchw_gfchw(grouped_x, grouped_w, outs=[init], strides=strides, dilations=dilations)
+    result = single(linalg.conv_2d_ngchw_gfchw(grouped_x, grouped_w, outs=[init], strides=strides, dilations=dilations))
     return e.reshape(result, grouped_out, out_lens)
 
 
