@@ -14,19 +14,22 @@ class Device:
     backend: str  # iree-compile's --iree-hal-target-backends
     driver: str  # iree.runtime's driver
     flags: tuple[str, ...]  # compiler flags for this device
+    # IREE demotes f64 to f32 by default (then inputs and outputs are f32 at the boundary)
+    demotes_f64: bool = False
 
 
+KEEP_F64 = "--iree-input-demote-f64-to-f32=false"
 DEVICES: dict[str, Device] = {
     d.name: d
     for d in (
-        Device("local-task", "llvm-cpu", "local-task", ("--iree-llvmcpu-target-cpu=host",)),
-        Device("local-sync", "llvm-cpu", "local-sync", ("--iree-llvmcpu-target-cpu=host",)),
+        Device("local-task", "llvm-cpu", "local-task", ("--iree-llvmcpu-target-cpu=host", KEEP_F64)),
+        Device("local-sync", "llvm-cpu", "local-sync", ("--iree-llvmcpu-target-cpu=host", KEEP_F64)),
         # IREE 3.13 has no sm_90 target description ("missing GPU target"): sm_89's PTX (ISA 8.4),
         # which the driver JIT-compiles for the GPU at hand, runs on Hopper.
-        Device("cuda", "cuda", "cuda", ("--iree-cuda-target=sm_89",)),
-        Device("hip", "rocm", "hip", ("--iree-hip-target=gfx942",)),
+        Device("cuda", "cuda", "cuda", ("--iree-cuda-target=sm_89", KEEP_F64)),
+        Device("hip", "rocm", "hip", ("--iree-hip-target=gfx942", KEEP_F64)),
         # a baseline SPIR-V profile that lavapipe and every desktop driver take
-        Device("vulkan", "vulkan-spirv", "vulkan", ("--iree-vulkan-target=vp_android_baseline_2022",)),
+        Device("vulkan", "vulkan-spirv", "vulkan", ("--iree-vulkan-target=vp_android_baseline_2022",), demotes_f64=True),
     )
 }
 

@@ -22,11 +22,14 @@ class LoadedModule:
         self.context = rt.SystemContext(config=config)
         self.context.add_vm_module(rt.VmModule.mmap(config.vm_instance, str(path)))
         self.main = self.context.modules.module["main"]
+        self.demotes_f64 = device.demotes_f64
 
     def __call__(self, inputs: list[np.ndarray], types: list[DType]) -> list[np.ndarray]:
         """Runs `main`; unsigned arrays travel as the signed type of their width (MLIR's integers
         are signless) and come back as `types`."""
         args = [_signless(np.ascontiguousarray(a)) for a in inputs]
+        if self.demotes_f64:
+            args = [a.astype(np.float32) if a.dtype == np.float64 else a for a in args]
         try:
             results = self.main(*args)
         except RuntimeError as e:
@@ -36,7 +39,9 @@ class LoadedModule:
         outputs = []
         for value, t in zip(results, types):
             host = np.asarray(value.to_host())
-            outputs.append(host.view(t.numpy) if host.dtype != t.numpy else host)
+            if host.dtype != t.numpy:
+                host = host.astype(t.numpy) if host.dtype.itemsize != t.numpy.itemsize else host.view(t.numpy)
+            outputs.append(host)
         return outputs
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 from iree.compiler import ir
 
-from mgxir.diagnostics import DiagnosticSink, MgxError
+from mgxir.diagnostics import DiagnosticSink, Location, MgxError
 from mgxir.ir.program import Program
 from mgxir.passes.diagnostics_check import SPLIT_MARKER, split_input
 from mgxir.text.parser import parse_program
@@ -18,6 +19,7 @@ from mgxir.translate.mlir.readback import from_mlir
 from mgxir.verifier import verify
 
 MLIR_SUFFIXES = frozenset({".mlir", ".mlirbc"})
+_FILE_LINE_COL = re.compile(r'loc\("[^"]*":(\d+):(\d+)')
 
 
 def mlir_text(program: Program, sink: DiagnosticSink | None = None) -> str:
@@ -77,9 +79,15 @@ def parse_mlir(data: bytes, filename: str, context: ir.Context) -> ir.Module:
             raise MgxError(f"{filename}: neither MLIR text (UTF-8) nor MLIR bytecode") from None
         except ir.MLIRError as e:
             first = e.error_diagnostics[0] if e.error_diagnostics else None
-            where = str(first.location) if first is not None else filename
-            message = first.message if first is not None else str(e)
-            raise MgxError(f"{filename}: {message} (at {where})") from None
+            if first is None:
+                raise MgxError(f"{filename}: {e}") from None
+            found = _FILE_LINE_COL.search(str(first.location))
+            if found is None or is_bytecode(data):
+                raise MgxError(f"{filename}: {first.message}") from None
+            line, column = int(found.group(1)), int(found.group(2))
+            lines = data.decode("utf-8", "replace").splitlines()
+            source_line = lines[line - 1] if 0 < line <= len(lines) else None
+            raise MgxError(first.message, Location(filename, line, column), source_line) from None
 
 
 def program_from_mlir(data: bytes, filename: str) -> Program:

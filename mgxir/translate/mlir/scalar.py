@@ -81,6 +81,13 @@ class Scalars:
             return arith.cmpf(fp, a, b)
         return arith.cmpi(up if t in UNSIGNED or t is DType.bool else sp, a, b)
 
+    def is_nan(self, x: ir.Value) -> ir.Value:
+        return arith.cmpf(F.UNO, x, x)
+
+    def is_inf(self, x: ir.Value, t: DType) -> ir.Value:
+        """|x| == inf (arith, which every IREE backend takes; math.isinf is not lowered on CPU)."""
+        return arith.cmpf(F.OEQ, math.absf(x), self.const(float("inf"), t))
+
     def truthy(self, a: ir.Value, t: DType) -> ir.Value:
         """i1: the value is not zero."""
         if t is DType.bool:
@@ -125,14 +132,14 @@ class Scalars:
                 return self.convert(wide, DType.float, target)
             limit = float(ml_dtypes.finfo(target.numpy).max)
             clipped = self.max(self.min(x, self.const(limit, source), source), self.const(-limit, source), source)
-            kept = arith.select(math.isinf(x), x, clipped)
+            kept = arith.select(self.is_inf(x, source), x, clipped)
             return arith.truncf(element, kept)
         if source.is_float:
             info = np.iinfo(target.numpy)
             clipped = self.max(
                 self.min(x, self.const(float(info.max), source), source), self.const(float(info.min), source), source
             )
-            zeroed = arith.select(math.isnan(x), self.const(0, source), clipped)
+            zeroed = arith.select(self.is_nan(x), self.const(0, source), clipped)
             return arith.fptoui(element, zeroed) if target in UNSIGNED else arith.fptosi(element, zeroed)
         if target.is_float:
             return arith.uitofp(element, x) if source in UNSIGNED else arith.sitofp(element, x)
@@ -153,6 +160,15 @@ class Scalars:
         if target.itemsize == 8:
             return wide
         return arith.trunci(self.e.types.element(target), wide)
+
+    def widen(self, x: ir.Value, source: DType, target: DType) -> ir.Value:
+        """A value into a type at least as wide that holds it exactly (sign or zero extension)."""
+        if source is target:
+            return x
+        if target.is_float:
+            return self.to_float(x, source, target)
+        element = self.e.types.element(target)
+        return arith.extui(element, x) if source in UNSIGNED or source is DType.bool else arith.extsi(element, x)
 
     def to_float(self, x: ir.Value, source: DType, target: DType) -> ir.Value:
         """A plain numeric conversion into a float type (for quantization arithmetic)."""

@@ -112,11 +112,11 @@ def _sign(s: Scalars, op: Operation, args: Values, types: Types, out: DType) -> 
     return s.select(s.cmp("gt", x, zero, out), s.const(1, out), negative)
 
 
-@lowers_scalar("isinf", "isnan", to="math.isinf / math.isnan")
+@lowers_scalar("isinf", "isnan", to="arith.cmpf oeq |x|, inf / arith.cmpf uno x, x")
 def _float_test(s: Scalars, op: Operation, args: Values, types: Types, out: DType) -> ir.Value:
     if not types[0].is_float:
         return s.const(False, DType.bool)
-    return math.isinf(args[0]) if op.name == "isinf" else math.isnan(args[0])
+    return s.is_inf(args[0], types[0]) if op.name == "isinf" else s.is_nan(args[0])
 
 
 @lowers_scalar("leaky_relu", to="arith.select(x < 0, x * alpha, x)")

@@ -202,8 +202,7 @@ def _dot(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     def body(scalars: Values) -> Values:
         x, y, acc = scalars
         if t_in is not t_out:
-            convert = s.to_float if t_out.is_float else s.convert
-            x, y = convert(x, t_in, t_out), convert(y, t_in, t_out)
+            x, y = s.widen(x, t_in, t_out), s.widen(y, t_in, t_out)
         return [s.add(acc, s.mul(x, y, t_out), t_out)]
 
     return e.generic([(args[0], a_map), (args[1], b_map)], [(init, c_map)], iterators, body)[0]
