@@ -25,7 +25,7 @@ _FILE_LINE_COL = re.compile(r'loc\("[^"]*":(\d+):(\d+)')
 def mlir_text(program: Program, sink: DiagnosticSink | None = None) -> str:
     module = to_mlir(program, sink)
     with module.context:
-        return module.operation.get_asm(enable_debug_info=False)
+        return module.operation.get_asm(assume_verified=True)  # verified once, after lowering
 
 
 def mlir_bytecode(program: Program, version: int | None = None, sink: DiagnosticSink | None = None) -> bytes:

@@ -64,6 +64,13 @@ class Lowering:
             self.module = ir.Module.create()
         self._functions: dict[str, func.FuncOp] = {}
         self._op_names: dict[str, ir.StringAttr] = {}
+        self._lowers_shape: set[Shape] = set()
+        self._arg_refs: dict[tuple[int, ...], ir.DenseI64ArrayAttr] = {}
+        # set while a rule runs: the tags of its instruction, for `create` to put on the op it makes
+        self._pending: tuple[Region, Instruction] | None = None
+        self._consumed: tuple[Region, Instruction] | None = None
+        # values made once per function and shared by its ops (tosa.mul's shift, ...)
+        self.function_values: dict[object, ir.Value] = {}
 
     # -- entry ----------------------------------------------------------------------------------
 
@@ -101,9 +108,12 @@ class Lowering:
         for i, p in enumerate(params):
             region.values[p] = block.arguments[i]
             region.refs[p] = -1 - i
+        outer_values, self.function_values = self.function_values, {}
+        outer_pending, self._pending = self._pending, None
         with ir.InsertionPoint(block):
             self._fill(module, region)
             func.ReturnOp([region.values[o] for o in outputs])
+        self.function_values, self._pending = outer_values, outer_pending
         return fn
 
     def _param_attrs(self, p: Instruction) -> ir.DictAttr:
@@ -120,20 +130,25 @@ class Lowering:
             if ins.is_return:
                 break
             self._check_shape(module, ins)
-            for a in ins.args:
-                if a not in region.values:
-                    raise self.error(module, ins, "an argument comes from another module (not lowered)")
             if ins.is_literal:
                 value = self.emitter.constant(self._literal_data(module, ins, index), ins.shape.dtype)
                 self._tag(region, ins, value, literal=True)
                 continue
-            args = [region.values[a] for a in ins.args]
+            try:
+                args = [region.values[a] for a in ins.args]
+            except KeyError:
+                raise self.error(module, ins, "an argument comes from another module (not lowered)") from None
             rule = self.rule_for(module, ins)
+            token = self._pending = (region, ins)
             try:
                 value = rule.lower(self, ins, args)
             except CannotLower as e:
                 raise self.error(module, ins, str(e)) from None
-            self._tag(region, ins, value)
+            self._pending = None
+            if self._consumed is token:  # `create` made the op with its tags
+                region.values[ins] = value
+            else:
+                self._tag(region, ins, value)
 
     def rule_for(self, module: Module, ins: Instruction) -> Rule:
         defn = ins.op.defn
@@ -158,33 +173,57 @@ class Lowering:
 
     def _check_shape(self, module: Module, ins: Instruction) -> None:
         shape = ins.shape
+        if shape in self._lowers_shape:
+            return
         if shape.is_tuple:
             raise self.error(module, ins, "tuple values have no lowering")
         if shape.is_dynamic:
             raise self.error(module, ins, "dynamic shapes have no lowering yet")
         if not lowers_type(shape.dtype):
             raise self.error(module, ins, f"{shape.dtype.type_name} has no MLIR element type")
+        self._lowers_shape.add(shape)
 
     def _tag(self, region: Region, ins: Instruction, value: ir.Value, literal: bool = False) -> None:
         """Records the instruction on the op that made its value, or refers to an argument whose value
         it is (a no-op lowering)."""
         region.values[ins] = value
-        for a in ins.args:
-            if region.values[a] == value:
-                region.refs[ins] = region.refs[a]
-                return
         owner = defining_op(value)
         if owner is None or TAG_OP in owner.attributes:
+            for a in ins.args:
+                if region.values[a] == value:
+                    region.refs[ins] = region.refs[a]
+                    return
             raise AssertionError(f"lowering of {ins.op.text} returned a value it did not make")
         attrs = owner.attributes
-        attrs[TAG_OP] = self._op_name(ins)
-        if ins.args:
-            attrs[TAG_ARGS] = ir.DenseI64ArrayAttr.get([region.refs[a] for a in ins.args])
+        for key, tag in self._tags(region, ins).items():
+            attrs[key] = tag
         if literal:
             for key, note in _shape_notes(ins.shape).items():
                 attrs[key] = note
+
+    def _tags(self, region: Region, ins: Instruction) -> dict[str, ir.Attribute]:
+        """The instruction's tags; it takes the next reference of the region."""
+        tags: dict[str, ir.Attribute] = {TAG_OP: self._op_name(ins)}
+        if ins.args:
+            refs = tuple(region.refs[a] for a in ins.args)
+            found = self._arg_refs.get(refs)
+            if found is None:
+                found = self._arg_refs[refs] = ir.DenseI64ArrayAttr.get(list(refs))
+            tags[TAG_ARGS] = found
         region.refs[ins] = region.tagged
         region.tagged += 1
+        return tags
+
+    def create(self, name: str, result: ir.Type, operands: list[ir.Value]) -> ir.Value:
+        """A rule's final op made in one step with its instruction's tags (the fast path for ops
+        without attributes of their own, which most elementwise ops are)."""
+        pending = self._pending
+        if pending is None:
+            return ir.Operation.create(name, results=[result], operands=operands).result
+        self._pending = None
+        self._consumed = pending
+        region, ins = pending
+        return ir.Operation.create(name, results=[result], operands=operands, attributes=self._tags(region, ins)).result
 
     def _op_name(self, ins: Instruction) -> ir.StringAttr:
         text = ins.op.text
@@ -282,9 +321,7 @@ def _shape_notes(shape: Shape) -> dict[str, ir.Attribute]:
 def defining_op(value: ir.Value) -> ir.Operation | None:
     """The op whose result `value` is (None for a block argument)."""
     owner = value.owner
-    if isinstance(owner, ir.Block):
-        return None
-    return owner.operation if isinstance(owner, ir.OpView) else owner
+    return None if isinstance(owner, ir.Block) else owner.operation
 
 
 def _outputs(module: Module) -> list[Instruction]:

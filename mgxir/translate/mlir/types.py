@@ -52,6 +52,7 @@ class TypeCache:
     def __init__(self) -> None:
         self._elements: dict[DType, ir.Type] = {}
         self._tensors: dict[tuple[DType, tuple[int, ...]], ir.RankedTensorType] = {}
+        self._shapes: dict[Shape, ir.RankedTensorType] = {}
         self.index = ir.IndexType.get()
 
     def element(self, t: DType) -> ir.Type:
@@ -72,12 +73,18 @@ class TypeCache:
 
     def of_shape(self, shape: Shape) -> ir.RankedTensorType:
         """The tensor type of a shape: its lens (strides are layout, not value), `?` for dynamic dims."""
+        found = self._shapes.get(shape)
+        if found is not None:
+            return found
         if shape.is_tuple:
             raise MgxError("a tuple has no tensor type")
         if shape.is_dynamic:
             dims = [d.min if d.is_fixed else ir.ShapedType.get_dynamic_size() for d in shape.dyn_dims]
-            return ir.RankedTensorType.get(dims, self.element(shape.dtype))
-        return self.tensor(shape.dtype, shape.lens)
+            found = ir.RankedTensorType.get(dims, self.element(shape.dtype))
+        else:
+            found = self.tensor(shape.dtype, shape.lens)
+        self._shapes[shape] = found
+        return found
 
 
 def dtype_of(element: ir.Type, unsigned: bool = False) -> DType:

@@ -268,36 +268,40 @@ TosaBuilder = Callable[["Lowering", ir.Type, Values], ir.Value]
 
 
 def _tosa_mul(lowering: Lowering, result: ir.Type, args: Values) -> ir.Value:
-    shift_type = lowering.types.tensor(DType.int8, [1])
-    shift = tosa.const(ir.DenseElementsAttr.get_splat(shift_type, ir.IntegerAttr.get(shift_type.element_type, 0)))
-    return tosa.mul(result, args[0], args[1], shift)
+    shift = lowering.function_values.get(_tosa_mul)
+    if shift is None:  # one zero shift per function, made where the first mul is
+        shift_type = lowering.types.tensor(DType.int8, [1])
+        zero = ir.DenseElementsAttr.get_splat(shift_type, ir.IntegerAttr.get(shift_type.element_type, 0))
+        shift = lowering.function_values[_tosa_mul] = tosa.const(zero)
+    return lowering.create("tosa.mul", result, [args[0], args[1], shift])
 
 
-def _tosa(build: Callable[..., ir.Value]) -> TosaBuilder:
-    return lambda lowering, result, args: build(result, *args)
+def _tosa(name: str) -> TosaBuilder:
+    """A tosa op without attributes, made with its instruction's tags in one step."""
+    return lambda lowering, result, args: lowering.create(name, result, args)
 
 
 FLOATS_INTS = TOSA_FLOATS | TOSA_INTS
 # op name -> (tosa op, builder, the element types tosa takes for it)
 TOSA: dict[str, tuple[str, TosaBuilder, frozenset[DType]]] = {
-    "add": ("tosa.add", _tosa(tosa.add), FLOATS_INTS),
-    "sub": ("tosa.sub", _tosa(tosa.sub), FLOATS_INTS),
+    "add": ("tosa.add", _tosa("tosa.add"), FLOATS_INTS),
+    "sub": ("tosa.sub", _tosa("tosa.sub"), FLOATS_INTS),
     "mul": ("tosa.mul", _tosa_mul, TOSA_FLOATS),
-    "max": ("tosa.maximum", _tosa(tosa.maximum), FLOATS_INTS),
-    "min": ("tosa.minimum", _tosa(tosa.minimum), FLOATS_INTS),
-    "pow": ("tosa.pow", _tosa(tosa.pow), TOSA_FLOATS),
-    "abs": ("tosa.abs", _tosa(tosa.abs), FLOATS_INTS),
-    "exp": ("tosa.exp", _tosa(tosa.exp), TOSA_FLOATS),
-    "log": ("tosa.log", _tosa(tosa.log), TOSA_FLOATS),
-    "tanh": ("tosa.tanh", _tosa(tosa.tanh), TOSA_FLOATS),
-    "sigmoid": ("tosa.sigmoid", _tosa(tosa.sigmoid), TOSA_FLOATS),
-    "floor": ("tosa.floor", _tosa(tosa.floor), TOSA_FLOATS),
-    "ceil": ("tosa.ceil", _tosa(tosa.ceil), TOSA_FLOATS),
-    "recip": ("tosa.reciprocal", _tosa(tosa.reciprocal), TOSA_FLOATS),
-    "rsqrt": ("tosa.rsqrt", _tosa(tosa.rsqrt), TOSA_FLOATS),
-    "sin": ("tosa.sin", _tosa(tosa.sin), TOSA_FLOATS),
-    "cos": ("tosa.cos", _tosa(tosa.cos), TOSA_FLOATS),
-    "erf": ("tosa.erf", _tosa(tosa.erf), TOSA_FLOATS),
+    "max": ("tosa.maximum", _tosa("tosa.maximum"), FLOATS_INTS),
+    "min": ("tosa.minimum", _tosa("tosa.minimum"), FLOATS_INTS),
+    "pow": ("tosa.pow", _tosa("tosa.pow"), TOSA_FLOATS),
+    "abs": ("tosa.abs", _tosa("tosa.abs"), FLOATS_INTS),
+    "exp": ("tosa.exp", _tosa("tosa.exp"), TOSA_FLOATS),
+    "log": ("tosa.log", _tosa("tosa.log"), TOSA_FLOATS),
+    "tanh": ("tosa.tanh", _tosa("tosa.tanh"), TOSA_FLOATS),
+    "sigmoid": ("tosa.sigmoid", _tosa("tosa.sigmoid"), TOSA_FLOATS),
+    "floor": ("tosa.floor", _tosa("tosa.floor"), TOSA_FLOATS),
+    "ceil": ("tosa.ceil", _tosa("tosa.ceil"), TOSA_FLOATS),
+    "recip": ("tosa.reciprocal", _tosa("tosa.reciprocal"), TOSA_FLOATS),
+    "rsqrt": ("tosa.rsqrt", _tosa("tosa.rsqrt"), TOSA_FLOATS),
+    "sin": ("tosa.sin", _tosa("tosa.sin"), TOSA_FLOATS),
+    "cos": ("tosa.cos", _tosa("tosa.cos"), TOSA_FLOATS),
+    "erf": ("tosa.erf", _tosa("tosa.erf"), TOSA_FLOATS),
 }
 _TYPE_NOTE = {TOSA_FLOATS: "f16/bf16/f32", FLOATS_INTS: "f16/bf16/f32/i8/i16/i32"}
 
