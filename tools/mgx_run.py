@@ -328,7 +328,8 @@ def mgx_run(
         str, typer.Option(help="With --target=iree: local-task, local-sync, cuda, hip or vulkan.")
     ] = "local-task",
     cache_dir: Annotated[
-        str | None, typer.Option("--cache-dir", help="With --target=iree: compiled modules' cache (or $MGXIR_CACHE_DIR).")
+        str | None,
+        typer.Option("--cache-dir", help="With --target=iree: compiled modules' cache (or $MGXIR_CACHE_DIR)."),
     ] = None,
     timing: Annotated[
         bool, typer.Option("--timing", help="With --target=iree: print translate/compile/load/run times.")

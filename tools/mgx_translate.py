@@ -29,7 +29,9 @@ def mgx_translate(
         str | None, typer.Option("-o", "--output", help="Write here (atomically) instead of standard output.")
     ] = None,
     from_log: Annotated[bool, typer.Option("--from-log", help="The input is MIGraphX log output.")] = False,
-    to_mlir: Annotated[bool, typer.Option("--to-mlir", help="Write MLIR text (tosa/linalg/tensor/arith/math).")] = False,
+    to_mlir: Annotated[
+        bool, typer.Option("--to-mlir", help="Write MLIR text (tosa/linalg/tensor/arith/math).")
+    ] = False,
     to_mlirbc: Annotated[bool, typer.Option("--to-mlirbc", help="Write MLIR bytecode.")] = False,
     from_mlir: Annotated[
         bool, typer.Option("--from-mlir", help="The input is MLIR (text or bytecode) that --to-mlir/--to-mlirbc wrote.")

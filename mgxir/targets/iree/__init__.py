@@ -17,12 +17,12 @@ import numpy as np
 
 from mgxir.diagnostics import DiagnosticSink
 from mgxir.ir.program import Program
-from mgxir.text.parser import read_program
 from mgxir.ops.definition import RuntimeValue
 from mgxir.targets.iree.cache import ModuleCache, cache_key, program_digest
 from mgxir.targets.iree.compile import compile_module
 from mgxir.targets.iree.devices import device as find_device
 from mgxir.targets.iree.runtime import LoadedModule
+from mgxir.text.parser import read_program
 
 FLAGS_ENV = "MGXIR_IREE_FLAGS"  # extra compiler flags, space-separated
 
@@ -94,7 +94,9 @@ def run_on_iree(program: Program, params: dict[str, np.ndarray], sink: Diagnosti
     options.timings["run"] = time.perf_counter() - start
     if options.timing:
         parts = [f"{k} {1000 * v:.1f} ms" for k, v in options.timings.items()]
-        print(f"timing: {options.device}: cache {'warm' if options.warm else 'cold'}: {', '.join(parts)}", file=sys.stderr)
+        print(
+            f"timing: {options.device}: cache {'warm' if options.warm else 'cold'}: {', '.join(parts)}", file=sys.stderr
+        )
     return list(results)
 
 

@@ -29,10 +29,14 @@ def default_dir() -> Path:
 
 @functools.cache
 def compiler_version() -> str:
-    try:
-        return metadata.version("iree-base-compiler")
-    except metadata.PackageNotFoundError:
-        return "unknown"
+    """iree-base-compiler's version; where only the runtime is installed (a machine that runs what
+    another compiled), the runtime's, which is released with the compiler of the same version."""
+    for package in ("iree-base-compiler", "iree-base-runtime"):
+        try:
+            return metadata.version(package)
+        except metadata.PackageNotFoundError:
+            continue
+    return "unknown"
 
 
 @functools.cache

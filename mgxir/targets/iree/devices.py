@@ -29,7 +29,9 @@ DEVICES: dict[str, Device] = {
         Device("cuda", "cuda", "cuda", ("--iree-cuda-target=sm_89", KEEP_F64)),
         Device("hip", "rocm", "hip", ("--iree-hip-target=gfx942", KEEP_F64)),
         # a baseline SPIR-V profile that lavapipe and every desktop driver take
-        Device("vulkan", "vulkan-spirv", "vulkan", ("--iree-vulkan-target=vp_android_baseline_2022",), demotes_f64=True),
+        Device(
+            "vulkan", "vulkan-spirv", "vulkan", ("--iree-vulkan-target=vp_android_baseline_2022",), demotes_f64=True
+        ),
     )
 }
 

@@ -23,6 +23,13 @@ class LoadedModule:
         self.context.add_vm_module(rt.VmModule.mmap(config.vm_instance, str(path)))
         self.main = self.context.modules.module["main"]
         self.demotes_f64 = device.demotes_f64
+        self.device = config.device
+        self.staged = device.driver == "vulkan"
+
+    def _to_host(self, value: object) -> np.ndarray:
+        if self.staged:
+            return _staged_to_host(self.device, value)
+        return np.asarray(value.to_host())
 
     def __call__(self, inputs: list[np.ndarray], types: list[DType]) -> list[np.ndarray]:
         """Runs `main`; unsigned arrays travel as the signed type of their width (MLIR's integers
@@ -30,6 +37,7 @@ class LoadedModule:
         args = [_signless(np.ascontiguousarray(a)) for a in inputs]
         if self.demotes_f64:
             args = [a.astype(np.float32) if a.dtype == np.float64 else a for a in args]
+        args = [_page_aligned(a) for a in args]
         try:
             results = self.main(*args)
         except RuntimeError as e:
@@ -38,11 +46,50 @@ class LoadedModule:
             results = [results]
         outputs = []
         for value, t in zip(results, types):
-            host = np.asarray(value.to_host())
+            host = self._to_host(value)
             if host.dtype != t.numpy:
                 host = host.astype(t.numpy) if host.dtype.itemsize != t.numpy.itemsize else host.view(t.numpy)
             outputs.append(host)
         return outputs
+
+
+PAGE = 4096
+
+
+def _staged_to_host(device: object, value: object) -> np.ndarray:
+    """A device array copied out through a host-visible staging buffer (iree.runtime's own copy
+    imports an unaligned numpy allocation, which Vulkan drivers such as lavapipe refuse)."""
+    import iree.runtime as rt
+
+    view = value._buffer_view
+    source = view.get_buffer()
+    staging = device.allocator.allocate_buffer(
+        memory_type=int(rt.MemoryType.HOST_LOCAL | rt.MemoryType.DEVICE_VISIBLE),
+        allowed_usage=int(rt.BufferUsage.TRANSFER_TARGET | rt.BufferUsage.MAPPING_SCOPED),
+        allocation_size=source.byte_length(),
+    )
+    semaphore = device.create_semaphore(0)
+    device.queue_copy(
+        source,
+        staging,
+        wait_semaphores=rt.HalFence.create_at(semaphore, 0),
+        signal_semaphores=rt.HalFence.create_at(semaphore, 1),
+    )
+    rt.HalFence.create_at(semaphore, 1).wait()
+    dtype = rt.HalElementType.map_to_dtype(view.element_type)
+    return np.array(staging.map().asarray(view.shape, dtype))
+
+
+def _page_aligned(a: np.ndarray) -> np.ndarray:
+    """A copy starting on a page (Vulkan drivers import host memory only at their alignment)."""
+    if a.ctypes.data % PAGE == 0:
+        return a
+    size = max(a.nbytes, 1)
+    raw = np.empty(size + PAGE, np.uint8)
+    start = (-raw.ctypes.data) % PAGE
+    aligned = raw[start : start + a.nbytes].view(a.dtype).reshape(a.shape)
+    aligned[...] = a
+    return aligned
 
 
 def _signless(a: np.ndarray) -> np.ndarray:

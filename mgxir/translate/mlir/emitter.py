@@ -126,7 +126,9 @@ class Emitter:
             return value
         element = ir.RankedTensorType(value.type).element_type
         if not lens:  # a rank-0 tensor: expand straight to all-ones lens
-            return tensor.expand_shape(ir.RankedTensorType.get(list(new_lens), element), value, _reassociation([]), [], list(new_lens))
+            return tensor.expand_shape(
+                ir.RankedTensorType.get(list(new_lens), element), value, _reassociation([]), [], list(new_lens)
+            )
         n = int(np.prod(lens))
         flat = value
         if len(lens) != 1:

@@ -189,7 +189,9 @@ class Reader:
             return Literal(shape, bits.view(shape.dtype.numpy).reshape(shape.lens))
         if op.name != "arith.constant":
             raise self.error(f"'{op.name}' is tagged as a literal but is not arith.constant")
-        storage = np.dtype(f"i{shape.dtype.itemsize}") if shape.dtype.is_unsigned and shape.dtype is not DType.bool else None
+        storage = (
+            np.dtype(f"i{shape.dtype.itemsize}") if shape.dtype.is_unsigned and shape.dtype is not DType.bool else None
+        )
         data = _dense_data(op.attributes["value"], storage or shape.dtype.numpy)
         return Literal(shape, data.view(shape.dtype.numpy).reshape(shape.lens))
 

@@ -12,17 +12,17 @@ from mgxir.ir.dtype import DType
 from mgxir.translate.mlir.emitter import Emitter
 from mgxir.translate.mlir.types import UNSIGNED
 
-F = arith.CmpFPredicate
-I = arith.CmpIPredicate
+FP = arith.CmpFPredicate
+IP = arith.CmpIPredicate
 
 # comparison name -> (float predicate, signed predicate, unsigned predicate)
-COMPARISONS: dict[str, tuple[F, I, I]] = {
-    "eq": (F.OEQ, I.eq, I.eq),
-    "ne": (F.UNE, I.ne, I.ne),
-    "gt": (F.OGT, I.sgt, I.ugt),
-    "ge": (F.OGE, I.sge, I.uge),
-    "lt": (F.OLT, I.slt, I.ult),
-    "le": (F.OLE, I.sle, I.ule),
+COMPARISONS: dict[str, tuple[FP, IP, IP]] = {
+    "eq": (FP.OEQ, IP.eq, IP.eq),
+    "ne": (FP.UNE, IP.ne, IP.ne),
+    "gt": (FP.OGT, IP.sgt, IP.ugt),
+    "ge": (FP.OGE, IP.sge, IP.uge),
+    "lt": (FP.OLT, IP.slt, IP.ult),
+    "le": (FP.OLE, IP.sle, IP.ule),
 }
 
 
@@ -82,11 +82,11 @@ class Scalars:
         return arith.cmpi(up if t in UNSIGNED or t is DType.bool else sp, a, b)
 
     def is_nan(self, x: ir.Value) -> ir.Value:
-        return arith.cmpf(F.UNO, x, x)
+        return arith.cmpf(FP.UNO, x, x)
 
     def is_inf(self, x: ir.Value, t: DType) -> ir.Value:
         """|x| == inf (arith, which every IREE backend takes; math.isinf is not lowered on CPU)."""
-        return arith.cmpf(F.OEQ, math.absf(x), self.const(float("inf"), t))
+        return arith.cmpf(FP.OEQ, math.absf(x), self.const(float("inf"), t))
 
     def truthy(self, a: ir.Value, t: DType) -> ir.Value:
         """i1: the value is not zero."""

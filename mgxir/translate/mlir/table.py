@@ -30,7 +30,7 @@ def lowering_table() -> str:
         tensor = tensor_rule(defn)
         if tensor is None and scalar is not None and defn.pointwise:
             tensor = POINTWISE_AS_GENERIC
-        rows.append(
-            f"| `{name}` | {tensor.describe(name) if tensor else 'no'} | {scalar.describe(name) if scalar else ('no' if defn.pointwise else '')} |"
-        )
+        on_tensors = tensor.describe(name) if tensor else "no"
+        in_bodies = scalar.describe(name) if scalar else ("no" if defn.pointwise else "")
+        rows.append(f"| `{name}` | {on_tensors} | {in_bodies} |")
     return HEADER + "\n".join(rows) + "\n"

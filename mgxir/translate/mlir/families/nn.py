@@ -184,7 +184,7 @@ def _softmax(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
 
 @lowers("dot", "quant_dot", to="linalg.generic contraction (batch dims parallel)")
 def _dot(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
-    a_shape, b_shape = ins.args[0].shape, ins.args[1].shape
+    a_shape = ins.args[0].shape
     t_in, t_out = a_shape.dtype, ins.shape.dtype
     if t_in is DType.bool:
         raise CannotLower("dot of bool_type has no lowering")
@@ -277,7 +277,10 @@ def _pooling(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
         low, high = _begin_end(op["padding"], k)
     spans = [1 + d * (n - 1) for n, d in zip(lengths, dilation)]
     # ceil_mode: windows that start inside may run past the end padding
-    extra = [max(0, (o - 1) * s + span - (n + a + b)) for o, s, span, n, a, b in zip(out_lens[2:], stride, spans, spatial, low, high)]
+    extra = [
+        max(0, (o - 1) * s + span - (n + a + b))
+        for o, s, span, n, a, b in zip(out_lens[2:], stride, spans, spatial, low, high)
+    ]
     e, s = lowering.emitter, lowering.scalars
     fill = -np.inf if mode == 1 else 0.0
     x = pad_constant(lowering, args[0], t, [0, 0, *low], [0, 0, *(h + x_ for h, x_ in zip(high, extra))], fill)
@@ -299,7 +302,9 @@ def _pooling(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
 
     pooled = e.generic([(x, x_map), (window, window_map)], [(init, out_map)], iterators, body)[0]
     if mode == 1:
-        return pooled if w is t else e.elementwise([(pooled, out_lens)], t, out_lens, lambda xs: [s.convert(xs[0], w, t)])
+        return (
+            pooled if w is t else e.elementwise([(pooled, out_lens)], t, out_lens, lambda xs: [s.convert(xs[0], w, t)])
+        )
     counts = e.constant(_window_counts(spatial, lengths, stride, dilation, low, high, extra).astype(w.numpy), w)
     rank = len(out_lens)
     spatial_map = e.projection(rank, range(2, rank))
