@@ -17,7 +17,7 @@ config.test_exec_root = os.environ.get("MGXIR_LIT_OUTPUT") or os.path.join(confi
 repo = os.path.dirname(config.test_source_root)
 shared = os.path.join(os.path.dirname(repo), "shared")
 config.environment["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
-for key in ("HOME", "TMPDIR", "MGXIR_TRACEBACK"):
+for key in ("HOME", "TMPDIR", "MGXIR_TRACEBACK", "MGXIR_CACHE_DIR"):
     if key in os.environ:
         config.environment[key] = os.environ[key]
 
@@ -40,6 +40,18 @@ def _has_gpu() -> bool:
 
 if _has_gpu():
     config.available_features.add("gpu")
+
+
+def _has_iree_vulkan() -> bool:
+    probe = "import iree.runtime as rt; rt.get_driver('vulkan').create_default_device()"
+    try:
+        return subprocess.run([sys.executable, "-c", probe], capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+if _has_iree_vulkan():
+    config.available_features.add("vulkan")
 if os.path.isdir(shared):
     config.available_features.add("shared")
 

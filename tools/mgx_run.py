@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated
 
 import numpy as np
@@ -20,9 +21,9 @@ from mgxir.ir.dtype import DType
 from mgxir.ir.operation import RuntimeValue
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
+from mgxir.targets.iree import IreeOptions, read_any_program, run_on_iree, using
 from mgxir.targets.timing import collect_timing
 from mgxir.targets.vulkan import run_on_vulkan
-from mgxir.text.parser import read_program
 from mgxir.tools.common import run_guarded
 from mgxir.verifier import verify
 
@@ -64,7 +65,7 @@ def run_on_ref(program: Program, params: dict[str, np.ndarray], sink: Diagnostic
 
 
 # where GPU targets plug in: name -> runner
-TARGETS: dict[str, Runner] = {"ref": run_on_ref, "vulkan": run_on_vulkan}
+TARGETS: dict[str, Runner] = {"ref": run_on_ref, "iree": run_on_iree, "vulkan": run_on_vulkan}
 
 
 # -- inputs ---------------------------------------------------------------------------------------
@@ -323,8 +324,19 @@ def mgx_run(
     rms_tol: Annotated[float, typer.Option("--rms-tol", help="MIGraphX's rms tolerance.")] = 1e-3,
     atol: Annotated[float | None, typer.Option("--atol", help="Also require allclose with this atol.")] = None,
     rtol: Annotated[float | None, typer.Option("--rtol", help="Also require allclose with this rtol.")] = None,
-    target: Annotated[str, typer.Option(help="Where to run: ref (the numpy reference interpreter), vulkan.")] = "ref",
-    timing: Annotated[bool, typer.Option("--timing", help="Print where each instruction ran and how long.")] = False,
+    target: Annotated[
+        str, typer.Option(help="Where to run: ref (the numpy reference interpreter), iree (see --device), vulkan.")
+    ] = "ref",
+    device: Annotated[
+        str, typer.Option(help="With --target=iree: local-task, local-sync, cuda, hip or vulkan.")
+    ] = "local-task",
+    cache_dir: Annotated[
+        str | None,
+        typer.Option("--cache-dir", help="With --target=iree: compiled modules' cache (or $MGXIR_CACHE_DIR)."),
+    ] = None,
+    timing: Annotated[
+        bool, typer.Option("--timing", help="iree: compile/load/run times; vulkan: where each instruction ran.")
+    ] = False,
     verify_against_ref: Annotated[
         bool, typer.Option("--verify", help="Run on the target and on ref, compare with the rms rule.")
     ] = False,
@@ -342,12 +354,13 @@ def mgx_run(
             raise MgxError(f"unknown target '{target}' (available: {', '.join(TARGETS)})")
         if fill not in ("random", "zeros", "ones", "none"):
             raise MgxError(f"--fill must be random, zeros, ones or none, not '{fill}'")
-        program = read_program(input_file, sink, from_log=from_log or log_pass is not None, log_pass=log_pass)
+        options = IreeOptions(device, None if cache_dir is None else Path(cache_dir), timing)
+        program = read_any_program(input_file, sink, options, from_log or log_pass is not None, log_pass)
         verify(program, sink)
         params = gather_inputs(program, inputs or [], fill, seed)
-        with collect_timing() as log:
+        with using(options), collect_timing() as log:
             outputs = flatten_outputs(TARGETS[target](program, params, sink))
-        if timing:
+        if timing and target != "iree":
             print(log.render(), file=sys.stderr)
         sink.flush()
         if not quiet:

@@ -6,34 +6,11 @@ import dataclasses
 import re
 
 from mgxir.diagnostics import Diagnostic
+from mgxir.text.split import SPLIT_MARKER, Chunk, split_input
 
-SPLIT_MARKER = "// -----"
+__all__ = ["SPLIT_MARKER", "Chunk", "Expected", "check", "expectations", "split_input"]
 
 _EXPECTED = re.compile(r"//\s*expected-(error|warning|note)(-re)?(@[+-]\d+|@above|@below)?\s*\{\{(.*)\}\}\s*$")
-
-
-@dataclasses.dataclass
-class Chunk:
-    text: str
-    first_line: int  # 1-based line of the whole file where the chunk starts
-
-    def line_map(self) -> list[int]:
-        return [self.first_line + i for i in range(self.text.count("\n") + 1)]
-
-
-def split_input(text: str) -> list[Chunk]:
-    chunks: list[Chunk] = []
-    start = 0
-    current: list[str] = []
-    for number, line in enumerate(text.split("\n")):
-        if line.startswith(SPLIT_MARKER):
-            chunks.append(Chunk("\n".join(current), start + 1))
-            current = []
-            start = number + 1
-        else:
-            current.append(line)
-    chunks.append(Chunk("\n".join(current), start + 1))
-    return chunks
 
 
 @dataclasses.dataclass

@@ -1,1 +1,1 @@
-"""Where programs run: targets beside the reference interpreter."""
+"""Where programs run besides the reference interpreter: IREE, Vulkan, the native GPU target."""

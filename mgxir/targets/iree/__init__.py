@@ -1,0 +1,113 @@
+"""Running programs through IREE: lower to MLIR, compile for a device (cached on disk), run with
+iree.runtime. `run_on_iree` has the signature of mgx-run's reference runner; where and how it runs
+comes from the `IreeOptions` in effect (`using(...)`)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from mgxir.diagnostics import DiagnosticSink
+from mgxir.ir.operation import RuntimeValue
+from mgxir.ir.program import Program
+from mgxir.targets.iree.cache import ModuleCache, cache_key, program_digest
+from mgxir.targets.iree.compile import compile_module
+from mgxir.targets.iree.devices import device as find_device
+from mgxir.targets.iree.runtime import LoadedModule
+from mgxir.text.parser import read_program
+
+FLAGS_ENV = "MGXIR_IREE_FLAGS"  # extra compiler flags, space-separated
+
+
+@dataclass
+class IreeOptions:
+    device: str = "local-task"
+    cache_dir: Path | None = None
+    timing: bool = False
+    # MLIR that was given instead of a program (mgx-run prog.mlirbc): compiled as it is
+    mlir: bytes | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    warm: bool = False
+
+
+_OPTIONS: ContextVar[IreeOptions] = ContextVar("iree_options", default=IreeOptions())  # noqa: B039
+
+
+@contextlib.contextmanager
+def using(options: IreeOptions) -> Iterator[IreeOptions]:
+    token = _OPTIONS.set(options)
+    try:
+        yield options
+    finally:
+        _OPTIONS.reset(token)
+
+
+def compiled_module(program: Program, options: IreeOptions, sink: DiagnosticSink) -> Path:
+    """The cached `.vmfb` for the program on the device, compiling it on a miss."""
+    device = find_device(options.device)
+    flags = [*device.flags, *os.environ.get(FLAGS_ENV, "").split()]
+    start = time.perf_counter()
+    source = options.mlir if options.mlir is not None else program_digest(program)
+    key = cache_key(source, device.name, flags, host_tuned=device.backend == "llvm-cpu")
+    cache = ModuleCache(options.cache_dir)
+    found = cache.get(key)
+    options.warm = found is not None
+    options.timings["cache lookup"] = time.perf_counter() - start
+    if found is not None:
+        return found
+    start = time.perf_counter()
+    if options.mlir is not None:
+        mlir = options.mlir
+    else:
+        from mgxir.translate.mlir.api import mlir_bytecode  # the MLIR bindings load only on a miss
+
+        mlir = mlir_bytecode(program, None, sink)
+    options.timings["translate"] = time.perf_counter() - start
+    start = time.perf_counter()
+    vmfb = compile_module(mlir, device, flags)
+    options.timings["compile"] = time.perf_counter() - start
+    return cache.put(key, vmfb)
+
+
+def run_on_iree(program: Program, params: dict[str, np.ndarray], sink: DiagnosticSink) -> list[RuntimeValue]:
+    options = _OPTIONS.get()
+    entered = time.perf_counter()
+    path = compiled_module(program, options, sink)
+    start = time.perf_counter()
+    module = LoadedModule(path, find_device(options.device))
+    options.timings["load"] = time.perf_counter() - start
+    main = program.main
+    inputs = [params[p.param_name] for p in main.parameters()]
+    ret = main.return_instruction
+    outputs = list(ret.args) if ret is not None else ([main.last] if main.last is not None else [])
+    start = time.perf_counter()
+    options.timings["ready"] = start - entered
+    results = module(inputs, [o.shape.dtype for o in outputs])
+    options.timings["run"] = time.perf_counter() - start
+    if options.timing:
+        parts = [f"{k} {1000 * v:.1f} ms" for k, v in options.timings.items()]
+        print(
+            f"timing: {options.device}: cache {'warm' if options.warm else 'cold'}: {', '.join(parts)}", file=sys.stderr
+        )
+    return list(results)
+
+
+def read_any_program(
+    path: str, sink: DiagnosticSink, options: IreeOptions, from_log: bool = False, log_pass: str | None = None
+) -> Program:
+    """MIGraphX text, or MLIR that mgx-translate wrote (kept in `options` to compile as it is)."""
+    if path != "-" and Path(path).suffix in (".mlir", ".mlirbc"):
+        from mgxir.translate.mlir.api import program_from_mlir, read_bytes
+
+        data, filename = read_bytes(path)
+        options.mlir = data
+        return program_from_mlir(data, filename)
+    return read_program(path, sink, from_log=from_log, log_pass=log_pass)

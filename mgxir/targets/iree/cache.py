@@ -1,0 +1,87 @@
+"""The on-disk cache of compiled modules: one `.vmfb` per key, the key a hash of the program, the
+device, the compiler flags and the compiler's version (and the CPU for host-tuned CPU code)."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import platform
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+from mgxir.ir.program import Program
+from mgxir.text.printer import print_program
+from mgxir.text.writer import write_atomically
+
+CACHE_ENV = "MGXIR_CACHE_DIR"
+
+
+def default_dir() -> Path:
+    """$MGXIR_CACHE_DIR, else $XDG_CACHE_HOME/mgxir/iree, else ~/.cache/mgxir/iree."""
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "mgxir" / "iree"
+
+
+@functools.cache
+def compiler_version() -> str:
+    """iree-base-compiler's version; where only the runtime is installed (a machine that runs what
+    another compiled), the runtime's, which is released with the compiler of the same version."""
+    for package in ("iree-base-compiler", "iree-base-runtime"):
+        try:
+            return metadata.version(package)
+        except metadata.PackageNotFoundError:
+            continue
+    return "unknown"
+
+
+@functools.cache
+def host_cpu() -> str:
+    """The CPU's feature flags: code compiled for `host` runs only on CPUs that have them."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return platform.machine() + ":" + hashlib.sha256(line.encode()).hexdigest()[:16]
+    except OSError:
+        pass
+    return platform.machine() + ":" + platform.processor()
+
+
+def program_digest(program: Program) -> bytes:
+    """The program's text (literals elided as MIGraphX prints them) and every literal's bytes."""
+    h = hashlib.sha256(print_program(program).encode())
+    for module in program.modules.values():
+        for ins in module:
+            if ins.is_literal and ins.literal.data is not None:
+                h.update(np.ascontiguousarray(ins.literal.data).view(np.uint8).data)
+    return h.digest()
+
+
+def cache_key(source: bytes, device: str, flags: list[str], host_tuned: bool) -> str:
+    h = hashlib.sha256(source)
+    h.update(f"\0{device}\0{' '.join(flags)}\0iree-base-compiler {compiler_version()}".encode())
+    if host_tuned:
+        h.update(host_cpu().encode())
+    return h.hexdigest()[:32]
+
+
+class ModuleCache:
+    def __init__(self, directory: Path | None) -> None:
+        self.directory = directory if directory is not None else default_dir()
+
+    def path(self, key: str) -> Path:
+        return self.directory / f"{key}.vmfb"
+
+    def get(self, key: str) -> Path | None:
+        path = self.path(key)
+        return path if path.is_file() else None
+
+    def put(self, key: str, vmfb: bytes) -> Path:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        path = self.path(key)
+        write_atomically(path, vmfb)
+        return path

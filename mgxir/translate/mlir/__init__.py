@@ -1,0 +1,1 @@
+"""MLIR translation: mgxir programs to upstream MLIR dialects (text or bytecode) and back."""

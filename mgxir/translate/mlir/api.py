@@ -1,0 +1,102 @@
+"""Entry points of the MLIR translation: program -> MLIR text or bytecode, MLIR file -> program."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from iree.compiler import ir
+
+from mgxir.diagnostics import DiagnosticSink, Location, MgxError
+from mgxir.ir.program import Program
+from mgxir.text.parser import parse_program
+from mgxir.text.split import SPLIT_MARKER, split_input
+from mgxir.text.writer import write_atomically
+from mgxir.translate.mlir.bytecode import check_readable, is_bytecode, write_bytecode
+from mgxir.translate.mlir.lower import to_mlir
+from mgxir.translate.mlir.readback import from_mlir
+from mgxir.verifier import verify
+
+MLIR_SUFFIXES = frozenset({".mlir", ".mlirbc"})
+_FILE_LINE_COL = re.compile(r'loc\("[^"]*":(\d+):(\d+)')
+
+
+def mlir_text(program: Program, sink: DiagnosticSink | None = None) -> str:
+    module = to_mlir(program, sink)
+    with module.context:
+        return module.operation.get_asm(assume_verified=True)  # verified once, after lowering
+
+
+def mlir_bytecode(program: Program, version: int | None = None, sink: DiagnosticSink | None = None) -> bytes:
+    module = to_mlir(program, sink)
+    with module.context:
+        return write_bytecode(module, version)
+
+
+def mlir_text_of_chunks(text: str, filename: str, sink: DiagnosticSink) -> str:
+    """`--split-input-file`: each `// -----` separated program translated on its own, the modules
+    joined by the same marker."""
+    outputs = []
+    for chunk in split_input(text):
+        program = parse_program(chunk.text, filename, sink=sink, line_map=chunk.line_map())
+        verify(program, sink)
+        outputs.append(mlir_text(program, sink))
+    return f"{SPLIT_MARKER}\n".join(outputs)
+
+
+def write_output(data: str | bytes, output: str | None) -> None:
+    """To standard output (`None` or `-`), or atomically to a file."""
+    if output is None or output == "-":
+        if isinstance(data, bytes):
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+        else:
+            sys.stdout.write(data)
+            sys.stdout.flush()
+    else:
+        write_atomically(output, data)
+
+
+def read_bytes(path: str) -> tuple[bytes, str]:
+    """A file's bytes and the name to report it by (`-` reads standard input)."""
+    if path == "-":
+        return sys.stdin.buffer.read(), "<stdin>"
+    try:
+        return Path(path).read_bytes(), path
+    except OSError as e:
+        raise MgxError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def parse_mlir(data: bytes, filename: str, context: ir.Context) -> ir.Module:
+    """A module from MLIR text or bytecode, in `context`; MLIR's diagnostics become one error."""
+    if is_bytecode(data):
+        check_readable(data, filename)
+    with context:
+        try:
+            return ir.Module.parse(data if is_bytecode(data) else data.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise MgxError(f"{filename}: neither MLIR text (UTF-8) nor MLIR bytecode") from None
+        except ir.MLIRError as e:
+            first = e.error_diagnostics[0] if e.error_diagnostics else None
+            if first is None:
+                raise MgxError(f"{filename}: {e}") from None
+            found = _FILE_LINE_COL.search(str(first.location))
+            if found is None or is_bytecode(data):
+                raise MgxError(f"{filename}: {first.message}") from None
+            line, column = int(found.group(1)), int(found.group(2))
+            lines = data.decode("utf-8", "replace").splitlines()
+            source_line = lines[line - 1] if 0 < line <= len(lines) else None
+            raise MgxError(first.message, Location(filename, line, column), source_line) from None
+
+
+def program_from_mlir(data: bytes, filename: str) -> Program:
+    """The mgxir program of MLIR (text or bytecode) that `--to-mlir`/`--to-mlirbc` wrote."""
+    context = ir.Context()
+    module = parse_mlir(data, filename, context)
+    with context:
+        return from_mlir(module, filename)
+
+
+def looks_like_mlir(path: str, data: bytes) -> bool:
+    return Path(path).suffix in MLIR_SUFFIXES or is_bytecode(data)

@@ -1,0 +1,337 @@
+"""Contractions, convolutions, pooling, reductions and softmax: linalg (named convolutions,
+`linalg.generic` contractions and reductions)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+from iree.compiler import ir
+from iree.compiler.dialects import arith, linalg, math
+
+from mgxir.ir.dtype import DType
+from mgxir.ir.instruction import Instruction
+from mgxir.translate.mlir.emitter import PARALLEL, REDUCTION, single
+from mgxir.translate.mlir.families.layout import pad_constant
+from mgxir.translate.mlir.registry import lowers
+from mgxir.translate.mlir.scalar import CannotLower, Scalars
+
+if TYPE_CHECKING:
+    from mgxir.translate.mlir.lower import Lowering
+
+Values = list[ir.Value]
+# combine(scalars, accumulator, element, type) -> new accumulator
+Combine = Callable[[Scalars, ir.Value, ir.Value, DType], ir.Value]
+
+
+def accumulator_type(t: DType) -> DType:
+    """Narrow floats accumulate in f32."""
+    return DType.float if t.is_float and t.itemsize < 4 else t
+
+
+def _normalized(axes: Sequence[int], rank: int) -> list[int]:
+    return sorted(a + rank if a < 0 else a for a in axes)
+
+
+# -- reductions -----------------------------------------------------------------------------------
+
+
+def _lowest(t: DType) -> float | int:
+    return -np.inf if t.is_float else (0 if t is DType.bool else int(np.iinfo(t.numpy).min))
+
+
+def _highest(t: DType) -> float | int:
+    return np.inf if t.is_float else (1 if t is DType.bool else int(np.iinfo(t.numpy).max))
+
+
+# reduce op -> (initial value of the accumulator, combine)
+REDUCTIONS: dict[str, tuple[Callable[[DType], float | int | bool], Combine]] = {
+    "reduce_sum": (lambda t: 0, lambda s, acc, x, t: s.add(acc, x, t)),
+    "reduce_mean": (lambda t: 0, lambda s, acc, x, t: s.add(acc, x, t)),
+    "reduce_prod": (lambda t: 1, lambda s, acc, x, t: s.mul(acc, x, t)),
+    "reduce_max": (_lowest, lambda s, acc, x, t: s.max(acc, x, t)),
+    "reduce_min": (_highest, lambda s, acc, x, t: s.min(acc, x, t)),
+    "reduce_any": (lambda t: False, lambda s, acc, x, t: arith.ori(acc, s.truthy(x, t))),
+    "reduce_all": (lambda t: True, lambda s, acc, x, t: arith.andi(acc, s.truthy(x, t))),
+}
+LOGICAL = frozenset({"reduce_any", "reduce_all"})
+
+
+def reduce(
+    lowering: Lowering,
+    value: ir.Value,
+    t: DType,
+    lens: Sequence[int],
+    axes: Sequence[int],
+    acc_t: DType,
+    initial: float | int | bool,
+    combine: Combine,
+) -> ir.Value:
+    """A `linalg.generic` reduction of `axes` (dropped from the result) into type `acc_t`; `combine`
+    gets each element converted to `acc_t` (except for the logical reductions, which take it as is)."""
+    e, s = lowering.emitter, lowering.scalars
+    rank = len(lens)
+    kept = [d for d in range(rank) if d not in axes]
+    init = e.filled(acc_t, [lens[d] for d in kept], initial)
+    iterators = [REDUCTION if d in axes else PARALLEL for d in range(rank)]
+
+    def body(scalars: Values) -> Values:
+        x, acc = scalars
+        if acc_t is not DType.bool and acc_t is not t:
+            x = s.convert(x, t, acc_t) if not t.is_float else s.to_float(x, t, acc_t)
+        return [combine(s, acc, x, acc_t if acc_t is not DType.bool else t)]
+
+    return e.generic([(value, e.identity_map(rank))], [(init, e.projection(rank, kept))], iterators, body)[0]
+
+
+@lowers(*REDUCTIONS, to="linalg.generic with reduction iterators (narrow floats accumulate in f32)")
+def _reduce(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
+    if len(args) != 1:
+        raise CannotLower("the variable-axes form has no lowering")
+    name = ins.op.name
+    source = ins.args[0].shape
+    t = source.dtype
+    axes = _normalized(ins.op["axes"], source.ndim)
+    if not axes:
+        return args[0]
+    initial, combine = REDUCTIONS[name]
+    acc_t = DType.bool if name in LOGICAL else accumulator_type(t)
+    reduced = reduce(lowering, args[0], t, source.lens, axes, acc_t, initial(acc_t), combine)
+    kept_lens = [n for d, n in enumerate(source.lens) if d not in axes]
+    e, s = lowering.emitter, lowering.scalars
+    count = int(np.prod([source.lens[a] for a in axes]))
+    if name == "reduce_mean" or acc_t is not t:
+
+        def finish(scalars: Values) -> Values:
+            x = scalars[0]
+            if name == "reduce_mean":
+                x = s.div(x, s.const(count, acc_t), acc_t)
+            return [s.convert(x, acc_t, t) if acc_t is not DType.bool else s.from_bool(x, t)]
+
+        reduced = e.elementwise([(reduced, kept_lens)], t, kept_lens, finish)
+    return e.reshape(reduced, kept_lens, ins.shape.lens)
+
+
+@lowers("argmax", "argmin", to="linalg.generic reducing (value, index) pairs")
+def _arg_reduce(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
+    source = ins.args[0].shape
+    t = source.dtype
+    rank = source.ndim
+    axis = _normalized([ins.op["axis"]], rank)[0]
+    e, s = lowering.emitter, lowering.scalars
+    kept = [d for d in range(rank) if d != axis]
+    kept_lens = [source.lens[d] for d in kept]
+    is_max = ins.op.name == "argmax"
+    best = e.filled(t, kept_lens, _lowest(t) if is_max else _highest(t))
+    where = e.filled(DType.int64, kept_lens, 0)
+    iterators = [REDUCTION if d == axis else PARALLEL for d in range(rank)]
+    better = ("ge" if is_max else "le") if ins.op["select_last_index"] else ("gt" if is_max else "lt")
+    i64 = lowering.types.element(DType.int64)
+
+    def body(scalars: Values) -> Values:
+        x, best_value, best_index = scalars
+        index = arith.index_cast(i64, linalg.IndexOp(axis).result)
+        take = s.cmp(better, x, best_value, t)
+        return [s.select(take, x, best_value), s.select(take, index, best_index)]
+
+    out_map = e.projection(rank, kept)
+    results = e.generic([(args[0], e.identity_map(rank))], [(best, out_map), (where, out_map)], iterators, body)
+    return e.reshape(results[1], kept_lens, ins.shape.lens)
+
+
+# -- softmax --------------------------------------------------------------------------------------
+
+
+@lowers("softmax", "logsoftmax", to="linalg.generic: max, exp of the difference, sum, divide (or log)")
+def _softmax(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
+    source = ins.args[0].shape
+    t = source.dtype
+    if not t.is_float:
+        raise CannotLower(f"{ins.op.name} of {t.type_name} has no lowering (floating-point types only)")
+    rank = source.ndim
+    axis = _normalized([ins.op["axis"]], rank)[0]
+    e, s = lowering.emitter, lowering.scalars
+    w = accumulator_type(t)
+    lens = list(source.lens)
+    kept = [d for d in range(rank) if d != axis]
+    identity, projected = e.identity_map(rank), e.projection(rank, kept)
+    parallel = [PARALLEL] * rank
+
+    def widen(x: ir.Value) -> ir.Value:
+        return s.to_float(x, t, w)
+
+    peak = reduce(lowering, args[0], t, lens, [axis], w, -np.inf, lambda sc, acc, x, ty: sc.max(acc, x, ty))
+    shifted = e.generic(
+        [(args[0], identity), (peak, projected)],
+        [(e.empty(w, lens), identity)],
+        parallel,
+        lambda xs: [arith.subf(widen(xs[0]), xs[1])],
+    )[0]
+    exps = e.elementwise([(shifted, lens)], w, lens, lambda xs: [math.exp(xs[0])])
+    total = reduce(lowering, exps, w, lens, [axis], w, 0.0, lambda sc, acc, x, ty: sc.add(acc, x, ty))
+    if ins.op.name == "softmax":
+        body = lambda xs: [s.convert(arith.divf(xs[0], xs[1]), w, t)]  # noqa: E731
+        first = exps
+    else:
+        body = lambda xs: [s.convert(arith.subf(xs[0], math.log(xs[1])), w, t)]  # noqa: E731
+        first = shifted
+    return e.generic([(first, identity), (total, projected)], [(e.empty(t, lens), identity)], parallel, body)[0]
+
+
+# -- contractions ---------------------------------------------------------------------------------
+
+
+@lowers("dot", "quant_dot", to="linalg.generic contraction (batch dims parallel)")
+def _dot(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
+    a_shape = ins.args[0].shape
+    t_in, t_out = a_shape.dtype, ins.shape.dtype
+    if t_in is DType.bool:
+        raise CannotLower("dot of bool_type has no lowering")
+    e, s = lowering.emitter, lowering.scalars
+    rank = a_shape.ndim
+    batch = list(range(rank - 2))
+    m, n, k = rank - 2, rank - 1, rank
+    domain = rank + 1
+    a_map = e.projection(domain, [*batch, m, k])
+    b_map = e.projection(domain, [*batch, k, n])
+    c_map = e.projection(domain, [*batch, m, n])
+    init = e.filled(t_out, ins.shape.lens, 0)
+    iterators = [PARALLEL] * rank + [REDUCTION]
+
+    def body(scalars: Values) -> Values:
+        x, y, acc = scalars
+        if t_in is not t_out:
+            x, y = s.widen(x, t_in, t_out), s.widen(y, t_in, t_out)
+        return [s.add(acc, s.mul(x, y, t_out), t_out)]
+
+    return e.generic([(args[0], a_map), (args[1], b_map)], [(init, c_map)], iterators, body)[0]
+
+
+# -- convolution ----------------------------------------------------------------------------------
+
+
+def _begin_end(padding: Sequence[int], k: int) -> tuple[list[int], list[int]]:
+    if len(padding) == 2 * k:
+        return list(padding[:k]), list(padding[k:])
+    return list(padding), list(padding)
+
+
+CONVOLUTIONS = {1: linalg.conv_1d_ncw_fcw, 2: linalg.conv_2d_nchw_fchw, 3: linalg.conv_3d_ncdhw_fcdhw}
+
+
+@lowers(
+    "convolution",
+    "quant_convolution",
+    to="tensor.pad + linalg.conv_{1d_ncw_fcw,2d_nchw_fchw,3d_ncdhw_fcdhw}, grouped: linalg.conv_2d_ngchw_gfchw",
+)
+def _convolution(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
+    x_shape, w_shape = ins.args[0].shape, ins.args[1].shape
+    k = x_shape.ndim - 2
+    group = ins.op["group"]
+    t, out_t = x_shape.dtype, ins.shape.dtype
+    if ins.op["padding_mode"] != 0:
+        raise CannotLower("padding_mode other than default has no lowering")
+    if k not in CONVOLUTIONS or (group != 1 and k != 2):
+        raise CannotLower(f"{k}-d convolution with group {group} has no lowering")
+    e = lowering.emitter
+    low, high = _begin_end(ins.op["padding"], k)
+    x = pad_constant(lowering, args[0], t, [0, 0, *low], [0, 0, *high], 0)
+    padded = [n + a + b for n, a, b in zip(x_shape.lens, [0, 0, *low], [0, 0, *high])]
+    strides, dilations = list(ins.op["stride"]), list(ins.op["dilation"])
+    out_lens = list(ins.shape.lens)
+    if group == 1:
+        init = e.filled(out_t, out_lens, 0)
+        return single(CONVOLUTIONS[k](x, args[1], outs=[init], strides=strides, dilations=dilations))
+    n, c = padded[:2]
+    f = w_shape.lens[0]
+    grouped_x = e.reshape(x, padded, [n, group, c // group, *padded[2:]])
+    grouped_w = e.reshape(args[1], w_shape.lens, [group, f // group, *w_shape.lens[1:]])
+    grouped_out = [n, group, f // group, *out_lens[2:]]
+    init = e.filled(out_t, grouped_out, 0)
+    result = single(linalg.conv_2d_ngchw_gfchw(grouped_x, grouped_w, outs=[init], strides=strides, dilations=dilations))
+    return e.reshape(result, grouped_out, out_lens)
+
+
+# -- pooling --------------------------------------------------------------------------------------
+
+
+@lowers("pooling", to="tensor.pad + linalg.generic over output and window dims (average divides by a constant count)")
+def _pooling(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
+    x_shape = ins.args[0].shape
+    t = x_shape.dtype
+    op = ins.op
+    k = x_shape.ndim - 2
+    mode = op["mode"]
+    if mode == 2:
+        raise CannotLower("lpnorm pooling has no lowering")
+    if not t.is_float:
+        raise CannotLower(f"pooling of {t.type_name} has no lowering (floating-point types only)")
+    spatial = list(x_shape.lens[2:])
+    out_lens = list(ins.shape.lens)
+    if op["dyn_global"]:
+        lengths, stride, dilation = spatial, [1] * k, [1] * k
+        low, high = [0] * k, [0] * k
+    else:
+        lengths, stride, dilation = list(op["lengths"]), list(op["stride"]), list(op["dilations"])
+        low, high = _begin_end(op["padding"], k)
+    spans = [1 + d * (n - 1) for n, d in zip(lengths, dilation)]
+    # ceil_mode: windows that start inside may run past the end padding
+    extra = [
+        max(0, (o - 1) * s + span - (n + a + b))
+        for o, s, span, n, a, b in zip(out_lens[2:], stride, spans, spatial, low, high)
+    ]
+    e, s = lowering.emitter, lowering.scalars
+    fill = -np.inf if mode == 1 else 0.0
+    x = pad_constant(lowering, args[0], t, [0, 0, *low], [0, 0, *(h + x_ for h, x_ in zip(high, extra))], fill)
+    w = accumulator_type(t)
+    domain = 2 + 2 * k
+    d = [ir.AffineDimExpr.get(i) for i in range(domain)]
+    x_exprs = [d[0], d[1], *[d[2 + i] * stride[i] + d[2 + k + i] * dilation[i] for i in range(k)]]
+    x_map = ir.AffineMapAttr.get(ir.AffineMap.get(domain, 0, x_exprs))
+    window = e.empty(t, lengths)
+    window_map = e.projection(domain, range(2 + k, domain))
+    out_map = e.projection(domain, range(2 + k))
+    init = e.filled(w, out_lens, fill)
+    iterators = [PARALLEL] * (2 + k) + [REDUCTION] * k
+
+    def body(scalars: Values) -> Values:
+        value, _, acc = scalars
+        value = s.to_float(value, t, w)
+        return [s.max(acc, value, w) if mode == 1 else s.add(acc, value, w)]
+
+    pooled = e.generic([(x, x_map), (window, window_map)], [(init, out_map)], iterators, body)[0]
+    if mode == 1:
+        return (
+            pooled if w is t else e.elementwise([(pooled, out_lens)], t, out_lens, lambda xs: [s.convert(xs[0], w, t)])
+        )
+    counts = e.constant(_window_counts(spatial, lengths, stride, dilation, low, high, extra).astype(w.numpy), w)
+    rank = len(out_lens)
+    spatial_map = e.projection(rank, range(2, rank))
+    divided = e.generic(
+        [(pooled, e.identity_map(rank)), (counts, spatial_map)],
+        [(e.empty(t, out_lens), e.identity_map(rank))],
+        [PARALLEL] * rank,
+        lambda xs: [s.convert(arith.divf(xs[0], xs[1]), w, t)],
+    )
+    return divided[0]
+
+
+def _window_counts(
+    spatial: list[int],
+    lengths: list[int],
+    stride: list[int],
+    dilation: list[int],
+    low: list[int],
+    high: list[int],
+    extra: list[int],
+) -> np.ndarray:
+    """How many elements each average window divides by: the input elements it covers. The
+    reference interpreter counts the same with and without count_include_pad."""
+    counted = np.pad(np.ones(spatial), [(a, b + x) for a, b, x in zip(low, high, extra)])
+    spans = [1 + d * (n - 1) for n, d in zip(lengths, dilation)]
+    view = np.lib.stride_tricks.sliding_window_view(counted, spans)
+    view = view[(Ellipsis, *[slice(None, None, d) for d in dilation])]
+    view = view[tuple(slice(None, None, s) for s in stride)]
+    k = len(spatial)
+    return np.maximum(view.sum(axis=tuple(range(k, 2 * k))), 1).astype(np.float32)

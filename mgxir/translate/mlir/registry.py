@@ -1,0 +1,102 @@
+"""The lowering registry: one rule per operator definition, keyed by the definition's class (found
+through `lookup`, so a misspelt name fails at import), with a note of what it lowers to.
+
+Two kinds of rule:
+- a tensor rule lowers an instruction on tensors (`main` and other whole-tensor modules);
+- a scalar rule lowers a pointwise op on scalars; it is the body of the `linalg.generic` that a
+  pointwise op without a tensor rule becomes, and the body of `pointwise` modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from iree.compiler import ir
+
+from mgxir.ir.dtype import DType
+from mgxir.ir.instruction import Instruction
+from mgxir.ir.operation import OpDef, Operation
+from mgxir.ir.registry import lookup
+
+if TYPE_CHECKING:
+    from mgxir.translate.mlir.lower import Lowering
+    from mgxir.translate.mlir.scalar import Scalars
+
+TensorRule = Callable[["Lowering", Instruction, list[ir.Value]], ir.Value]
+ScalarRule = Callable[["Scalars", Operation, list[ir.Value], list[DType], DType], ir.Value]
+
+
+@dataclass(frozen=True)
+class Rule:
+    lower: Callable
+    to: str | Callable[[str], str]  # what the op becomes, for the docs table (given the op's name)
+
+    def describe(self, name: str) -> str:
+        return self.to if isinstance(self.to, str) else self.to(name)
+
+
+TENSOR_RULES: dict[type[OpDef], Rule] = {}
+SCALAR_RULES: dict[type[OpDef], Rule] = {}
+
+
+def _definition(name: str) -> type[OpDef]:
+    defn = lookup(name)
+    if defn is None:
+        raise KeyError(f"lowering registered for unknown operator '{name}'")
+    return type(defn)
+
+
+def lowers(*names: str, to: str | Callable[[str], str]) -> Callable[[TensorRule], TensorRule]:
+    """Registers a tensor rule for the named operators."""
+
+    def register(fn: TensorRule) -> TensorRule:
+        for name in names:
+            cls = _definition(name)
+            if cls in TENSOR_RULES:
+                raise ValueError(f"two tensor lowerings for '{name}'")
+            TENSOR_RULES[cls] = Rule(fn, to)
+        return fn
+
+    return register
+
+
+def lowers_scalar(*names: str, to: str | Callable[[str], str]) -> Callable[[ScalarRule], ScalarRule]:
+    """Registers a scalar rule for the named pointwise operators."""
+
+    def register(fn: ScalarRule) -> ScalarRule:
+        for name in names:
+            cls = _definition(name)
+            if cls in SCALAR_RULES:
+                raise ValueError(f"two scalar lowerings for '{name}'")
+            SCALAR_RULES[cls] = Rule(fn, to)
+        return fn
+
+    return register
+
+
+def tensor_rule(defn: OpDef) -> Rule | None:
+    return TENSOR_RULES.get(type(defn))
+
+
+def scalar_rule(defn: OpDef) -> Rule | None:
+    return SCALAR_RULES.get(type(defn))
+
+
+def _pointwise_as_generic(lowering: Lowering, ins: Instruction, args: list[ir.Value]) -> ir.Value:
+    """A pointwise op without a tensor rule: a `linalg.generic` around its scalar rule."""
+    rule = scalar_rule(ins.op.defn)
+    assert rule is not None
+    types = [a.shape.dtype for a in ins.args]
+    out = ins.shape.dtype
+    inputs = [(v, a.shape.lens) for v, a in zip(args, ins.args)]
+    n = len(args)
+
+    def body(scalars: list[ir.Value]) -> list[ir.Value]:
+        return [rule.lower(lowering.scalars, ins.op, scalars[:n], types, out)]
+
+    return lowering.emitter.elementwise(inputs, out, ins.shape.lens, body)
+
+
+POINTWISE_AS_GENERIC = Rule(_pointwise_as_generic, "linalg.generic { scalar rule }")

@@ -1,0 +1,182 @@
+"""Scalar arithmetic in `arith`/`math` with MIGraphX's semantics for each element type (signed or
+unsigned integers, C division, saturating conversions). Pointwise bodies are built from these."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+from iree.compiler import ir
+from iree.compiler.dialects import arith, math
+
+from mgxir.ir.dtype import DType
+from mgxir.translate.mlir.emitter import Emitter
+from mgxir.translate.mlir.types import UNSIGNED
+
+FP = arith.CmpFPredicate
+IP = arith.CmpIPredicate
+
+# comparison name -> (float predicate, signed predicate, unsigned predicate)
+COMPARISONS: dict[str, tuple[FP, IP, IP]] = {
+    "eq": (FP.OEQ, IP.eq, IP.eq),
+    "ne": (FP.UNE, IP.ne, IP.ne),
+    "gt": (FP.OGT, IP.sgt, IP.ugt),
+    "ge": (FP.OGE, IP.sge, IP.uge),
+    "lt": (FP.OLT, IP.slt, IP.ult),
+    "le": (FP.OLE, IP.sle, IP.ule),
+}
+
+
+class CannotLower(Exception):
+    """This operation has no lowering for these types or attributes; the message says why."""
+
+
+class Scalars:
+    """Scalar values of a known MIGraphX type at the current insertion point."""
+
+    def __init__(self, emitter: Emitter) -> None:
+        self.e = emitter
+
+    def const(self, value: float | int | bool, t: DType) -> ir.Value:
+        return self.e.scalar_constant(value, t)
+
+    # -- arithmetic -----------------------------------------------------------------------------
+
+    def add(self, a: ir.Value, b: ir.Value, t: DType) -> ir.Value:
+        return arith.addf(a, b) if t.is_float else arith.addi(a, b)
+
+    def sub(self, a: ir.Value, b: ir.Value, t: DType) -> ir.Value:
+        return arith.subf(a, b) if t.is_float else arith.subi(a, b)
+
+    def mul(self, a: ir.Value, b: ir.Value, t: DType) -> ir.Value:
+        return arith.mulf(a, b) if t.is_float else arith.muli(a, b)
+
+    def div(self, a: ir.Value, b: ir.Value, t: DType) -> ir.Value:
+        if t.is_float:
+            return arith.divf(a, b)
+        return arith.divui(a, b) if t in UNSIGNED or t is DType.bool else arith.divsi(a, b)
+
+    def rem(self, a: ir.Value, b: ir.Value, t: DType) -> ir.Value:
+        """C's fmod: the sign of the dividend."""
+        if t.is_float:
+            return arith.remf(a, b)
+        return arith.remui(a, b) if t in UNSIGNED or t is DType.bool else arith.remsi(a, b)
+
+    def max(self, a: ir.Value, b: ir.Value, t: DType) -> ir.Value:
+        if t.is_float:
+            return arith.maximumf(a, b)
+        return arith.maxui(a, b) if t in UNSIGNED or t is DType.bool else arith.maxsi(a, b)
+
+    def min(self, a: ir.Value, b: ir.Value, t: DType) -> ir.Value:
+        if t.is_float:
+            return arith.minimumf(a, b)
+        return arith.minui(a, b) if t in UNSIGNED or t is DType.bool else arith.minsi(a, b)
+
+    def neg(self, a: ir.Value, t: DType) -> ir.Value:
+        return arith.negf(a) if t.is_float else arith.subi(self.const(0, t), a)
+
+    def cmp(self, kind: str, a: ir.Value, b: ir.Value, t: DType) -> ir.Value:
+        """An i1 comparison (NaN compares false, except `ne`)."""
+        fp, sp, up = COMPARISONS[kind]
+        if t.is_float:
+            return arith.cmpf(fp, a, b)
+        return arith.cmpi(up if t in UNSIGNED or t is DType.bool else sp, a, b)
+
+    def is_nan(self, x: ir.Value) -> ir.Value:
+        return arith.cmpf(FP.UNO, x, x)
+
+    def is_inf(self, x: ir.Value, t: DType) -> ir.Value:
+        """|x| == inf (arith, which every IREE backend takes; math.isinf is not lowered on CPU)."""
+        return arith.cmpf(FP.OEQ, math.absf(x), self.const(float("inf"), t))
+
+    def truthy(self, a: ir.Value, t: DType) -> ir.Value:
+        """i1: the value is not zero."""
+        if t is DType.bool:
+            return a
+        return self.cmp("ne", a, self.const(0, t), t)
+
+    def from_bool(self, flag: ir.Value, t: DType) -> ir.Value:
+        """An i1 as 0 or 1 of type `t`."""
+        if t is DType.bool:
+            return flag
+        element = self.e.types.element(t)
+        return arith.uitofp(element, flag) if t.is_float else arith.extui(element, flag)
+
+    def select(self, flag: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
+        return arith.select(flag, a, b)
+
+    def float_only(self, name: str, t: DType) -> None:
+        if not t.is_float:
+            raise CannotLower(f"'{name}' on {t.type_name} has no lowering (floating-point types only)")
+
+    # -- conversions ----------------------------------------------------------------------------
+
+    def convert(self, x: ir.Value, source: DType, target: DType) -> ir.Value:
+        """MIGraphX's convert: NaN to 0 in integers, finite values saturate to the target's range,
+        floats truncate toward zero; to bool is `x > 0`."""
+        if source is target:
+            return x
+        element = self.e.types.element(target)
+        if target is DType.bool:
+            if source is DType.bool:
+                return x
+            if source in UNSIGNED:
+                return self.cmp("ne", x, self.const(0, source), source)
+            return self.cmp("gt", x, self.const(0, source), source)
+        if source is DType.bool:
+            return self.from_bool(x, target)
+        if source.is_float and target.is_float:
+            if target.itemsize > source.itemsize:
+                return arith.extf(element, x)
+            if target.itemsize == source.itemsize and target is not source:  # f16 <-> bf16
+                wide = arith.extf(self.e.types.element(DType.float), x)
+                return self.convert(wide, DType.float, target)
+            limit = float(ml_dtypes.finfo(target.numpy).max)
+            clipped = self.max(self.min(x, self.const(limit, source), source), self.const(-limit, source), source)
+            kept = arith.select(self.is_inf(x, source), x, clipped)
+            return arith.truncf(element, kept)
+        if source.is_float:
+            info = np.iinfo(target.numpy)
+            clipped = self.max(
+                self.min(x, self.const(float(info.max), source), source), self.const(float(info.min), source), source
+            )
+            zeroed = arith.select(self.is_nan(x), self.const(0, source), clipped)
+            return arith.fptoui(element, zeroed) if target in UNSIGNED else arith.fptosi(element, zeroed)
+        if target.is_float:
+            return arith.uitofp(element, x) if source in UNSIGNED else arith.sitofp(element, x)
+        return self._int_to_int(x, source, target)
+
+    def _int_to_int(self, x: ir.Value, source: DType, target: DType) -> ir.Value:
+        wide_t = DType.int64
+        wide = x
+        if source.itemsize < 8:
+            i64 = self.e.types.element(wide_t)
+            wide = arith.extui(i64, x) if source in UNSIGNED else arith.extsi(i64, x)
+        info = np.iinfo(target.numpy)
+        source_info = np.iinfo(source.numpy)
+        if info.max < source_info.max:
+            wide = self.min(wide, self.const(int(info.max), wide_t), wide_t)
+        if info.min > source_info.min:
+            wide = self.max(wide, self.const(int(info.min), wide_t), wide_t)
+        if target.itemsize == 8:
+            return wide
+        return arith.trunci(self.e.types.element(target), wide)
+
+    def widen(self, x: ir.Value, source: DType, target: DType) -> ir.Value:
+        """A value into a type at least as wide that holds it exactly (sign or zero extension)."""
+        if source is target:
+            return x
+        if target.is_float:
+            return self.to_float(x, source, target)
+        element = self.e.types.element(target)
+        return arith.extui(element, x) if source in UNSIGNED or source is DType.bool else arith.extsi(element, x)
+
+    def to_float(self, x: ir.Value, source: DType, target: DType) -> ir.Value:
+        """A plain numeric conversion into a float type (for quantization arithmetic)."""
+        if source is target:
+            return x
+        element = self.e.types.element(target)
+        if source.is_float:
+            return arith.extf(element, x) if target.itemsize > source.itemsize else arith.truncf(element, x)
+        if source is DType.bool or source in UNSIGNED:
+            return arith.uitofp(element, x)
+        return arith.sitofp(element, x)
