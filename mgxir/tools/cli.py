@@ -19,7 +19,7 @@ import sys
 import types
 import typing
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any
+from typing import Any
 
 HELP_OPTIONS = ("-h", "--help")
 
@@ -45,6 +45,13 @@ class _Recorder:
         return _Declaration(True, *names, **settings)
 
 
+class _Annotation:
+    """Stands in for `typing.Annotated` there: `_Annotation[type, declaration]` is the pair (cheaper)."""
+
+    def __class_getitem__(cls, pair: tuple) -> tuple:
+        return pair
+
+
 class _Parameter:
     def __init__(self, name: str, kind: type, many: bool, default: Any, declaration: _Declaration):
         self.name = name
@@ -65,11 +72,11 @@ def _base_type(annotation: Any) -> tuple[type, bool]:
 
 
 def _parameters(command: Callable) -> list[_Parameter]:
-    namespace = {**command.__globals__, "typer": _Recorder, "Annotated": Annotated}
+    namespace = {**command.__globals__, "typer": _Recorder, "Annotated": _Annotation}
     out = []
     for p in inspect.signature(command).parameters.values():
         annotation = eval(p.annotation, namespace) if isinstance(p.annotation, str) else p.annotation
-        base, declaration = typing.get_args(annotation)[:2]
+        base, declaration = annotation[:2] if isinstance(annotation, tuple) else typing.get_args(annotation)[:2]
         kind, many = _base_type(base)
         if not declaration.positional and not declaration.names:  # typer names it after the parameter
             flag = "--" + p.name.replace("_", "-")
