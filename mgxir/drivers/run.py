@@ -16,7 +16,7 @@ from collections.abc import Callable
 import numpy as np
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
-from mgxir.drivers.common import load_entry, run_guarded
+from mgxir.drivers.common import check_output_path, load_entry, run_guarded
 from mgxir.interp import Interpreter
 from mgxir.ir.dtype import DType
 from mgxir.ir.operation import RuntimeValue
@@ -350,6 +350,8 @@ def _run(o: RunOptions, sink: DiagnosticSink) -> int:
     run = runner(o.target)
     if o.fill not in FILLS:
         raise MgxError(f"--fill must be random, zeros, ones or none, not '{o.fill}'")
+    if o.output is not None:
+        check_output_path(_at_path(o.output))
     program = read_program(o.input_file, sink, from_log=o.from_log or o.log_pass is not None, log_pass=o.log_pass)
     verify(program, sink)
     params = gather_inputs(program, o.inputs or [], o.fill, o.seed)
