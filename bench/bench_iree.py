@@ -24,12 +24,12 @@ import numpy as np
 from gen import chain_program
 
 from mgxir import DiagnosticSink, parse_program, verify
+from mgxir.drivers.run import flatten_outputs, gather_inputs, rms_error
 from mgxir.interp import Interpreter
 from mgxir.ir.program import Program
 from mgxir.targets.iree import IreeOptions, compiled_module
 from mgxir.targets.iree.devices import device as find_device
 from mgxir.targets.iree.runtime import LoadedModule
-from mgxir.tools.mgx_run import flatten_outputs, gather_inputs, rms_error
 
 ROOT = Path(__file__).resolve().parents[1]
 

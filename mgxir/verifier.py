@@ -78,16 +78,25 @@ class _Checker:
         self.cache: dict[tuple, Shape] = {}
         self.done: set[int] = set()
 
-    def module(self, module: Module, outer: set[int]) -> None:
+    def module(self, module: Module, outer: set[Instruction]) -> None:
         self.done.add(id(module))
         where = self.where
-        defined: set[int] = set()
+        defined: set[Instruction] = set()
+        define = defined.add
         last = module.last
+        cache = self.cache
         for ins in module:
-            defn = ins.op.defn
-            for arg in ins.args:
-                key = id(arg)
-                if key in defined or key in outer:
+            op = ins.op
+            defn = op.defn
+            args = ins.args
+            shapes = []
+            unknown_input = False
+            for arg in args:
+                shape = arg.shape
+                shapes.append(shape)
+                if shape is None:
+                    unknown_input = True
+                if arg in defined or arg in outer:
                     continue
                 if arg.parent is None and arg.op.defn.name == "?":
                     if not arg.op.values[0]:  # a named one was reported where it was read
@@ -107,27 +116,37 @@ class _Checker:
                     f"which does not enclose '{module.name}'",
                     "(",
                 )
-            if ins.is_return and ins is not last:
+            if defn.name == "@return" and ins is not last:
                 raise where.error(ins, "@return must be the last instruction of its module")
             if ins.module_args:
                 inner = outer | defined
                 for sub in ins.module_args:
                     if id(sub) not in self.done:
                         self.module(sub, inner)
+            elif not unknown_input:
+                # the same operation on the same input shapes was checked before (arity included)
+                expected = cache.get((op, *shapes))
+                if expected is not None:
+                    if ins.shape is None:
+                        ins.shape = expected
+                    elif expected != ins.shape:
+                        raise _disagrees(where, ins, expected)
+                    define(ins)
+                    continue
             if defn.is_opaque:
                 if ins.shape is None:
                     raise where.error(
                         ins, f"'{defn.name}' is not a known operator, so it needs an explicit result shape"
                     )
             else:
-                problem = defn.check_arity(len(ins.args), len(ins.module_args))
+                problem = defn.check_arity(len(args), len(ins.module_args))
                 if problem:
                     raise where.error(ins, problem, "(")
-                if any(a.shape is None for a in ins.args):
+                if unknown_input:
                     if ins.shape is None:
                         raise where.error(ins, "the result shape cannot be inferred from an unknown argument")
                 else:
-                    expected = _rule(ins, self.cache, where)
+                    expected = _rule(ins, shapes, cache, where)
                     if ins.shape is None:
                         if expected is None:
                             raise where.error(
@@ -135,30 +154,28 @@ class _Checker:
                             )
                         ins.shape = expected
                     elif expected is not None and expected != ins.shape:
-                        raise where.error(
-                            ins,
-                            f"result shape {format_shape(ins.shape)} disagrees with the shape rule of "
-                            f"'{defn.name}': {format_shape(expected)}",
-                            " -> ",
-                        )
-            defined.add(id(ins))
+                        raise _disagrees(where, ins, expected)
+            define(ins)
 
 
-def _rule(ins: Instruction, cache: dict[tuple, Shape], where: _Where) -> Shape | None:
+def _disagrees(where: _Where, ins: Instruction, expected: Shape) -> MgxError:
+    return where.error(
+        ins,
+        f"result shape {format_shape(ins.shape)} disagrees with the shape rule of "
+        f"'{ins.op.defn.name}': {format_shape(expected)}",
+        " -> ",
+    )
+
+
+def _rule(ins: Instruction, shapes: list[Shape], cache: dict[tuple, Shape], where: _Where) -> Shape | None:
+    """The shape rule's result for `ins`, remembered by (operation, input shapes) without submodules."""
     op = ins.op
-    if ins.module_args:
-        key = None
-    else:
-        key = (op, *[a.shape for a in ins.args])
-        found = cache.get(key)
-        if found is not None:
-            return found
     try:
-        shape = op.defn.shape(op, [a.shape for a in ins.args], ins.module_args)
+        shape = op.defn.shape(op, shapes, ins.module_args)
     except ShapeError as e:
         raise where.error(ins, str(e)) from None
     except (IndexError, KeyError, ValueError, TypeError, ZeroDivisionError) as e:
         raise where.error(ins, f"{op.name}: the shape rule rejects these inputs ({type(e).__name__}: {e})") from None
-    if key is not None and shape is not None:
-        cache[key] = shape
+    if not ins.module_args and shape is not None:
+        cache[(op, *shapes)] = shape
     return shape

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import enum
 
-import ml_dtypes
 import numpy as np
 
 
@@ -41,11 +40,12 @@ class DType(enum.IntEnum):
         """The numpy dtype holding one element (fp4x2 holds two packed values in a uint8)."""
         if self is DType.tuple:
             raise ValueError("tuple_type has no element dtype")
-        return _NUMPY[self]
+        found = _NUMPY.get(self)
+        return found if found is not None else _with_ml_dtypes()[self]
 
     @property
     def itemsize(self) -> int:
-        return 0 if self is DType.tuple else _NUMPY[self].itemsize
+        return 0 if self is DType.tuple else self.numpy.itemsize
 
     @property
     def is_float(self) -> bool:
@@ -75,7 +75,12 @@ class DType(enum.IntEnum):
 
     @staticmethod
     def from_numpy(dtype: np.dtype) -> DType:
-        return _BY_NUMPY[np.dtype(dtype)]
+        dtype = np.dtype(dtype)
+        found = _BY_NUMPY.get(dtype)
+        if found is None:
+            _with_ml_dtypes()
+            found = _BY_NUMPY[dtype]
+        return found
 
 
 _TYPE_NAMES = {t: f"{t.name}_type" for t in DType}
@@ -93,14 +98,30 @@ _NUMPY: dict[DType, np.dtype] = {
     DType.int64: np.dtype(np.int64),
     DType.uint32: np.dtype(np.uint32),
     DType.uint64: np.dtype(np.uint64),
-    DType.fp8e4m3fnuz: np.dtype(ml_dtypes.float8_e4m3fnuz),
-    DType.fp8e4m3fn: np.dtype(ml_dtypes.float8_e4m3fn),
-    DType.fp8e5m2: np.dtype(ml_dtypes.float8_e5m2),
-    DType.bf16: np.dtype(ml_dtypes.bfloat16),
-    DType.fp8e5m2fnuz: np.dtype(ml_dtypes.float8_e5m2fnuz),
     DType.fp4x2: np.dtype(np.uint8),
 }
 _BY_NUMPY = {dt: t for t, dt in _NUMPY.items() if t is not DType.fp4x2}
+# the types numpy lacks come from ml_dtypes, imported on first use (a tenth of numpy's import time)
+_ML_DTYPES = {
+    DType.fp8e4m3fnuz: "float8_e4m3fnuz",
+    DType.fp8e4m3fn: "float8_e4m3fn",
+    DType.fp8e5m2: "float8_e5m2",
+    DType.bf16: "bfloat16",
+    DType.fp8e5m2fnuz: "float8_e5m2fnuz",
+}
+
+
+def _with_ml_dtypes() -> dict[DType, np.dtype]:
+    """The dtype tables, completed with ml_dtypes' types."""
+    if DType.bf16 not in _NUMPY:
+        import ml_dtypes
+
+        for t, name in _ML_DTYPES.items():
+            _NUMPY[t] = np.dtype(getattr(ml_dtypes, name))
+            _BY_NUMPY[_NUMPY[t]] = t
+    return _NUMPY
+
+
 _FLOATS = frozenset(
     {
         DType.half,

@@ -117,6 +117,8 @@ def evaluate_module_shapes(module: Module, inputs: Shapes, scalar_const_lens: Se
         raise ShapeError(f"module '{module.name}' has {len(params)} parameters but gets {len(inputs)} inputs")
     by_name = dict(zip(params, inputs))
     shapes: dict[int, Shape] = {}
+    # the same operation on the same shapes recurs along a fused chain: each rule runs once a key
+    rule_results: dict[tuple, Shape] = {}
     for ins in module:
         if ins.is_param:
             s = by_name[ins.param_name]
@@ -136,9 +138,14 @@ def evaluate_module_shapes(module: Module, inputs: Shapes, scalar_const_lens: Se
             return [shapes[id(a)] if id(a) in shapes else a.shape for a in ins.args]
         else:
             arg_shapes = [shapes[id(a)] if id(a) in shapes else a.shape for a in ins.args]
-            s = ins.op.defn.shape(ins.op, arg_shapes, ins.module_args)
+            key = None if ins.module_args else (ins.op, *arg_shapes)
+            s = rule_results.get(key) if key is not None else None
             if s is None:
-                raise ShapeError(f"'{ins.op.name}' in '{module.name}' has no shape rule")
+                s = ins.op.defn.shape(ins.op, arg_shapes, ins.module_args)
+                if s is None:
+                    raise ShapeError(f"'{ins.op.name}' in '{module.name}' has no shape rule")
+                if key is not None:
+                    rule_results[key] = s
             shapes[id(ins)] = s
     raise ShapeError(f"module '{module.name}' has no @return")
 

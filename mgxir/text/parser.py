@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import functools
 import gc
+import re
 import threading
 from pathlib import Path
 
-from lark import Lark, Token, Transformer, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from lark import Lark, Transformer, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from mgxir.diagnostics import DiagnosticSink, Location, MgxError
 from mgxir.ir.attributes import AttributeError_
@@ -27,6 +28,9 @@ from mgxir.ir.shape import Shape
 from mgxir.ops import register_all_ops
 from mgxir.text.literals import LiteralSyntaxError, literal_from_items
 from mgxir.text.syntax import SyntaxProblem, describe_expected, grammar_text, parse_layer2
+
+# read the line structure with `_LineReader` (False: always with Lark; the tests compare the two)
+FAST_LINES = True
 
 
 class SourceText:
@@ -69,11 +73,11 @@ class _Builder:
         self.discarding = False
         self.op_cache: dict[str, Operation] = {}
         self.tail_cache: dict[str, tuple] = {}
-        self.pending_modules: list[tuple[Instruction, str, Token]] = []
+        self.pending_modules: list[tuple[Instruction, str, int, int]] = []  # (ins, text, line, column)
 
     # -- modules ------------------------------------------------------------------------------
 
-    def module_header(self, tok: Token) -> None:
+    def module_header(self, tok: str) -> None:
         text = tok.strip()
         raw = text[text.index('"') + 1 : text.rindex('"')]
         name = raw.replace('\\"', '"')
@@ -92,17 +96,23 @@ class _Builder:
 
     # -- instructions -------------------------------------------------------------------------
 
-    def instruction(self, d: Token, o: Token, a: Token | None, m: Token | None, t: Token) -> None:
+    def instruction(self, d: str, o: str, a: str | None, m: str | None, t: str, line: int) -> None:
+        """One instruction line, `DEF OP [ARGS] [MODULES] TAIL`; DEF starts the line (column 1)."""
         module = self.module
         if module is None:
             module = self.module = self.program.create_module("main")
         name = d[: d.index("=")].rstrip()
+        op_column = 1 + len(d)
+        args_column = op_column + len(o)
+        modules_column = args_column + (len(a) if a is not None else 0)
 
-        shape, target_id, symbols = self.tail_cache.get(t) or self._parse_tail(t)
+        shape, target_id, symbols = self.tail_cache.get(t) or self._parse_tail(
+            t, line, modules_column + (len(m) if m is not None else 0)
+        )
 
         op = self.op_cache.get(o)
         if op is None:
-            op = self._parse_op(o, shape)
+            op = self._parse_op(o, shape, line, op_column)
         args: list[Instruction] = []
         if a is not None and len(a) > 2:
             lookup_local = self.local.get
@@ -110,48 +120,48 @@ class _Builder:
             for arg_name in a[1:-1].split(","):
                 found = lookup_local(arg_name) or lookup_global(arg_name)
                 if found is None:
-                    found = self._missing(arg_name, a)
+                    found = self._missing(arg_name, a, line, args_column)
                 args.append(found)
         if shape is None and op.defn.name == "@return" and all(a.shape is not None for a in args):
             shape = op.defn.shape(op, [a.shape for a in args], ())
         ins = Instruction(op, args, shape)
-        ins.line = d.line
+        ins.line = line
         if target_id:
             ins.target_id = target_id
         if symbols:
             ins.symbols = symbols
         if m is not None:
-            self.pending_modules.append((ins, m, m))
+            self.pending_modules.append((ins, m, line, modules_column))
         if self.discarding:
             return
         if name in self.local:
-            raise self.source.error(f"redefinition of '{name}'", d.line, d.column)
+            raise self.source.error(f"redefinition of '{name}'", line, 1)
         self.local[name] = ins
         if name not in self.globals:
             self.globals[name] = ins
         module.append_parsed(ins)
 
-    def _missing(self, arg_name: str, tok: Token) -> Instruction:
+    def _missing(self, arg_name: str, args_text: str, line: int, column: int) -> Instruction:
         if arg_name == "?":
             unknown = undefined_value("")
-            unknown.line = tok.line
+            unknown.line = line
             return unknown
-        offset = tok.index(arg_name, 1)
+        offset = args_text.index(arg_name, 1)
         if not self.allow_undefined:
-            raise self.source.error(f"use of undefined value '{arg_name}'", tok.line, tok.column + offset)
+            raise self.source.error(f"use of undefined value '{arg_name}'", line, column + offset)
         # an excerpt's value defined outside it: a parameter of unknown shape, kept by name
         unknown = undefined_value(arg_name)
-        unknown.line = tok.line
+        unknown.line = line
         self.sink.warn(
             f"'{arg_name}' is not defined here: read as a parameter of unknown shape",
-            self.source.location(tok.line, tok.column + offset),
-            self.source.line(tok.line),
+            self.source.location(line, column + offset),
+            self.source.line(line),
             once_key=f"undefined:{arg_name}",
         )
         self.globals[arg_name] = unknown
         return unknown
 
-    def _parse_tail(self, t: Token) -> tuple:
+    def _parse_tail(self, t: str, line: int, column: int) -> tuple:
         text = t.rstrip("\r\n")
         if not text.strip():
             result: tuple = (None, 0, ())
@@ -162,34 +172,34 @@ class _Builder:
                 target_id = int(target) if target is not None else 0
                 syms = tuple(symbols.split(", ")) if symbols else ()
             except SyntaxProblem as e:
-                raise self.source.error(e.message, t.line, t.column + e.column) from None
+                raise self.source.error(e.message, line, column + e.column) from None
             except ShapeSyntaxError as e:
-                col = t.column + max(text.find("->") + 3, 0)
-                raise self.source.error(str(e), t.line, col) from None
+                col = column + max(text.find("->") + 3, 0)
+                raise self.source.error(str(e), line, col) from None
             except ValueError as e:
-                raise self.source.error(f"bad target id: {e}", t.line, t.column) from None
+                raise self.source.error(f"bad target id: {e}", line, column) from None
             result = (shape, target_id, syms)
         self.tail_cache[t] = result
         return result
 
-    def _parse_op(self, o: Token, shape: Shape | None) -> Operation:
+    def _parse_op(self, o: str, shape: Shape | None, line: int, column: int) -> Operation:
         text = str(o)
         if text.startswith("@param:"):
             if shape is None:
                 raise self.source.error(
-                    f"parameter '{text[7:]}' needs a shape: '-> TYPE, {{lens}}, {{strides}}'", o.line, o.column
+                    f"parameter '{text[7:]}' needs a shape: '-> TYPE, {{lens}}, {{strides}}'", line, column
                 )
             return make_param(text[7:])  # unique per instruction: not cached
         if text.startswith("@literal{"):
             if shape is None:
-                raise self.source.error("a literal needs a shape: '-> TYPE, {lens}, {strides}'", o.line, o.column)
+                raise self.source.error("a literal needs a shape: '-> TYPE, {lens}, {strides}'", line, column)
             try:
                 items = parse_layer2(text[8:], "literal_body", "the literal")
                 lit = literal_from_items(items, shape, self.base_dir)
             except SyntaxProblem as e:
-                raise self.source.error(e.message, o.line, o.column + 8 + e.column) from None
+                raise self.source.error(e.message, line, column + 8 + e.column) from None
             except LiteralSyntaxError as e:
-                raise self.source.error(str(e), o.line, o.column + 8) from None
+                raise self.source.error(str(e), line, column + 8) from None
             return make_literal(lit)
         bracket = text.find("[")
         raw_attributes = text[bracket:] if bracket >= 0 else ""
@@ -204,9 +214,9 @@ class _Builder:
             if defn is not None and not op.defn.is_opaque:
                 op = op.defn.complete(op, shape)
         except SyntaxProblem as e:
-            raise self.source.error(e.message, o.line, o.column + e.column) from None
+            raise self.source.error(e.message, line, column + e.column) from None
         except AttributeError_ as e:
-            raise self.source.error(str(e), o.line, o.column + max(bracket, 0)) from None
+            raise self.source.error(str(e), line, column + max(bracket, 0)) from None
         if op.defn.is_opaque:
             if defn is None:
                 why = f"unknown operator '{name}'"
@@ -214,8 +224,8 @@ class _Builder:
                 why = f"operator '{name}' has attributes mgxir does not know"
             self.sink.warn(
                 f"{why}: kept as written; its shape is not checked",
-                self.source.location(o.line, o.column),
-                self.source.line(o.line),
+                self.source.location(line, column),
+                self.source.line(line),
                 once_key=f"opaque:{name}",
             )
         if op.defn.name != "load":  # load carries its own shape, so it cannot be shared
@@ -223,14 +233,14 @@ class _Builder:
         return op
 
     def resolve_modules(self) -> None:
-        for ins, text, tok in self.pending_modules:
+        for ins, text, line, column in self.pending_modules:
             names = text[3:-1].split(", ") if len(text) > 4 else []
             mods = []
             for n in names:
                 found = self.program.get_module(n)
                 if found is None:
                     offset = text.index(n)
-                    raise self.source.error(f"unknown module '{n}'", tok.line, tok.column + offset)
+                    raise self.source.error(f"unknown module '{n}'", line, column + offset)
                 mods.append(found)
             ins.module_args = mods
 
@@ -246,7 +256,8 @@ class _Callbacks(Transformer):
         self.local.builder.module_header(children[0])
 
     def instruction(self, children: list) -> None:
-        self.local.builder.instruction(*children)
+        d, o, a, m, t = children
+        self.local.builder.instruction(d, o, a, m, t, d.line)
 
     def program(self, children: list) -> None:
         return None
@@ -273,6 +284,77 @@ def _program_parser() -> tuple[Lark, _Callbacks]:
     return parser, callbacks
 
 
+class _LineReader:
+    """The first layer read line by line with the grammar's own terminals, as Lark's contextual lexer
+    reads them, but without its LALR machinery (four tokens a line through Lark cost four fifths of
+    parsing a large program).
+
+    Every line of `program` is one of: MODULE, _COMMENT, _BLANK, or `DEF OP [ARGS] [MODULES] TAIL`
+    (each ends with its newline). At a line's start those terminals cannot match the same text;
+    after OP and after ARGS, MODULES (priority 2) is tried before TAIL, which could also match
+    `, [...`; this is the order Lark's lexer tries them in. A program this reader is not sure of
+    (a syntax error, a header after a headerless body, an error raised while building) is read again
+    by Lark from the start, so diagnostics are Lark's and the grammar stays the one definition."""
+
+    def __init__(self, parser: Lark):
+        pattern = {t.name: t.pattern.to_regexp() for t in parser.terminals}
+        self.module = re.compile(pattern["MODULE"]).match
+        self.comment = re.compile(pattern["_COMMENT"]).match
+        self.blank = re.compile(pattern["_BLANK"]).match
+        # one instruction line; atomic groups and possessive repeats make the regex take each token
+        # as Lark's lexer does, never backtracking into one: DEF OP (MODULES | ARGS [MODULES])? TAIL
+        token = {name: f"(?>({pattern[name]}))" for name in ("DEF", "OP", "ARGS", "MODULES", "TAIL")}
+        self.instruction = re.compile(
+            f"{token['DEF']}{token['OP']}(?:{token['MODULES']}|{token['ARGS']}{token['MODULES']}?+)?+{token['TAIL']}"
+        ).match
+
+    def read(self, text: str, builder: _Builder) -> bool:
+        """Builds the program into `builder`; False where Lark must read the text instead."""
+        match_module, match_comment, match_blank = self.module, self.comment, self.blank
+        match_instruction = self.instruction
+        instruction = builder.instruction
+        gap_or_module = _GAP_OR_MODULE_START
+        end = len(text)
+        pos = 0
+        line = 1
+        headers = False  # `module+`, or a headerless `body` once an instruction came first
+        body_started = False
+        while pos < end:
+            if text[pos] in gap_or_module:
+                # Lark's order: MODULE and _COMMENT (priority 3), _BLANK (2), then DEF (`//x=` is a
+                # comment, `module: "a=b"` a header)
+                found = match_module(text, pos)
+                if found is not None:
+                    if body_started and not headers:
+                        return False
+                    headers = True
+                    builder.module_header(found.group())
+                else:
+                    found = match_comment(text, pos) or match_blank(text, pos)
+                if found is not None:
+                    pos = found.end()
+                    line += 1
+                    continue
+            found = match_instruction(text, pos)
+            if found is None:
+                return False
+            d, o, modules_alone, a, m, t = found.groups()
+            pos = found.end()
+            body_started = True
+            instruction(d, o, a, m or modules_alone, t, line)
+            line += 1
+        return True
+
+
+# the characters MODULE, _COMMENT and _BLANK can start with; DEF is tried first on any other line
+_GAP_OR_MODULE_START = frozenset("m/ \t\r\n")
+
+
+@functools.cache
+def _line_reader() -> _LineReader:
+    return _LineReader(_program_parser()[0])
+
+
 def parse_program(
     text: str,
     filename: str = "<input>",
@@ -289,17 +371,13 @@ def parse_program(
     register_all_ops()
     source = SourceText(filename, text, line_map)
     sink = sink if sink is not None else DiagnosticSink()
-    builder = _Builder(source, base_dir, sink, allow_undefined)
-    parser, callbacks = _program_parser()
-    callbacks.local.builder = builder
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        parser.parse(text)
-    except UnexpectedInput as e:
-        raise _syntax_error(e, source) from None
+        builder = _read_lines(text, source, base_dir, sink, allow_undefined) if FAST_LINES else None
+        if builder is None:
+            builder = _read_with_lark(text, source, base_dir, sink, allow_undefined)
     finally:
-        callbacks.local.builder = None
         if gc_was_enabled:
             gc.enable()
     builder.resolve_modules()
@@ -308,6 +386,40 @@ def parse_program(
     if not program.modules:
         program.create_module("main")
     return program
+
+
+def _read_lines(
+    text: str, source: SourceText, base_dir: Path | None, sink: DiagnosticSink, allow_undefined: bool
+) -> _Builder | None:
+    """The program read by `_LineReader`, or None where Lark must read it; the warnings reach `sink`
+    only when the reader succeeds (Lark's reading repeats them otherwise)."""
+    scratch = DiagnosticSink()
+    scratch.seen = set(sink.seen)
+    builder = _Builder(source, base_dir, scratch, allow_undefined)
+    try:
+        if not _line_reader().read(text, builder):
+            return None
+    except MgxError:
+        return None
+    builder.sink = sink
+    sink.seen |= scratch.seen
+    sink.warnings.extend(scratch.warnings)
+    return builder
+
+
+def _read_with_lark(
+    text: str, source: SourceText, base_dir: Path | None, sink: DiagnosticSink, allow_undefined: bool
+) -> _Builder:
+    builder = _Builder(source, base_dir, sink, allow_undefined)
+    parser, callbacks = _program_parser()
+    callbacks.local.builder = builder
+    try:
+        parser.parse(text)
+    except UnexpectedInput as e:
+        raise _syntax_error(e, source) from None
+    finally:
+        callbacks.local.builder = None
+    return builder
 
 
 def _syntax_error(e: UnexpectedInput, source: SourceText) -> MgxError:

@@ -56,14 +56,15 @@ def _print_module(module: Module, names: dict[Instruction, str], out: list[str],
     get = names.get
     for ins in module:
         op = ins.op
-        if op.defn.name == "@param":
+        kind = op.defn.name
+        if kind == "@param":
             name = prefix + op.values[0]
         else:
             name = f"{prefix}@{count}"
         count += 1
         name = names.setdefault(ins, name)
         text = op._text if op._text is not None else op.text
-        if op.defn.name == "@literal":
+        if kind == "@literal":
             lit = op.values[0]
             if lossless:
                 key = name.replace(":", "_")
@@ -75,7 +76,7 @@ def _print_module(module: Module, names: dict[Instruction, str], out: list[str],
             text += "(" + ",".join([get(a) or undefined_name(a) for a in ins.args]) + ")"
         if ins.module_args:
             text += ", [" + ", ".join([m.name for m in ins.module_args]) + "]"
-        if op.defn.name != "@return":
+        if kind != "@return":
             shape = ins.shape
             text += " -> " + (shape.text if shape.text is not None and not lossless else shape_text(shape))
         if ins.target_id:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from importlib import resources
+import importlib.util
 from pathlib import Path
 
 from lark import Lark, Token, Transformer, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
@@ -14,10 +14,15 @@ from mgxir.ir.values import Braces, Brackets, OpNode, Seq
 @functools.cache
 def grammar_text() -> str:
     """The grammar shipped inside the package (`mgxir.grammar`), or the checkout's `grammar/`."""
-    try:
-        return resources.files("mgxir.grammar").joinpath("mgx.lark").read_text()
-    except (ModuleNotFoundError, FileNotFoundError):
-        return (Path(__file__).resolve().parents[2] / "grammar" / "mgx.lark").read_text()
+    # the package's folder, without importlib.resources (whose zip support costs more to import
+    # than reading the file): mgxir is installed as files, never zipped
+    spec = importlib.util.find_spec("mgxir.grammar")
+    folders = list(spec.submodule_search_locations or []) if spec is not None else []
+    for folder in [*folders, Path(__file__).resolve().parents[2] / "grammar"]:
+        path = Path(folder) / "mgx.lark"
+        if path.is_file():
+            return path.read_text()
+    raise FileNotFoundError("mgxir's grammar (mgx.lark) is missing from the installation")
 
 
 def _items(v: object) -> tuple:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mgxir.diagnostics import MgxError
 from mgxir.ir.program import Program
 from mgxir.text.printer import PrintOptions, print_program
 
@@ -20,19 +21,29 @@ def write_atomically(path: str | Path, data: str | bytes) -> None:
     """Writes through a temporary file in the same folder and a rename: a reader never sees a
     half-written file, and a failure leaves whatever was there before."""
     target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as e:
+        raise MgxError(f"cannot write {target}: {e.strerror or e}") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)
+    except OSError as e:
+        _remove(tmp)
+        raise MgxError(f"cannot write {target}: {e.strerror or e}") from None
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        _remove(tmp)
         raise
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def literal_bytes(program: Program) -> int:

@@ -12,8 +12,8 @@ pytest.importorskip("iree.compiler")
 
 from mgxir import DiagnosticSink, MgxError, parse_program, verify
 from mgxir.drivers.diagnostics_check import split_input
+from mgxir.drivers.run import flatten_outputs, gather_inputs
 from mgxir.interp import Interpreter
-from mgxir.tools.mgx_run import flatten_outputs, gather_inputs
 from mgxir.translate.mlir.api import mlir_bytecode, mlir_text, program_from_mlir
 from mgxir.translate.mlir.bytecode import VERSIONS, read_header
 from mgxir.translate.mlir.registry import SCALAR_RULES, TENSOR_RULES

@@ -19,6 +19,7 @@ from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.operation import OpDef, Operation
 from mgxir.ir.registry import lookup
+from mgxir.ops import register_all_ops
 
 if TYPE_CHECKING:
     from mgxir.translate.mlir.lower import Lowering
@@ -37,6 +38,7 @@ class Rule:
         return self.to if isinstance(self.to, str) else self.to(name)
 
 
+register_all_ops()  # the rule tables are keyed by the catalogue's definitions
 TENSOR_RULES: dict[type[OpDef], Rule] = {}
 SCALAR_RULES: dict[type[OpDef], Rule] = {}
 

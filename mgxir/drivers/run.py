@@ -1,33 +1,33 @@
-"""mgx-run: run a program's `main` on the reference interpreter (or a target) and print its outputs.
+"""mgx-run's driver: inputs in iree-run-module's conventions, a run on a target, the outputs printed,
+saved and compared with MIGraphX's rms rule.
 
-Inputs follow iree-run-module's conventions: `--input=x=@x.npy`, `--input=@inputs.npz`,
-`--input="x=2x3xf32=1 2 3 4 5 6"`; parameters left over are filled per `--fill`.
+`mgxir.tools.mgx_run` only declares the options and calls `run_main(RunOptions(...))`. The pieces are
+library functions: `gather_inputs` (`--input` specs to parameter values), `IREE_TYPES` (IREE's
+element type names), `format_value` (IREE's printing), `rms_error`/`compare` (MIGraphX's verify
+rule). Targets plug in through `TARGETS` (below).
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated
 
 import numpy as np
-import typer
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
+from mgxir.drivers.common import check_output_path, load_entry, run_guarded
 from mgxir.interp import Interpreter
 from mgxir.ir.dtype import DType
 from mgxir.ir.operation import RuntimeValue
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
-from mgxir.targets.iree import IreeOptions, read_any_program, run_on_iree, using
 from mgxir.targets.timing import collect_timing
-from mgxir.targets.vulkan import run_on_vulkan
-from mgxir.tools.common import run_guarded
+from mgxir.text.parser import read_program
 from mgxir.verifier import verify
-
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
 
 # IREE's element type spellings
 IREE_TYPES: dict[str, DType] = {
@@ -56,16 +56,30 @@ IREE_TYPES: dict[str, DType] = {
 IREE_NAMES = {t: name for name, t in reversed(list(IREE_TYPES.items()))}
 _DIMS_AND_TYPE = re.compile(r"^(?:\d+x)*([A-Za-z][A-Za-z0-9]*)$")
 
+# (program, parameter values by name, sink for warnings) -> the values `main` returns
 Runner = Callable[[Program, dict[str, np.ndarray], DiagnosticSink], list[RuntimeValue]]
+
+# Where targets plug in, one entry each: `--target` name -> "module:function" of its Runner. The
+# module is imported only when its target is asked for, so a target's heavy dependencies (IREE,
+# Vulkan, CUDA) cost nothing to the others. A target package lives in `mgxir/targets/<name>/`.
+TARGETS: dict[str, str] = {
+    "ref": "mgxir.drivers.run:run_on_ref",
+    "iree": "mgxir.targets.iree:run_on_iree",
+    "vulkan": "mgxir.targets.vulkan:run_on_vulkan",
+}
 
 
 def run_on_ref(program: Program, params: dict[str, np.ndarray], sink: DiagnosticSink) -> list[RuntimeValue]:
+    """The reference interpreter (numpy), floating-point warnings silenced as MIGraphX's ref does."""
     with np.errstate(all="ignore"):
         return Interpreter(program, sink).run(params)
 
 
-# where GPU targets plug in: name -> runner
-TARGETS: dict[str, Runner] = {"ref": run_on_ref, "iree": run_on_iree, "vulkan": run_on_vulkan}
+def runner(target: str) -> Runner:
+    """The runner of a `--target` name; a name not in TARGETS is a user error listing the names."""
+    if target not in TARGETS:
+        raise MgxError(f"unknown target '{target}' (available: {', '.join(TARGETS)})")
+    return load_entry(TARGETS[target])
 
 
 # -- inputs ---------------------------------------------------------------------------------------
@@ -106,10 +120,9 @@ def parse_inline(name: str, text: str) -> np.ndarray:
     type_name = parts[-1]
     if type_name not in IREE_TYPES:
         raise MgxError(f"input '{name}': unknown element type '{type_name}' (use f32, f16, bf16, i64, i1, ...)")
-    try:
-        lens = tuple(int(p) for p in parts[:-1])
-    except ValueError:
-        raise MgxError(f"input '{name}': bad dimensions in '{spec}'") from None
+    if not all(p.isdigit() for p in parts[:-1]):
+        raise MgxError(f"input '{name}': bad dimensions in '{spec}' (expected DIMxDIMx...xTYPE, as 2x3xf32)")
+    lens = tuple(int(p) for p in parts[:-1])
     dtype = IREE_TYPES[type_name]
     words = values.replace(",", " ").replace("[", " ").replace("]", " ").split()
     try:
@@ -308,87 +321,102 @@ def compare(
     return ok
 
 
-@app.command(context_settings={"help_option_names": ["-h", "--help"]})
-def mgx_run(
-    input_file: Annotated[str, typer.Argument(metavar="PROGRAM", help="Program text ('-' for standard input).")] = "-",
-    inputs: Annotated[
-        list[str] | None,
-        typer.Option("--input", help="NAME=@x.npy, @inputs.npz, or NAME=2x3xf32=1 2 3 4 5 6 (repeatable)."),
-    ] = None,
-    fill: Annotated[str, typer.Option(help="Values for parameters not given: random, zeros, ones or none.")] = "random",
-    seed: Annotated[int, typer.Option(help="Seed for --fill=random.")] = 0,
-    output: Annotated[str | None, typer.Option("--output", help="@out.npz: write outputs as out0, out1, ...")] = None,
-    expected: Annotated[
-        str | None, typer.Option("--expected-output", help="@ref.npz: compare outputs; exit 1 on a mismatch.")
-    ] = None,
-    rms_tol: Annotated[float, typer.Option("--rms-tol", help="MIGraphX's rms tolerance.")] = 1e-3,
-    atol: Annotated[float | None, typer.Option("--atol", help="Also require allclose with this atol.")] = None,
-    rtol: Annotated[float | None, typer.Option("--rtol", help="Also require allclose with this rtol.")] = None,
-    target: Annotated[
-        str, typer.Option(help="Where to run: ref (the numpy reference interpreter), iree (see --device), vulkan.")
-    ] = "ref",
-    device: Annotated[
-        str, typer.Option(help="With --target=iree: local-task, local-sync, cuda, hip or vulkan.")
-    ] = "local-task",
-    cache_dir: Annotated[
-        str | None,
-        typer.Option("--cache-dir", help="With --target=iree: compiled modules' cache (or $MGXIR_CACHE_DIR)."),
-    ] = None,
-    timing: Annotated[
-        bool, typer.Option("--timing", help="iree: compile/load/run times; vulkan: where each instruction ran.")
-    ] = False,
-    verify_against_ref: Annotated[
-        bool, typer.Option("--verify", help="Run on the target and on ref, compare with the rms rule.")
-    ] = False,
-    print_max: Annotated[int, typer.Option("--print-max-elements", help="Elide printed values past this many.")] = 64,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Do not print the outputs.")] = False,
-    from_log: Annotated[bool, typer.Option("--from-log", help="The input is MIGraphX log output.")] = False,
-    log_pass: Annotated[
-        str | None, typer.Option("--log-pass", help="With --from-log: the program after this pass.")
-    ] = None,
-) -> None:
-    """Run a MIGraphX program's main module and print its outputs."""
+# -- the command ---------------------------------------------------------------------------------
 
-    def body(sink: DiagnosticSink) -> int:
-        if target not in TARGETS:
-            raise MgxError(f"unknown target '{target}' (available: {', '.join(TARGETS)})")
-        if fill not in ("random", "zeros", "ones", "none"):
-            raise MgxError(f"--fill must be random, zeros, ones or none, not '{fill}'")
-        options = IreeOptions(device, None if cache_dir is None else Path(cache_dir), timing)
-        program = read_any_program(input_file, sink, options, from_log or log_pass is not None, log_pass)
+FILLS = ("random", "zeros", "ones", "none")
+
+
+@dataclasses.dataclass
+class RunOptions:
+    """What mgx-run was asked to do; the field names are the front end's option names."""
+
+    input_file: str = "-"
+    inputs: list[str] | None = None
+    fill: str = "random"
+    seed: int = 0
+    output: str | None = None
+    expected: str | None = None
+    rms_tol: float = 1e-3
+    atol: float | None = None
+    rtol: float | None = None
+    target: str = "ref"
+    verify_against_ref: bool = False
+    print_max: int = 64
+    quiet: bool = False
+    from_log: bool = False
+    log_pass: str | None = None
+    device: str = "local-task"  # iree: local-task, local-sync, cuda, hip or vulkan
+    cache_dir: str | None = None  # iree: the compiled modules' cache
+    timing: bool = False  # iree: compile/load/run times; vulkan: where each instruction ran
+
+
+def run_main(options: RunOptions) -> int:
+    """Runs mgx-run; returns the exit code (1 also for outputs that do not match)."""
+    return run_guarded(lambda sink: _run(options, sink))
+
+
+def _run(o: RunOptions, sink: DiagnosticSink) -> int:
+    run = runner(o.target)
+    if o.fill not in FILLS:
+        raise MgxError(f"--fill must be random, zeros, ones or none, not '{o.fill}'")
+    if o.output is not None:
+        check_output_path(_at_path(o.output))
+    with _target_context(o) as read:
+        program = read(o.input_file, sink, from_log=o.from_log or o.log_pass is not None, log_pass=o.log_pass)
         verify(program, sink)
-        params = gather_inputs(program, inputs or [], fill, seed)
-        with using(options), collect_timing() as log:
-            outputs = flatten_outputs(TARGETS[target](program, params, sink))
-        if timing and target != "iree":
-            print(log.render(), file=sys.stderr)
-        sink.flush()
-        if not quiet:
-            for key, value in outputs.items():
-                print(f"{key}: {_type_of(value).type_name}, {_dims(value.shape)}")
-                print(format_value(value, print_max))
-        if output is not None:
-            path = output[1:] if output.startswith("@") else output
-            np.savez(path, **{k: _storable(v) for k, v in outputs.items()})
-        ok = True
-        if verify_against_ref:
-            reference = flatten_outputs(run_on_ref(program, params, sink))
-            print(f"verify: {target} against ref")
-            ok = compare(outputs, reference, rms_tol, atol, rtol) and ok
-        if expected is not None:
-            path = expected[1:] if expected.startswith("@") else expected
-            loaded = _load_file("--expected-output", path)
-            if not isinstance(loaded, dict):
-                loaded = {"out0": loaded}
-            ok = compare(outputs, loaded, rms_tol, atol, rtol) and ok
-        return 0 if ok else 1
-
-    raise typer.Exit(run_guarded(body))
+        params = gather_inputs(program, o.inputs or [], o.fill, o.seed)
+        with collect_timing() as log:
+            outputs = flatten_outputs(run(program, params, sink))
+    if o.timing and o.target != "iree":
+        print(log.render(), file=sys.stderr)
+    sink.flush()
+    if not o.quiet:
+        print_outputs(outputs, o.print_max)
+    if o.output is not None:
+        save_outputs(outputs, _at_path(o.output))
+    ok = True
+    if o.verify_against_ref:
+        reference = flatten_outputs(run_on_ref(program, params, sink))
+        print(f"verify: {o.target} against ref")
+        ok = compare(outputs, reference, o.rms_tol, o.atol, o.rtol) and ok
+    if o.expected is not None:
+        loaded = _load_file("--expected-output", _at_path(o.expected))
+        if not isinstance(loaded, dict):
+            loaded = {"out0": loaded}
+        ok = compare(outputs, loaded, o.rms_tol, o.atol, o.rtol) and ok
+    return 0 if ok else 1
 
 
-def main() -> None:
-    app()
+@contextlib.contextmanager
+def _target_context(o: RunOptions) -> Iterator[Callable[..., Program]]:
+    """The program reader for the run, inside the target's options: IREE also reads the MLIR that
+    mgx-translate wrote (`prog.mlirbc`) and compiles it as it is."""
+    is_mlir = o.input_file.endswith((".mlir", ".mlirbc"))
+    if o.target != "iree" and not is_mlir:
+        yield read_program
+        return
+    if o.target != "iree":
+        raise MgxError(f"an MLIR input runs with --target=iree, not --target={o.target}")
+    from mgxir.targets.iree import IreeOptions, read_any_program, using
+
+    options = IreeOptions(o.device, None if o.cache_dir is None else Path(o.cache_dir), o.timing)
+    with using(options):
+        yield lambda path, sink, from_log, log_pass: read_any_program(path, sink, options, from_log, log_pass)
 
 
-if __name__ == "__main__":
-    main()
+def _at_path(spec: str) -> str:
+    return spec[1:] if spec.startswith("@") else spec
+
+
+def print_outputs(outputs: dict[str, np.ndarray], limit: int) -> None:
+    for key, value in outputs.items():
+        print(f"{key}: {_type_of(value).type_name}, {_dims(value.shape)}")
+        print(format_value(value, limit))
+
+
+def save_outputs(outputs: dict[str, np.ndarray], path: str) -> None:
+    """An .npz of the outputs by name (bf16/fp8 as raw bits)."""
+    try:
+        np.savez(path, **{k: _storable(v) for k, v in outputs.items()})
+    except OSError as e:
+        raise MgxError(f"cannot write {path}: {e.strerror or e}") from None

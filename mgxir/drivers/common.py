@@ -1,0 +1,131 @@
+"""What the drivers share: error reporting with exit codes, and reading and writing the tools' files."""
+
+from __future__ import annotations
+
+import gc
+import importlib
+import os
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from mgxir.diagnostics import DiagnosticSink, MgxError
+from mgxir.ops import register_all_ops
+from mgxir.text.writer import write_atomically
+
+T = TypeVar("T")
+
+
+def run_guarded(body: Callable[[DiagnosticSink], int | None]) -> int:
+    """Runs a tool's body: user errors print `file:line:col: error: ...` and give exit code 1;
+    a bug in mgxir prints one line (the traceback only with MGXIR_TRACEBACK=1) and exit code 2."""
+    # A tool lives for one command: Python's cycle collector would only rescan the whole IR
+    # (instructions link to each other) again and again, so it stays off and exit frees everything.
+    gc.disable()
+    register_all_ops()
+    sink = DiagnosticSink()
+    try:
+        code = in_deep_stack(lambda: body(sink)) or 0
+        sink.flush()
+        return code
+    except MgxError as e:
+        sink.flush()
+        print(e.render(), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except RecursionError:
+        sink.flush()
+        print("error: the program nests too deeply for mgxir (modules inside modules)", file=sys.stderr)
+        return 1
+    except Exception as e:  # a bug in mgxir, not in the input
+        if os.environ.get("MGXIR_TRACEBACK"):
+            raise
+        sink.flush()
+        print(
+            f"internal error: {type(e).__name__}: {e} (set MGXIR_TRACEBACK=1 for the traceback)",
+            file=sys.stderr,
+        )
+        return 2
+
+
+# Modules nest (`if` branches inside `if` branches) and the verifier, printer and interpreter walk
+# them recursively: a thread with a deep stack runs thousands of levels.
+DEEP_STACK_BYTES = 512 << 20
+DEEP_RECURSION_LIMIT = 60_000
+
+
+def in_deep_stack(work: Callable[[], T]) -> T:
+    """`work()` on a thread with a deep stack and recursion limit; its exception is re-raised here."""
+    outcome: list = []
+
+    def target() -> None:
+        try:
+            outcome.append((True, work()))
+        except BaseException as e:
+            outcome.append((False, e))
+
+    previous_size = threading.stack_size(DEEP_STACK_BYTES)
+    previous_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(previous_limit, DEEP_RECURSION_LIMIT))
+    try:
+        thread = threading.Thread(target=target, name="mgxir-driver", daemon=True)
+        thread.start()
+    finally:
+        threading.stack_size(previous_size)
+    try:
+        thread.join()
+    finally:
+        sys.setrecursionlimit(previous_limit)
+    succeeded, value = outcome[0]
+    if not succeeded:
+        raise value
+    return value
+
+
+def read_text(path: str) -> str:
+    """A whole input file as text (`-` reads standard input)."""
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text()
+    except OSError as e:
+        raise MgxError(f"cannot read {path}: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise MgxError(f"{path} is not UTF-8 text") from None
+
+
+def check_output_path(output: str | None) -> None:
+    """Refuses an output file that cannot be written, before any work is done."""
+    if output is None or output == "-":
+        return
+    folder = Path(output).parent
+    if not folder.is_dir():
+        raise MgxError(f"cannot write {output}: folder '{folder}' does not exist")
+    if Path(output).is_dir():
+        raise MgxError(f"cannot write {output}: it is a folder")
+
+
+def write_output(data: str | bytes, output: str | None) -> None:
+    """Standard output (`output` None or `-`), or the file, written atomically."""
+    if output is None or output == "-":
+        if isinstance(data, bytes):
+            sys.stdout.flush()
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+        else:
+            sys.stdout.write(data)
+            sys.stdout.flush()
+    else:
+        write_atomically(output, data)
+
+
+def load_entry(reference: str) -> Any:
+    """The object a plug-in table names as "package.module:attribute", imported on first use."""
+    module_name, _, attribute = reference.partition(":")
+    return getattr(importlib.import_module(module_name), attribute)

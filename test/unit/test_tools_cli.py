@@ -1,0 +1,78 @@
+"""The tools read a plain command line without typer (mgxir.tools.cli): the values must be exactly
+those typer would pass, and anything else must be left to typer."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mgxir.tools import cli, mgx_opt, mgx_run, mgx_translate
+
+CASES = [
+    (mgx_opt, "opt_main", []),
+    (mgx_opt, "opt_main", ["a.mgx"]),
+    (mgx_opt, "opt_main", ["-", "-o", "x.mgx", "--lossless", "--sidecar=s.npz"]),
+    (mgx_opt, "opt_main", ["-p", "dce,cse", "--pass", "fuse_pointwise", "--pass=dce", "a.mgx"]),
+    (mgx_opt, "opt_main", ["--no-verify-each", "-O", "a.mgx", "--timing", "--pass-statistics"]),
+    (mgx_opt, "opt_main", ["--verify-each", "--print-ir-after", "dce", "--print-ir-after=cse", "--split-input-file"]),
+    (mgx_opt, "opt_main", ["--from-log", "--log-pass", "dce", "x.log", "--disable-passes=a,b"]),
+    (mgx_run, "run_main", ["p.mgx", "--input=x=2x3xf32=1", "--input", "y=@y.npy", "--seed", "3", "--rms-tol", "0.5"]),
+    (mgx_run, "run_main", ["-q", "--fill=zeros", "--verify", "--atol", "1e-2", "--print-max-elements", "4", "p"]),
+    (mgx_run, "run_main", ["--quiet", "--target", "ref", "--input=x=-1", "--expected-output=@r.npz"]),
+    (mgx_translate, "translate_main", ["--to", "mgx-lossless", "a.mgx"]),
+    (mgx_translate, "translate_main", ["--from-log", "a.log", "-o", "o.mgx", "--from=mgx"]),
+]
+
+
+def _record(monkeypatch: pytest.MonkeyPatch, module: Any, driver: str) -> list[Any]:
+    seen: list[Any] = []
+    monkeypatch.setattr(module, driver, lambda options: seen.append(options) or 0)
+    return seen
+
+
+def _command(module: Any) -> Any:
+    return getattr(module, module.__name__.rsplit(".", 1)[1])
+
+
+@pytest.mark.parametrize(("module", "driver", "argv"), CASES)
+def test_plain_command_lines_read_as_typer_reads_them(
+    monkeypatch: pytest.MonkeyPatch, module: Any, driver: str, argv: list[str]
+) -> None:
+    seen = _record(monkeypatch, module, driver)
+    command = _command(module)
+    arguments = cli.plain_arguments(command, argv)
+    assert arguments is not None, "a plain command line went to typer"
+    with pytest.raises(SystemExit):
+        command(**arguments)
+    with pytest.raises(SystemExit):
+        cli.typer_app(command)(args=argv, prog_name="tool")
+    assert len(seen) == 2
+    assert seen[0] == seen[1]
+
+
+@pytest.mark.parametrize(
+    ("module", "argv"),
+    [
+        (mgx_opt, ["--help"]),
+        (mgx_opt, ["-h"]),
+        (mgx_opt, ["--bogus", "a.mgx"]),
+        (mgx_opt, ["a.mgx", "b.mgx"]),
+        (mgx_opt, ["a.mgx", "-o"]),
+        (mgx_opt, ["-o", "--lossless"]),
+        (mgx_opt, ["--lossless=1"]),
+        (mgx_opt, ["--", "a.mgx"]),
+        (mgx_run, ["--seed", "x"]),
+        (mgx_run, ["--rms-tol=abc"]),
+        (mgx_run, ["--no-quiet"]),
+    ],
+)
+def test_other_command_lines_go_to_typer(module: Any, argv: list[str]) -> None:
+    assert cli.plain_arguments(_command(module), argv) is None
+
+
+def test_a_bad_value_gets_typers_message(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.run_command(mgx_run.mgx_run, ["--seed", "x", "p.mgx"], prog_name="mgx-run")
+    assert exit_info.value.code == 2
+    assert "Invalid value for '--seed'" in capsys.readouterr().err
