@@ -734,3 +734,49 @@ def import_model(path: str, options: ImportOptions | None = None, sink: Diagnost
         raise MgxError(f"{path}: {e}") from None
     except RecursionError:
         raise MgxError(f"{path}: the model nests its graphs too deeply") from None
+
+
+def options_from_text(
+    input_dims: Sequence[str] = (),
+    dim_params: Sequence[str] = (),
+    dyn_input_dims: Sequence[str] = (),
+    default_dim_value: int | None = None,
+    batch: int | None = None,
+    skip_unknown_operators: bool = False,
+) -> ImportOptions:
+    """Import options from the driver's option texts: `@name d1 d2 ...`, `N=V` (V a number or
+    `{min:x, max:y, optimals:[...]}`), `@name [dims]`; `--batch` sets the default dimension."""
+    options = ImportOptions(skip_unknown_operators=skip_unknown_operators)
+    if batch is not None and default_dim_value is not None and batch != default_dim_value:
+        raise MgxError("--batch and --default-dim-value disagree")
+    chosen = default_dim_value if default_dim_value is not None else batch
+    if chosen is not None:
+        if chosen < 0:
+            raise MgxError(f"default dimension {chosen} is negative")
+        options.default_dim_value = chosen
+    for text in input_dims:
+        name, dims = _named(text, "--input-dim", "@name d1 d2 ...")
+        try:
+            lens = [int(d) for d in dims.replace(",", " ").split()]
+        except ValueError:
+            raise MgxError(f"--input-dim {text!r}: dimensions must be integers") from None
+        if any(d < 0 for d in lens):
+            raise MgxError(f"--input-dim {text!r}: dimensions must not be negative")
+        options.input_dims[name] = lens
+    for text in dyn_input_dims:
+        name, dims = _named(text, "--dyn-input-dim", "@name [dims]")
+        options.dyn_input_dims[name] = parse_dynamic_dimensions(dims)
+    for text in dim_params:
+        name, sep, value = text.lstrip("@").partition("=")
+        if not sep or not name:
+            raise MgxError(f"--dim-param {text!r}: expected NAME=VALUE")
+        options.dim_params[name] = parse_dynamic_dimension(value.strip())
+    return options
+
+
+def _named(text: str, option: str, form: str) -> tuple[str, str]:
+    text = text.strip()
+    if not text.startswith("@") or " " not in text:
+        raise MgxError(f"{option} {text!r}: expected {form}")
+    name, _, rest = text[1:].partition(" ")
+    return name, rest.strip()

@@ -27,7 +27,7 @@ def _make_standard_return(module: Module) -> None:
     for i, r in enumerate(args):
         if not r.shape.standard:
             args[i] = module.insert(ret, make_op("contiguous"), [r])
-    ret.set_args(args)
+    module.replace(ret, ret.op, args)
 
 
 def _graph(info: NodeInfo, name: str):

@@ -484,3 +484,85 @@ def parse_batchnorm(parser: OnnxParser, info: NodeInfo, args: Args) -> Instructi
         r0 = info.add_common_op("mul", x_sub_mean, mul0)
         return info.add_common_op("add", r0, bias)
     raise ParseError(f"batchnorm op_builder: rank {rank} input tensor, unhandled data format")
+
+
+def _conv_transpose_auto_padding(auto_pad: str, strides: Sequence[int], k_lens: Sequence[int],
+                                 dilations: Sequence[int]) -> list[int]:
+    kdims = len(k_lens)
+    pads = [0] * (2 * kdims)
+    for i in range(kdims):
+        kernel = k_lens[i] + (k_lens[i] - 1) * (dilations[i] - 1)
+        total = max(kernel - strides[i], 0)
+        if "SAME_UPPER" in auto_pad:
+            pads[i], pads[i + kdims] = total // 2, total - total // 2
+        else:
+            pads[i], pads[i + kdims] = total - total // 2, total // 2
+    return pads
+
+
+@onnx_op("ConvTranspose")
+def parse_conv_transpose(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    x = args[0]
+    kdims = x.shape.ndim - 2
+    check_padding_mode(info)
+    values: dict = {"padding": [0, 0], "stride": [1, 1], "dilation": [1, 1]}
+    padding: list[int] = []
+    asymmetric = False
+    if info.has("pads"):
+        padding = info.attr_ints("pads") or []
+        half = len(padding) // 2
+        asymmetric = any(padding[i] != padding[i + half] for i in range(half))
+        if not asymmetric:
+            _check_size(kdims, half, "PARSE_CONV_TRANSPOSE: inconsistent paddings")
+            values["padding"] = padding[:half]
+        elif x.shape.is_dynamic:
+            raise ParseError(
+                "PARSE_CONV_TRANSPOSE: asymmetric padding (padding_L != padding_R) not supported with dynamic shapes"
+            )
+        else:
+            values["padding"] = [0] * half
+    if info.has("strides"):
+        values["stride"] = info.attr_ints("strides")
+        _check_size(kdims, len(values["stride"]), "PARSE_CONV_TRANSPOSE: inconsistent strides")
+    if info.has("dilations"):
+        values["dilation"] = info.attr_ints("dilations")
+        _check_size(kdims, len(values["dilation"]), "PARSE_CONV_TRANSPOSE: inconsistent dilations")
+    auto_pad = (info.attr_str("auto_pad") or "NOTSET").upper()
+    if info.has("auto_pad") and auto_pad != "NOTSET":
+        if x.shape.is_dynamic:
+            raise ParseError("PARSE_CONV_TRANSPOSE: auto padding not supported with dynamic shapes")
+        if "SAME" in auto_pad:
+            padding = _conv_transpose_auto_padding(auto_pad, values["stride"], args[1].shape.lens[2:], values["dilation"])
+        half = len(padding) // 2
+        asymmetric = any(padding[i] != padding[i + half] for i in range(half))
+        values["padding"] = [0] * half if asymmetric else padding[:half]
+    if info.has("group"):
+        values["group"] = info.attr_int("group")
+    if len(values["padding"]) not in (kdims, 2 * kdims):
+        values["padding"] = [0] * kdims
+    if len(values["stride"]) != kdims:
+        values["stride"] = [1] * kdims
+    if len(values["dilation"]) != kdims:
+        values["dilation"] = [1] * kdims
+    out = info.add("convolution_backwards", x, args[1], **values)
+    if asymmetric:
+        dims = out.shape.lens
+        starts = padding[:kdims]
+        ends = [d - p for d, p in zip(dims[2:], padding[kdims:])]
+        out = info.add("slice", out, axes=list(range(2, 2 + kdims)), starts=starts, ends=ends)
+    if info.has("output_padding") and not info.has("output_shape"):
+        non_kdims = out.shape.ndim * 2 - kdims
+        extra = info.attr_ints("output_padding") or []
+        _check_size(kdims, len(extra), "PARSE_CONV_TRANSPOSE: inconsistent output padding")
+        out = info.add("pad", out, pads=[0] * non_kdims + extra)
+    if info.has("output_shape"):
+        if out.shape.is_dynamic:
+            raise ParseError("PARSE_CONV_TRANSPOSE: output_shape attribute and dynamic shapes not supported")
+        dims = out.shape.lens
+        wanted = info.attr_ints("output_shape") or []
+        _check_size(kdims, len(wanted), "PARSE_CONV_TRANSPOSE: inconsistent output shape")
+        current = list(dims[2:])
+        if current != wanted:
+            pads = [0] * (len(dims) * 2 - kdims) + [w - c for w, c in zip(wanted, current)]
+            out = info.add("pad", out, pads=pads)
+    return info.add_bias(args, out, 1)

@@ -402,3 +402,67 @@ def parse_depthtospace(parser: OnnxParser, info: NodeInfo, args: Args) -> Instru
     t1 = info.add("reshape", args[0], dims=lens1)
     t2 = info.add("transpose", t1, permutation=perm)
     return info.add("reshape", t2, dims=lens2)
+
+
+PAD_MODES = {"constant": 0, "reflect": 1, "edge": 2}
+
+
+@onnx_op("Pad")
+def parse_pad(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    if len(args) >= 2:
+        pads = constant_values(info, args[1], "PARSE_PAD: `pads` input must be constant")
+    elif info.has("pads"):
+        pads = info.attr_ints("pads") or []
+    else:
+        raise ParseError("PARSE_PAD: `pads` must be available")
+    if all(p == 0 for p in pads):
+        return info.add("identity", args[0])
+    mode = info.attr_str("mode", "constant") or "constant"
+    if mode in ("reflect", "edge"):
+        if args[0].shape.is_dynamic:
+            raise ParseError(f"PARSE_PAD: {mode} padding with dynamic shape not supported")
+    elif mode != "constant":
+        raise ParseError("PARSE_PAD: MIGraphX currently only supports constant, reflect, and edge padding")
+    value = 0.0
+    if mode == "constant":
+        if len(args) >= 3 and args[2].shape.elements >= 1:
+            found = info.eval(args[2])
+            if found is None:
+                raise ParseError("PARSE_PAD: input `value` must be constant")
+            if np.asarray(found).size != 1:
+                raise ParseError("PARSE_PAD: `value` should contain only one element")
+            value = float(np.asarray(found).reshape(-1)[0])
+        elif info.has("value"):
+            value = info.attr_float("value", 0.0) or 0.0
+    position = 4 if mode == "constant" else 3
+    rank = args[0].shape.ndim
+    if len(args) >= position:
+        axes = constant_values(info, args[position - 1], "PARSE_PAD: variable `axes` input not supported")
+        if len(axes) * 2 != len(pads):
+            raise ParseError("PARSE_PAD: number of elements of pads should be equal to 2 * number of elements of axes")
+        full = [0] * (2 * rank)
+        for i, axis in enumerate(axes):
+            axis = axis + rank if axis < 0 else axis
+            full[axis], full[axis + rank] = pads[i], pads[i + len(axes)]
+        pads = full
+    if len(pads) != 2 * rank:
+        raise ParseError("PARSE_PAD: number of elements of pads should be equal to 2 * input rank")
+    return info.add("pad", args[0], pads=pads, value=value, mode=PAD_MODES[mode])
+
+
+@onnx_op("SpaceToDepth")
+def parse_spacetodepth(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    lens = args[0].shape.lens
+    blocksize = info.attributes["blocksize"].i if info.has("blocksize") else 1
+    if blocksize < 1:
+        raise ParseError("SpaceToDepth: blocksize is less than 1")
+    if len(lens) != 4:
+        raise ParseError("SpaceToDepth: the input must have rank 4")
+    if lens[2] % blocksize or lens[3] % blocksize:
+        raise ParseError("SpaceToDepth: div by blocksize quotient not int ")
+    n, c, h, w = lens
+    trans = [n, c, h // blocksize, blocksize, w // blocksize, blocksize]
+    out = [n, c * blocksize * blocksize, h // blocksize, w // blocksize]
+    t1 = info.add("reshape", args[0], dims=trans)
+    t2 = info.add("transpose", t1, permutation=[0, 3, 5, 1, 2, 4])
+    return info.add("reshape", t2, dims=out)
