@@ -119,7 +119,7 @@ def parse_conv_integer(parser: OnnxParser, info: NodeInfo, args: Args) -> Instru
         return value is not None and bool(np.all(np.asarray(value, np.float64) == symmetric_value(zp)))
 
     def symmetric_literal(ins: Instruction) -> Instruction:
-        return info.add_literal([symmetric_value(ins)], ins.shape.dtype, [1])
+        return info.add_literal(symmetric_value(ins), ins.shape.dtype)
 
     def zero_point(ins: Instruction, index: int) -> Instruction:
         if len(args) > index:
@@ -226,6 +226,8 @@ def pooling(info: NodeInfo, x: Instruction, mode: str) -> Instruction:
         values["dilations"] = [1] * kdims
     values.setdefault("lengths", [1] * kdims)
     original = list(paddings)
+    # the padding the op would have before asymmetric pads are made symmetric
+    values["padding"] = [0] * kdims
     auto_pad = (info.attr_str("auto_pad") or "NOTSET").upper()
     if info.has("auto_pad") and auto_pad != "NOTSET":
         if shape.is_dynamic:
@@ -234,6 +236,7 @@ def pooling(info: NodeInfo, x: Instruction, mode: str) -> Instruction:
             found = calc_auto_padding(auto_pad, values["stride"], values["lengths"], values["dilations"], shape.lens)
             if found is not None:
                 paddings = found
+            values["padding"] = list(paddings)
             values["padding_mode"] = 0
     slice_start: list[int] = []
     asymmetric = any(paddings[i] != paddings[i + kdims] for i in range(kdims))
@@ -255,7 +258,7 @@ def pooling(info: NodeInfo, x: Instruction, mode: str) -> Instruction:
             raise ParseError("PARSE_POOLING: asymmetric padding not supported for dynamic input shape")
         padded = make_op("pad", pads=[0, 0, *original[:kdims], 0, 0, *original[kdims:]])
         padded_shape = padded.defn.shape(padded, [shape], ())
-        probe = make_op("pooling", **{**values, "padding": paddings})
+        probe = make_op("pooling", **values)
         out_lens = probe.defn.shape(probe, [padded_shape], ()).lens  # type: ignore[union-attr]
         slice_end = [n + s for n, s in zip(out_lens[2:], slice_start)]
     values["padding"] = paddings
@@ -566,3 +569,45 @@ def parse_conv_transpose(parser: OnnxParser, info: NodeInfo, args: Args) -> Inst
             pads = [0] * (len(dims) * 2 - kdims) + [w - c for w, c in zip(wanted, current)]
             out = info.add("pad", out, pads=pads)
     return info.add_bias(args, out, 1)
+
+
+@onnx_op("Hardmax")
+def parse_hardmax(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    x = args[0]
+    lens = x.shape.lens
+    old = parser.opset_version < 13
+    axis = info.attr_int("axis", 1 if old else -1)
+    if old:
+        axis = axis + len(lens) if axis < 0 else axis
+        n = int(np.prod(lens[:axis], dtype=np.int64))
+        x = info.add("reshape", x, dims=[n, x.shape.elements // n])
+        axis = 1
+    dtype = x.shape.dtype
+    indices = info.add("argmax", x, axis=axis)
+    data = info.add("multibroadcast", info.add_literal(0, dtype), out_lens=x.shape.lens)
+    updates = info.add("multibroadcast", info.add_literal(1, dtype), out_lens=indices.shape.lens)
+    out = info.add("scatter_none", data, indices, updates, axis=axis)
+    return info.add("reshape", out, dims=lens) if old else out
+
+
+@onnx_op("LpNormalization")
+def parse_lpnormalization(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    p = info.attributes["p"].i if info.has("p") else 2
+    if p not in (1, 2):
+        raise ParseError("LPNORMALIZATION: only L1 and L2 norm supported")
+    x = args[0]
+    lens, dtype = x.shape.lens, x.shape.dtype
+    axis = -1
+    if info.has("axis"):
+        axis = info.attributes["axis"].i
+        if axis < -len(lens) or axis >= len(lens):
+            raise ParseError("LPNORMALIZATION: selected axis out of bounds")
+    powered = info.add("abs", x) if p == 1 else info.add("mul", x, x)
+    norms = info.add("reduce_sum", powered, axes=[axis])
+    if p == 2:
+        norms = info.add("sqrt", norms)
+    norms = info.add("multibroadcast", norms, out_lens=lens)
+    zero = info.add("multibroadcast", info.add_literal(0.0, dtype), out_lens=lens)
+    one = info.add("multibroadcast", info.add_literal(1.0, dtype), out_lens=lens)
+    is_zero = info.add("equal", norms, zero)
+    return info.add("div", x, info.add("where", is_zero, one, norms))

@@ -466,3 +466,51 @@ def parse_spacetodepth(parser: OnnxParser, info: NodeInfo, args: Args) -> Instru
     t1 = info.add("reshape", args[0], dims=trans)
     t2 = info.add("transpose", t1, permutation=[0, 3, 5, 1, 2, 4])
     return info.add("reshape", t2, dims=out)
+
+
+REDUCTIONS = ("none", "add", "mul", "min", "max")
+
+
+@onnx_op("ScatterElements", "Scatter")
+def parse_scatter(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    axis = info.attributes["axis"].i if info.has("axis") else 0
+    reduction = info.attr_str("reduction", "none")
+    if reduction not in REDUCTIONS:
+        raise ParseError(f"PARSE_SCATTER: unsupported reduction mode {reduction}")
+    return info.add(f"scatter_{reduction}", *args, axis=axis)
+
+
+@onnx_op("ScatterND")
+def parse_scatternd(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    reduction = info.attr_str("reduction", "none")
+    if reduction not in REDUCTIONS:
+        raise ParseError(f"PARSE_SCATTERND: unsupported reduction mode {reduction}")
+    return info.add(f"scatternd_{reduction}", *args)
+
+
+@onnx_op("NonZero")
+def parse_nonzero(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    data = info.eval(args[-1])
+    if data is None:
+        return info.add("nonzero", *args)
+    lens = args[0].shape.lens
+    found = np.nonzero(np.asarray(data).reshape(lens))
+    out = np.stack(found) if found else np.zeros((len(lens), 0), np.int64)
+    return info.add_literal(out, DType.int64, [len(lens), out.shape[1] if out.ndim == 2 else 0])
+
+
+@onnx_op("OneHot")
+def parse_onehot(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    axis = info.attributes["axis"].i if info.has("axis") else -1
+    depth = info.eval(args[1])
+    if depth is None:
+        return info.add("onehot", *args, axis=axis)
+    return info.add("onehot", args[0], args[2], axis=axis, depth=int(np.asarray(depth).reshape(-1)[0]))
+
+
+@onnx_op("CumSum")
+def parse_cumsum(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    axis = constant_values(info, args[1], "PARSE_PREFIX_SCAN: axis - dynamic shape not supported")[0]
+    exclusive = bool(info.attr_int("exclusive", 0))
+    reverse = bool(info.attr_int("reverse", 0))
+    return info.add("prefix_scan_sum", args[0], axis=axis, exclusive=exclusive, reverse=reverse)
