@@ -186,7 +186,9 @@ def check_model(path: str, seed: int = 0) -> Result:
         nan_g, nan_w = np.isnan(g), np.isnan(w)
         if not np.array_equal(nan_g, nan_w):
             result.status = "mismatch"
-            result.message = f"output {index}: NaN at {int(np.sum(nan_g))} elements, onnxruntime at {int(np.sum(nan_w))}"
+            result.message = (
+                f"output {index}: NaN at {int(np.sum(nan_g))} elements, onnxruntime at {int(np.sum(nan_w))}"
+            )
             return result
         error = rms_error(g[~nan_g], w[~nan_w])
         if not (error <= RMS_TOLERANCE or np.array_equal(g, w, equal_nan=True)):
@@ -250,7 +252,14 @@ def run_all(paths: list[str], timeout: float, jobs: int) -> list[Result]:
                     status = "timeout" if proc.is_alive() else "run-error"
                     proc.kill()
                     proc.join()
-                    results.append(Result(Path(current).stem, status, [], f"past {timeout:g} s" if status == "timeout" else "worker died"))
+                    results.append(
+                        Result(
+                            Path(current).stem,
+                            status,
+                            [],
+                            f"past {timeout:g} s" if status == "timeout" else "worker died",
+                        )
+                    )
                     workers[k] = start()
                     done += 1
                 continue
@@ -278,7 +287,12 @@ def report(results: list[Result]) -> str:
         f"{counts['ort-error']}, dynamic inputs: {counts['dynamic']}, timeouts: {counts['timeout']})",
         f"matched: {counts['match']}   mismatched: {counts['mismatch']}",
     ]
-    sections = (("mismatch", "mismatches"), ("run-error", "ref errors"), ("timeout", "timeouts"), ("ort-error", "onnxruntime refuses"))
+    sections = (
+        ("mismatch", "mismatches"),
+        ("run-error", "ref errors"),
+        ("timeout", "timeouts"),
+        ("ort-error", "onnxruntime refuses"),
+    )
     for status, title in sections:
         by_op: dict[str, list[Result]] = defaultdict(list)
         for r in results:

@@ -593,7 +593,9 @@ class OnnxParser:
             try:
                 if parser is None:
                     if not self.options.skip_unknown_operators:
-                        raise ParseError(f"Unknown operator: {node.op_type}")
+                        raise ParseError(
+                            f"Unknown operator: {node.op_type} (mgxir's ONNX importer has no parser for it)"
+                        )
                     unknown = make_op("unknown:", op=node.op_type)
                     result: Any = module.insert(None, unknown, args, (), args[0].shape if args else None)
                 else:
@@ -704,8 +706,11 @@ def _successors(graph: Any, index: int, consumers: dict[str, list[int]]) -> Iter
 
 def load_model(path: str) -> Any:
     """The ModelProto of a file, without its external data (read later, tensor by tensor)."""
-    import onnx
-    from google.protobuf.message import DecodeError
+    try:
+        import onnx
+        from google.protobuf.message import DecodeError
+    except ImportError:
+        raise MgxError("ONNX import needs the 'onnx' package (pip install 'mgxir[onnx]')") from None
 
     try:
         with open(path, "rb") as f:

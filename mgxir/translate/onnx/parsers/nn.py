@@ -489,8 +489,9 @@ def parse_batchnorm(parser: OnnxParser, info: NodeInfo, args: Args) -> Instructi
     raise ParseError(f"batchnorm op_builder: rank {rank} input tensor, unhandled data format")
 
 
-def _conv_transpose_auto_padding(auto_pad: str, strides: Sequence[int], k_lens: Sequence[int],
-                                 dilations: Sequence[int]) -> list[int]:
+def _conv_transpose_auto_padding(
+    auto_pad: str, strides: Sequence[int], k_lens: Sequence[int], dilations: Sequence[int]
+) -> list[int]:
     kdims = len(k_lens)
     pads = [0] * (2 * kdims)
     for i in range(kdims):
@@ -535,7 +536,9 @@ def parse_conv_transpose(parser: OnnxParser, info: NodeInfo, args: Args) -> Inst
         if x.shape.is_dynamic:
             raise ParseError("PARSE_CONV_TRANSPOSE: auto padding not supported with dynamic shapes")
         if "SAME" in auto_pad:
-            padding = _conv_transpose_auto_padding(auto_pad, values["stride"], args[1].shape.lens[2:], values["dilation"])
+            padding = _conv_transpose_auto_padding(
+                auto_pad, values["stride"], args[1].shape.lens[2:], values["dilation"]
+            )
         half = len(padding) // 2
         asymmetric = any(padding[i] != padding[i + half] for i in range(half))
         values["padding"] = [0] * half if asymmetric else padding[:half]
