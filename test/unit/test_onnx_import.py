@@ -246,6 +246,9 @@ MATCHING = [
     "eyelike_k_test",
     "gather_elements_axis1_test",
     "gemm_test",
+    "gridsample_reflection_padding_test",
+    "layer_norm_3d_scale_bias_test",
+    "instance_norm_test",
     "hardmax_default_test",
     "if_then_test",
     "lpnormalization_l2_test",
@@ -284,6 +287,13 @@ MIGRAPHX_DIFFERS = {
     "nonzero_dynamic_test": "output 0: shape [2, 4], onnxruntime gives [2, 3]",
     # TopK with sorted=0 leaves the order open: onnxruntime's order is not MIGraphX's sorted one
     "topk_neg_axis_test": "output 0: rms error",
+    # SkipSimplifiedLayerNormalization: MIGraphX normalises x + skip and adds the bias afterwards;
+    # onnxruntime normalises x + skip + bias
+    "skip_simplified_layer_normalization_bias_test": "output 0: rms error",
+    # ... and its second output is MIGraphX's mean of squares, where onnxruntime gives the mean
+    "skip_simplified_layer_normalization_test": "output 1: rms error",
+    # MeanVarianceNormalization in half: MIGraphX takes E[x^2] - E[x]^2 in half precision
+    "mvn_rank_2_fp16_test": "output 0: rms error",
 }
 
 
