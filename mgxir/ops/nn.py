@@ -25,6 +25,9 @@ from mgxir.ops.common import fail, lens_text, normalize_axes, normalize_axis, re
 from mgxir.ops.definition import ComputeError, OpDef, Operation, RunModule
 from mgxir.ops.registry import register
 
+# std::numeric_limits<std::size_t>::max(), MIGraphX's unbounded dimension
+SIZE_MAX = (1 << 64) - 1
+
 if TYPE_CHECKING:
     from mgxir.ir.module import Module
 
@@ -409,20 +412,40 @@ class Resize(OpDef):
 
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
         x = inputs[0]
-        require_static(self.name, x)
-        if len(inputs) == 2:
-            raise fail(self.name, "the two-input form has no static shape rule here")
+        if op["mode"] not in ("nearest", "linear", "cubic"):
+            raise fail(self.name, "Only 'nearest', 'linear', and 'cubic' modes are supported")
         sizes, scales = op["sizes"], op["scales"]
+        if len(inputs) == 2:
+            return self._runtime_shape(x, inputs[1], scales)
+        require_static(self.name, x)
+        if bool(sizes) == bool(scales):
+            raise fail(self.name, "One and only one of sizes or scales attributes must be given")
         if sizes:
             if len(sizes) != x.ndim:
                 raise fail(self.name, f"sizes {lens_text(sizes)} do not match input rank {x.ndim}")
             return Shape.make(x.dtype, sizes)
         if len(scales) != x.ndim:
             raise fail(self.name, f"{len(scales)} scales do not match input rank {x.ndim}")
-        import numpy as np
-
         lens = [int(np.float32(n) * np.float32(f)) for n, f in zip(x.lens, scales)]
-        return Shape.make(x.dtype, lens)
+        return x.with_lens(lens)
+
+    @staticmethod
+    def _runtime_shape(x: Shape, given: Shape, scales: Sequence[float]) -> Shape:
+        """Sizes or scales as an input: each output dimension in [0, max] (scaled bounds where the
+        scales attribute is also given), as MIGraphX's rule says."""
+        if given.ndim != 1:
+            raise fail("resize", "size/scale input must have rank 1")
+        if given.is_dynamic:
+            raise fail("resize", "size/scale input must have static shape")
+        if x.ndim != given.lens[0]:
+            raise fail("resize", "size/scale input's size must match rank of input X")
+        in_dims = x.dyn_dims if x.dyn_dims is not None else [DynamicDimension(n, n) for n in x.lens]
+        dims = [DynamicDimension(0, SIZE_MAX)] * x.ndim
+        for i, f in enumerate(scales):
+            d = in_dims[i]
+            hi = SIZE_MAX if d.max == SIZE_MAX else int(d.max * np.float32(f))
+            dims[i] = DynamicDimension(int(d.min * np.float32(f)), hi)
+        return Shape.dynamic(x.dtype, dims)
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
         x = inputs[0]

@@ -297,3 +297,100 @@ def parse_gridsample(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruct
     else:
         sampler = _CubicSampler
     return sampler(info, x, grid, align, padding).sample()  # type: ignore[attr-defined]
+
+
+_RESIZE_MODES = ("nearest", "linear", "cubic")
+
+
+def _resize_sizes_or_scales(
+    info: NodeInfo, args: Args, in_lens: list[int]
+) -> tuple[Instruction, list[float], list[int], bool]:
+    """The scales/sizes input MIGraphX's Resize takes: the first defined, non-empty input after x
+    (and roi); its constant value where it has one. Returns (input, scales, output lens, sizes given)."""
+    chosen = args[0]
+    scales: list[float] = []
+    out_lens = [0] * len(in_lens)
+    by_sizes = False
+    for arg in args[2 if len(args) > 2 else 1 :]:
+        if arg.op.name == "undefined" or not arg.shape.lens:
+            continue
+        chosen = arg
+        value = info.eval(arg)
+        if value is None or value.size == 0:
+            break
+        dtype = arg.shape.dtype
+        if dtype is DType.int64:
+            by_sizes = True
+            out_lens = [int(n) for n in value.reshape(-1)]
+            if len(out_lens) != len(in_lens):
+                raise ParseError("PARSE_RESIZE: specified output size's rank does not match input size")
+            scales = [float(np.float32(1.0 * o / i)) if i else float("inf") for i, o in zip(in_lens, out_lens)]
+        elif dtype is DType.float:
+            if arg.shape.lens[0] == len(in_lens):
+                scales = [float(f) for f in value.reshape(-1)]
+        else:
+            raise ParseError("PARSE_RESIZE: invalid shape type ")
+        break
+    if scales:
+        if len(scales) != len(in_lens):
+            raise ParseError("PARSE_RESIZE: ranks of input and scale are different!")
+        if all(o == 0 for o in out_lens):
+            out_lens = [int(np.float32(n) * np.float32(f)) for n, f in zip(in_lens, scales)]
+    return chosen, scales, out_lens, by_sizes
+
+
+@onnx_op("Resize", "Upsample")
+def parse_resize(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    x = args[0]
+    in_shape = x.shape
+    in_lens = (
+        [d.min if d.min == d.max else 1 for d in in_shape.dyn_dims]
+        if in_shape.dyn_dims is not None
+        else list(in_shape.lens)
+    )
+    mode = info.attr_str("mode", "nearest") or "nearest"
+    if info.has("mode") and mode not in _RESIZE_MODES:
+        raise ParseError("PARSE_RESIZE: only nearest, linear, and cubic modes are supported!")
+    coord_mode = "half_pixel"
+    nearest_mode = "round_prefer_floor"
+    cubic_coeff = -0.75
+    by_sizes = False
+    if info.op_type == "Upsample":
+        attr_scales = info.attr_floats("scales", []) or []
+        if attr_scales:
+            scales = attr_scales
+            out_lens = [int(np.float32(n) * np.float32(f)) for n, f in zip(in_lens, scales)]
+            chosen = info.add_literal(np.array(scales, np.float32), DType.float, [len(scales)])
+        else:
+            chosen, scales, out_lens, by_sizes = _resize_sizes_or_scales(info, args, in_lens)
+    else:
+        if info.has("coordinate_transformation_mode"):
+            coord_mode = info.attr_str("coordinate_transformation_mode") or ""
+            if coord_mode == "tf_crop_and_resize":
+                raise ParseError('PARSE_RESIZE: "tf_crop_and_resize" mode is not supported!')
+        if info.has("cubic_coeff_a"):
+            cubic_coeff = info.attr_float("cubic_coeff_a") or 0.0
+        axes = info.attr_ints("axes", []) or []
+        if info.has("exclude_outside") and info.attr_int("exclude_outside") == 1:
+            raise ParseError("PARSE_RESIZE exclude_outside 1 is not supported!")
+        policy = info.attr_str("keep_aspect_ratio_policy", "stretch")
+        if policy != "stretch":
+            last = args[-1].shape
+            if last.dtype is DType.int64 and (last.elements == in_shape.ndim or (axes and last.elements == len(axes))):
+                raise ParseError(
+                    f'PARSE_RESIZE: keep_aspect_ratio_policy="{policy}" is not supported (only "stretch" is accepted)'
+                )
+        nearest_mode = info.attr_str("nearest_mode", nearest_mode) or ""
+        chosen, scales, out_lens, by_sizes = _resize_sizes_or_scales(info, args, in_lens)
+    attrs: dict = {"coordinate_transformation_mode": coord_mode}
+    if mode == "nearest":
+        attrs["nearest_mode"] = nearest_mode
+    else:
+        attrs["mode"] = mode
+    if mode == "cubic":
+        attrs["cubic_coeff_a"] = cubic_coeff
+    if scales and not in_shape.is_dynamic:
+        if by_sizes:
+            return info.add("resize", x, sizes=out_lens, **attrs)
+        return info.add("resize", x, scales=scales, **attrs)
+    return info.add("resize", x, chosen, **attrs)
