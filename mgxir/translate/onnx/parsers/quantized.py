@@ -5,9 +5,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
 from mgxir.translate.onnx.importer import NodeInfo, OnnxParser, ParseError, common_type, onnx_type
+from mgxir.translate.onnx.parsers.nn import add_dot
 from mgxir.translate.onnx.parsers.tensor import tune_axis
 from mgxir.translate.onnx.registry import onnx_op
 
@@ -151,3 +154,118 @@ def parse_dequantizelinear(parser: OnnxParser, info: NodeInfo, args: Args) -> In
                 f"{lens_text(args[1].shape.lens)}, provided y_zero_point shape: {lens_text(args[2].shape.lens)}"
             )
     return add_dequantizelinear(info, args, info.attr_int("axis", 1) or 0, info.attr_int("block_size", 0) or 0)
+
+
+_DQ_TYPES = (DType.float, DType.half)
+_INT8_TYPES = (DType.uint8, DType.int8)
+
+
+def is_symmetric_zero_point(info: NodeInfo, zp: Instruction) -> bool:
+    """A constant zero point of 0 (128 for uint8, which the int8 shift makes 0)."""
+    value = info.eval(zp)
+    if value is None:
+        return False
+    check = 128.0 if zp.shape.dtype is DType.uint8 else 0.0
+    return bool(np.all(np.asarray(value, np.float64) == check))
+
+
+def _scale_arg(args: Args, mat: Instruction, index: int) -> Instruction:
+    scale = args[index]
+    s = scale.shape
+    if s.dtype not in _DQ_TYPES:
+        raise ParseError("PARSE_QUANT_DOT_SCALED: Scales must be float or half_type")
+    if s.lens[0] != mat.shape.lens[-1] and not s.scalar:
+        raise ParseError("PARSE_QUANT_DOT_SCALED: Scale must have same dim as matrix column")
+    if s.ndim > 1 and not s.scalar:
+        raise ParseError("PARSE_QUANT_DOT_SCALED: Scales shape must be scalar or 1-D tensor")
+    return scale
+
+
+def _zero_point_arg(info: NodeInfo, name: str, args: Args, index: int, data: Instruction) -> tuple[Instruction, bool]:
+    """(zero point, whether it is one to subtract); the data itself where there is none."""
+    if len(args) <= index:
+        return data, False
+    zp = args[index]
+    if zp.shape.dtype is not data.shape.dtype:
+        raise ParseError(f"{name}: zero point must be the same type as data")
+    if is_symmetric_zero_point(info, zp):
+        return data, False
+    return zp, True
+
+
+def _bias_uint8(
+    info: NodeInfo, data: Instruction, bias: Instruction, has_bias: bool
+) -> tuple[Instruction, Instruction]:
+    """MIGraphX's bias_uint8 builder: uint8 data (and its zero point) shifted to int8 by -128; the
+    zero point subtracted where there is one."""
+    if data.shape.dtype is DType.uint8:
+        offset = info.add_literal(-128, DType.half)
+
+        def shift(ins: Instruction) -> Instruction:
+            half = info.add("convert", ins, target_type=DType.half)
+            return info.add("convert", info.add_common_op("add", half, offset), target_type=DType.int8)
+
+        data = shift(data)
+        bias = shift(bias) if has_bias else data
+    if has_bias:
+        bias = info.add_common_op("sub", data, bias)
+    return data, bias
+
+
+def _dequantized(info: NodeInfo, data: Instruction, scale: Instruction, zp: Instruction) -> Instruction:
+    dq_args = [data, scale] if zp is data else [data, scale, zp]
+    lens = list(data.shape.lens)
+    scale_len = scale.shape.lens[0]
+    axis = len(lens) - 1 - lens[::-1].index(scale_len) if scale_len in lens else 1
+    return add_dequantizelinear(info, dq_args, axis)
+
+
+@onnx_op("MatMulInteger", "MatMulIntegerToFloat")
+def parse_matmul_integer(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    scaled = info.op_type == "MatMulIntegerToFloat"
+    name = "quant_dot_scaled" if scaled else "quant_dot"
+    a0, a1 = args[0], args[1]
+    prepended, appended = a0.shape.ndim == 1, a1.shape.ndim == 1
+    if prepended:
+        a0 = info.add("unsqueeze", args[0], axes=[0])
+    if appended:
+        a1 = info.add("unsqueeze", args[1], axes=[1])
+    if args[0].shape.is_dynamic or args[1].shape.is_dynamic:
+        raise ParseError(f"{name}: dynamic inputs not supported")
+    zp_index = (4, 5) if scaled else (2, 3)
+    if scaled:
+        scale0, scale1 = _scale_arg(args, a0, 2), _scale_arg(args, a1, 3)
+        if scale0.shape.dtype is not scale1.shape.dtype:
+            raise ParseError(f"{name}: Scales must be the same type")
+    ba0, has0 = _zero_point_arg(info, name, args, zp_index[0], a0)
+    ba1, has1 = _zero_point_arg(info, name, args, zp_index[1], a1)
+    scaled_bias, has_scaled_bias = a1, False
+    if scaled and len(args) > 6:
+        scaled_bias = args[6]
+        if scaled_bias.shape.dtype not in _DQ_TYPES:
+            raise ParseError("PARSE_QUANT_DOT_SCALED: Bias must be float or half_type")
+        if scaled_bias.shape.dtype is not scale1.shape.dtype:
+            raise ParseError("PARSE_QUANT_DOT_SCALED: Bias must be the same type as scales")
+        if scaled_bias.shape.lens[0] != a1.shape.lens[-1]:
+            raise ParseError("PARSE_QUANT_DOT_SCALED: Bias have same dim as matrix B column")
+        has_scaled_bias = True
+    if a0.shape.dtype not in _INT8_TYPES or a1.shape.dtype not in _INT8_TYPES:
+        raise ParseError(f"{name}: Unsupported type")
+    if not scaled and DType.uint8 in (a0.shape.dtype, a1.shape.dtype):
+        a0, ba0 = _bias_uint8(info, a0, ba0, has0)
+        a1, ba1 = _bias_uint8(info, a1, ba1, has1)
+    if scaled:
+        dq0 = _dequantized(info, a0, scale0, ba0)
+        dq1 = _dequantized(info, a1, scale1, ba1)
+        out = add_dot(info, "dot", dq0, dq1)
+        if has_scaled_bias:
+            out = info.add_common_op("sub", out, scaled_bias)
+    else:
+        out = add_dot(info, "quant_dot", a0, a1, ba0, ba1)
+    ndim = out.shape.ndim
+    if prepended:
+        out = info.add("squeeze", out, axes=[ndim - 2])
+        ndim -= 1
+    if appended:
+        out = info.add("squeeze", out, axes=[ndim - 1])
+    return out
