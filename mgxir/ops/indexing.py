@@ -48,15 +48,10 @@ class _ScatterElements(OpDef):
     axis_attributes = {"axis": "input"}
 
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
-        data, indices, updates = inputs
+        # MIGraphX checks nothing more: each index reads the update at its own position
+        data = inputs[0]
         normalize_axis(self.name, op["axis"], data.ndim)
-        if indices.ndim != data.ndim:
-            raise fail(self.name, f"indices have rank {indices.ndim}, data has rank {data.ndim}")
-        if not indices.is_dynamic and not updates.is_dynamic and indices.lens != updates.lens:
-            raise fail(self.name, f"updates {lens_text(updates.lens)} differ from indices {lens_text(indices.lens)}")
-        if updates.dtype != data.dtype:
-            raise fail(self.name, f"updates have type {updates.dtype.type_name}, data has {data.dtype.type_name}")
-        return data if data.is_dynamic else data.as_standard()
+        return data if data.is_dynamic else data.with_lens(data.lens)
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
         data, indices, updates = inputs
@@ -69,6 +64,13 @@ class _ScatterElements(OpDef):
             bad = indices.flat[int(np.argmin(valid.reshape(-1)))]
             raise ComputeError(f"{self.name}: index {bad} is out of range for dimension {axis} of size {n}")
         grid = list(np.indices(indices.shape))
+        if indices.ndim != data.ndim or updates.ndim != indices.ndim:
+            raise ComputeError(f"{self.name}: data, indices and updates must have the same rank")
+        if any(u < n for u, n in zip(updates.shape, indices.shape)):
+            raise ComputeError(
+                f"{self.name}: updates {lens_text(updates.shape)} are smaller than indices {lens_text(indices.shape)}"
+            )
+        updates = updates[tuple(grid)]
         grid[axis] = index
         positions = tuple(g[valid] for g in grid)
         out = np.array(data, copy=True)

@@ -1,5 +1,16 @@
 """The ONNX operator parsers, one module per family; importing this package fills the table."""
 
-from mgxir.translate.onnx.parsers import control, elementwise, nn, norms, quantized, rnn, sampling, tensor, transformer
+from mgxir.translate.onnx.parsers import (
+    control,
+    elementwise,
+    loss,
+    nn,
+    norms,
+    quantized,
+    rnn,
+    sampling,
+    tensor,
+    transformer,
+)
 
-__all__ = ["control", "elementwise", "nn", "norms", "quantized", "rnn", "sampling", "tensor", "transformer"]
+__all__ = ["control", "elementwise", "loss", "nn", "norms", "quantized", "rnn", "sampling", "tensor", "transformer"]
