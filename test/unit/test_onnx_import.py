@@ -327,3 +327,14 @@ def test_where_migraphx_differs_from_onnx(name: str) -> None:
     result = check_model(str(MODELS / f"{name}.onnx"))
     assert result.status == "mismatch"
     assert MIGRAPHX_DIFFERS[name] in result.message
+
+
+def test_random_literals_are_the_draws_of_migraphx_mt19937() -> None:
+    # std::mt19937 gen(0); std::normal_distribution<>(10, 1.5) and uniform_real_distribution<>(0, 1)
+    # with libstdc++ (g++ 11) give these first five values
+    from mgxir.translate.onnx.parsers.random import _Mt19937Canonical, _normal, _uniform
+
+    normal = _normal(_Mt19937Canonical(0), 5, 10.0, 1.5)
+    uniform = _uniform(_Mt19937Canonical(0), 5, 0.0, 1.0)
+    np.testing.assert_allclose(normal, [11.6841924, 10.4542078, 10.1062889, 10.1095621, 7.86651124], rtol=1e-8)
+    np.testing.assert_allclose(uniform, [0.592844617, 0.844265744, 0.85794562, 0.847251737, 0.623563696], rtol=1e-8)

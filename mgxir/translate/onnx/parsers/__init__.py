@@ -7,10 +7,23 @@ from mgxir.translate.onnx.parsers import (
     nn,
     norms,
     quantized,
+    random,
     rnn,
     sampling,
     tensor,
     transformer,
 )
 
-__all__ = ["control", "elementwise", "loss", "nn", "norms", "quantized", "rnn", "sampling", "tensor", "transformer"]
+__all__ = [
+    "control",
+    "elementwise",
+    "loss",
+    "nn",
+    "norms",
+    "quantized",
+    "random",
+    "rnn",
+    "sampling",
+    "tensor",
+    "transformer",
+]
