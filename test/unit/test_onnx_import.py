@@ -243,6 +243,7 @@ MATCHING = [
     "conv_transpose_auto_pad_same_upper_asymmetric_test",
     "conv_transpose_output_shape_test",
     "depthtospace_crd_test",
+    "einsum_ellipsis_multidim_test",
     "eyelike_k_test",
     "gather_elements_axis1_test",
     "gemm_test",

@@ -2,6 +2,7 @@
 
 from mgxir.translate.onnx.parsers import (
     control,
+    einsum,
     elementwise,
     loss,
     nn,
@@ -16,6 +17,7 @@ from mgxir.translate.onnx.parsers import (
 
 __all__ = [
     "control",
+    "einsum",
     "elementwise",
     "loss",
     "nn",
