@@ -331,3 +331,141 @@ def parse_multi_head_attention(parser: OnnxParser, info: NodeInfo, args: Args) -
     result = info.add("transpose", result, permutation=perm)
     result = info.add("reshape", result, dims=[p.batch_size, p.q_sequence_length, p.hidden_size_v])
     return [result, *present]
+
+
+# -- Attention -----------------------------------------------------------------------------------
+
+
+def _attention_attributes(info: NodeInfo) -> dict:
+    attrs: dict = {"num_heads": 1, "qkv": [0, 0, 0], "scale": np.float32(0.0)}
+    if info.has("do_rotary") and info.attr_int("do_rotary") == 1:
+        raise ParseError("PARSE_ATTENTION: Rotary Embedding in Attention OP not supported")
+    attrs["mask_filter"] = np.float32(info.attr_float("mask_filter_value", -10000.0))
+    if not info.has("num_heads"):
+        raise ParseError("PARSE_ATTENTION: num_heads attribute required")
+    attrs["num_heads"] = int(info.attr_int("num_heads") or 0)
+    if info.has("qkv_hidden_sizes"):
+        value = info.value("qkv_hidden_sizes")
+        if value is None or value.dtype != np.int64:
+            raise ParseError("PARSE_ATTENTION: qkv_hidden_sizes must be int64 type")
+        sizes = [int(v) for v in value.reshape(-1)]
+        if len(sizes) != 3:
+            raise ParseError("PARSE_ATTENTION: qkv_hidden_sizes must have exactly 3 values")
+        if sizes[0] != sizes[1]:
+            raise ParseError("Attention: q and k hidden sizes must be identitical!")
+        if 0 in sizes:
+            raise ParseError("PARSE_ATTENTION: qkv_hidden_sizes must be nonzero and valid")
+        attrs["qkv"] = sizes
+    if info.has("rotary_embedding_dim"):
+        if info.attr_int("rotary_embedding_dim") not in (32, 64, 128):
+            raise ParseError("PARSE_ATTENTION: rotary_embedding_dim must be either 32, 64, or 128")
+        raise ParseError("PARSE_ATTENTION: rotary_embedding_dim must be used with do_rotary attribute")
+    if info.has("scale"):
+        attrs["scale"] = np.float32(info.attr_float("scale"))
+    if info.has("unidirectional") and info.attr_int("unidirectional") == 1:
+        raise ParseError("PARSE_ATTENTION: unidirectional attr not supported")
+    return attrs
+
+
+def _check_attention_mask(lens: tuple[int, ...], batch: int, seq: int) -> None:
+    if len(lens) == 1:
+        raise ParseError("Attention: Left/Right Padding not currently supported")
+    if len(lens) == 2:
+        if lens[0] != batch or lens[1] != seq:
+            raise ParseError(
+                "Attention: Invalid Mask_Index shape\n Use (batch, total_sequence_length) for shapes of size 2"
+            )
+    elif len(lens) == 3:
+        if lens[0] != batch or lens[1] != seq or lens[2] != seq:
+            raise ParseError(
+                "Attention: Invalid Mask_Index shape\n Use (batch, sequence_length, total_sequence_length) for "
+                "shapes of size 3"
+            )
+        raise ParseError("Attention: Mask_index 3D masking not supported")
+    elif len(lens) == 4:
+        if lens[0] != batch or lens[1] != 1 or lens[2] != lens[3]:
+            raise ParseError(
+                "Attention: Invalid Mask_Index shape\n Use (batch, 1, max_sequence_length, max_sequence_length) for "
+                "shapes of size 4"
+            )
+        raise ParseError("Attention: Mask_index 4D Megatron masking not supported")
+    else:
+        raise ParseError("Attention: Mask_index Require shape of size either 1, 2, 3, 4 dimensions")
+
+
+@onnx_op("Attention")
+def parse_attention(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    if not 2 <= len(args) <= 7:
+        raise ParseError("Attention: Wrong number of inputs provided")
+    attrs = _attention_attributes(info)
+    x, weights = args[0], args[1]
+    if x.shape.ndim != 3:
+        raise ParseError("Attention: Input must have shape defiend as (batch, sequence_length, hidden_size")
+    batch, seq, hidden = x.shape.lens
+    num_heads = attrs["num_heads"]
+    qkv = attrs["qkv"]
+    w = weights.shape
+    if w.lens[0] != hidden:
+        raise ParseError("Attention: Input hidden size must be the same for input and weight tensors")
+    if w.dtype is not x.shape.dtype:
+        raise ParseError("Attention: Input and weight datatype must be the same")
+    if w.lens[1] % 3 != 0:
+        if any(v <= 0 for v in qkv):
+            raise ParseError("Attention: QKV size attribute must be set with non even weights")
+    elif any(v <= 0 for v in qkv):
+        qkv = [w.lens[1] // 3] * 3
+    if sum(qkv) != w.lens[1]:
+        raise ParseError("Attention: q k v hidden sizes sum must match weights tensor 1 dimension")
+    bias = args[2] if len(args) > 2 else None
+    if bias is not None:
+        if sum(qkv) != bias.shape.lens[0]:
+            raise ParseError("Attention: q k v hidden sizes sum must match bias tensor 0 dimension")
+        if x.shape.dtype is not bias.shape.dtype:
+            raise ParseError("Attention: input bias must be the same type as input vector")
+        if bias.shape.ndim != 1:
+            raise ParseError("Attention: Bias requires tensor of (hidden_size + hidden_size + v_hidden_size) ")
+    mask = args[3] if len(args) > 3 else None
+    if mask is not None:
+        if mask.shape.dtype is not DType.int32:
+            raise ParseError("Attention: Mask_Index type must be int32 type")
+        _check_attention_mask(mask.shape.lens, batch, seq)
+    if len(args) > 4:
+        raise ParseError("Attention: Past Not supported")
+
+    stacked = info.add("unsqueeze", weights, axes=[0])
+    stacked = info.add("multibroadcast", stacked, out_lens=[batch, *stacked.shape.lens[1:]])
+    result = info.add("dot", x, stacked)
+    if bias is not None:
+        result = info.add_common_op("add", result, bias)
+    bounds = [0, qkv[0], qkv[0] + qkv[1], qkv[0] + qkv[1] + qkv[2]]
+    mats = [info.add("slice", result, axes=[2], starts=[bounds[i]], ends=[bounds[i + 1]]) for i in range(3)]
+    attn_mask = None
+    if mask is not None and mask.shape.ndim > 1:
+        dtype = x.shape.dtype
+        full = [batch, num_heads, seq, seq]
+        bc_pass = info.add("multibroadcast", info.add_literal([0], dtype, [1]), out_lens=full)
+        bc_mask = info.add("multibroadcast", info.add_literal([attrs["mask_filter"]], dtype, [1]), out_lens=full)
+        raw = info.add("reshape", mask, dims=[batch, 1, 1, seq])
+        raw = info.add("reshape", info.add("multibroadcast", raw, out_lens=full), dims=full)
+        in_pass = info.add("convert", bc_pass, target_type=mask.shape.dtype)
+        in_bool = info.add("convert", info.add("equal", raw, in_pass), target_type=DType.bool)
+        attn_mask = info.add("where", in_bool, bc_mask, bc_pass)
+    scale_set = attrs["scale"] != 0
+    scale_value = attrs["scale"] if scale_set else np.float32(hidden // num_heads)
+    scale = info.add_literal(scale_value, mats[0].shape.dtype)
+    if not scale_set:
+        scale = info.add("recip", info.add("sqrt", scale))
+    heads = []
+    for m in mats:
+        lens = m.shape.lens
+        split = info.add("reshape", m, dims=[lens[0], lens[1], num_heads, lens[2] // num_heads])
+        heads.append(split)
+    q, k, v = (info.add("transpose", h, permutation=[0, 2, 1, 3]) for h in heads)
+    out = info.add("dot", q, info.add("transpose", k, permutation=[0, 1, 3, 2]))
+    if attn_mask is not None:
+        out = info.add_common_op("add", out, attn_mask)
+    out = info.add_common_op("mul", out, scale)
+    out = info.add("dot", info.add("softmax", out, axis=3), v)
+    out = info.add("transpose", out, permutation=[0, 2, 1, 3])
+    lens = out.shape.lens
+    return info.add("reshape", out, dims=[lens[0], lens[1], lens[2] * lens[3]])
