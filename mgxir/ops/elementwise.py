@@ -254,8 +254,8 @@ class Convert(Unary):
     attributes = (Attr("target_type", TYPE, DType.half),)
 
     def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
-        s = unary_result(inputs[0])
-        return s.with_type(op["target_type"])
+        # MIGraphX keeps the input's lens and strides as they are, broadcast strides included
+        return inputs[0].with_type(op["target_type"])
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
         return convert_values(inputs[0], op["target_type"])
@@ -332,6 +332,13 @@ class Where(OpDef):
         return np.where(cond.astype(bool), a, b)
 
 
+def _in_layout(x: Shape, dtype: DType) -> Shape:
+    """MIGraphX's with_lens: the input's lens, packed in the input's axis order."""
+    if x.is_dynamic:
+        return x.with_type(dtype)
+    return x.with_lens(x.lens, dtype)
+
+
 def _quantize_round(x: np.ndarray) -> np.ndarray:
     return np.rint(x)
 
@@ -345,13 +352,11 @@ class Quantizelinear(OpDef):
 
     def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
         x = inputs[0]
-        if op["out_type"] is not None:
-            out = op["out_type"]
-        elif len(inputs) == 3:
+        if len(inputs) == 3:
             out = inputs[2].dtype
         else:
-            out = DType.uint8
-        return unary_result(x).with_type(out)
+            out = op["out_type"] if op["out_type"] is not None else DType.uint8
+        return _in_layout(x, out)
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
         x = inputs[0].astype(np.float64)
@@ -373,7 +378,9 @@ class Dequantizelinear(OpDef):
     pointwise = True
 
     def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
-        return unary_result(inputs[0]).with_type(inputs[1].dtype)
+        if len(inputs) == 3 and inputs[0].dtype != inputs[2].dtype:
+            raise fail(self.name, "Zero point and input should be the same type.")
+        return _in_layout(inputs[0], inputs[1].dtype)
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
         x = inputs[0].astype(np.float64)
