@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
@@ -112,9 +113,30 @@ def _truncating_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.divide(a, b)
 
 
-def _python_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """MIGraphX's mod: fmod(remainder(a, b) + b, b), the sign of the divisor as in Python."""
-    return np.mod(a, b)
+def _c_remainder(x: float, y: float) -> float:
+    """C's remainder: NaN where Python's math.remainder raises (y = 0, x infinite)."""
+    if y == 0 or math.isinf(x) or math.isnan(x) or math.isnan(y):
+        return math.nan
+    return math.remainder(x, y)
+
+
+_ieee_remainder = np.vectorize(_c_remainder, otypes=[np.float64])
+
+
+def _migraphx_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """MIGraphX's mod: fmod(remainder(a, b) + b, b) with C's remainder (the quotient rounded to
+    nearest, not floored); integers go through double as std::remainder takes them."""
+    a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
+    out_type = np.result_type(a, b)
+    if a.size == 0:
+        return np.zeros(a.shape, out_type)
+    with np.errstate(all="ignore"):
+        if np.issubdtype(out_type, np.integer) or out_type == np.bool_:
+            x, y = a.astype(np.float64), b.astype(np.float64)
+            r = np.fmod(_ieee_remainder(x, y) + y, y)
+            return np.where(y == 0, 0, np.nan_to_num(r)).astype(out_type)
+        r = _ieee_remainder(a.astype(np.float64), b.astype(np.float64)).astype(out_type)
+        return np.fmod(r + b.astype(out_type), b.astype(out_type)).astype(out_type)
 
 
 def _sign(x: np.ndarray) -> np.ndarray:
@@ -171,7 +193,7 @@ BINARY: dict[str, tuple[Callable, bool]] = {
     "pow": (np.power, False),
     "max": (np.maximum, True),
     "min": (np.minimum, True),
-    "mod": (_python_mod, False),
+    "mod": (_migraphx_mod, False),
     "fmod": (np.fmod, False),
     "sqdiff": (lambda a, b: (a - b) * (a - b), True),
     "prelu": (lambda x, s: np.where(x < 0, x * s, x), False),
