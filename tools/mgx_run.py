@@ -14,7 +14,7 @@ import numpy as np
 import typer
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
-from mgxir.interp import Interpreter
+from mgxir.interp import Interpreter, check_memory
 from mgxir.ir.dtype import DType
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
@@ -346,6 +346,7 @@ def mgx_run(
         else:
             program = read_program(input_file, sink, from_log=from_log or log_pass is not None, log_pass=log_pass)
         verify(program, sink)
+        check_memory(program)
         params = gather_inputs(program, inputs or [], fill, seed)
         outputs = flatten_outputs(TARGETS[target](program, params, sink))
         sink.flush()
