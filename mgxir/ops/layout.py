@@ -259,9 +259,10 @@ class Reshape(OpDef):
         dims = op["dims"]
         if list(dims).count(-1) > 1:
             raise fail(self.name, "at most one dimension may be -1")
+        if len(inputs) == 2:
+            # MIGraphX: the output is shaped like the second input (an allocated buffer)
+            return inputs[1]
         if s.is_dynamic:
-            if len(inputs) == 2:
-                return inputs[1]
             raise fail(self.name, "dynamic input shapes need the two-input form here")
         lens = [s.lens[i] if d == 0 else (1 if d == -1 else d) for i, d in enumerate(dims)]
         if -1 in dims:
@@ -283,6 +284,8 @@ class Reshape(OpDef):
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
         x = inputs[0]
+        if len(inputs) == 2:
+            return x.reshape(inputs[1].shape)
         lens = [x.shape[i] if d == 0 else d for i, d in enumerate(op["dims"])]
         return x.reshape(lens)
 

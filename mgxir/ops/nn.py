@@ -21,12 +21,9 @@ from mgxir.ops.attributes import (
     STRING,
     Attr,
 )
-from mgxir.ops.common import fail, lens_text, normalize_axes, normalize_axis, require_static, same_type
+from mgxir.ops.common import SIZE_MAX, fail, lens_text, normalize_axes, normalize_axis, require_static, same_type
 from mgxir.ops.definition import ComputeError, OpDef, Operation, RunModule
 from mgxir.ops.registry import register
-
-# std::numeric_limits<std::size_t>::max(), MIGraphX's unbounded dimension
-SIZE_MAX = (1 << 64) - 1
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module
@@ -263,7 +260,11 @@ class _Reduce(OpDef):
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
         s = inputs[0]
         if len(inputs) == 2:
-            raise fail(self.name, "the variable-axes form has no static shape rule here")
+            # axes given at run time: any axis may be reduced, so each dimension is in [1, max]
+            if op["axes"]:
+                raise fail(self.name, "takes an axes attribute or an axes input, not both")
+            in_dims = s.dyn_dims if s.dyn_dims is not None else [DynamicDimension(n, n) for n in s.lens]
+            return Shape.dynamic(s.dtype, [DynamicDimension(1, d.max) for d in in_dims])
         axes = normalize_axes(self.name, op["axes"], s.ndim)
         if s.is_dynamic:
             dims = [DynamicDimension(1, 1) if i in axes else d for i, d in enumerate(s.dyn_dims)]
@@ -273,7 +274,8 @@ class _Reduce(OpDef):
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
         x = inputs[0]
-        axes = tuple(normalize_axes(self.name, op["axes"], x.ndim))
+        given = op["axes"] if len(inputs) == 1 else [int(a) for a in inputs[1].reshape(-1)]
+        axes = tuple(normalize_axes(self.name, given, x.ndim))
         if not axes:
             return x.copy()
         wide = x.astype(np.float64) if x.dtype.kind == "f" or x.dtype.kind == "V" else x

@@ -10,7 +10,7 @@ import numpy as np
 from mgxir.ir.dtype import DType
 from mgxir.ir.shape import Shape
 from mgxir.ops.attributes import BOOL, INT, SHAPE, STRING, TYPE, Attr, OptionalKind
-from mgxir.ops.common import fail, lens_text, normalize_axis, require_static
+from mgxir.ops.common import fail, lens_text, normalize_axis, require_static, unknown_dims
 from mgxir.ops.definition import ComputeError, OpDef, Operation, RunModule, RuntimeValue
 from mgxir.ops.layout import Reshape
 from mgxir.ops.registry import register
@@ -377,6 +377,12 @@ class BroadcastWithDims(_TrustedShape):
     name = "broadcast_with_dims"
     arity = (2, 2)
 
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        x, dims = inputs
+        if dims.is_dynamic:
+            raise fail(self.name, "the dims input must have a static shape")
+        return unknown_dims(x.dtype, max(x.ndim, dims.lens[0]))
+
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
         dims = [int(d) for d in inputs[1].reshape(-1)]
         return np.broadcast_to(inputs[0], np.broadcast_shapes(inputs[0].shape, tuple(dims)))
@@ -419,6 +425,11 @@ class DynamicRange(_TrustedShape):
     name = "dynamic_range"
     attributes = (Attr("max_output", INT, 2**31 - 1),)
     arity = (3, 3)
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        if len({s.dtype for s in inputs}) != 1:
+            raise fail(self.name, "start, limit and delta must have the same type")
+        return unknown_dims(inputs[0].dtype, 1, op["max_output"])
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
         start, limit, delta = (x.reshape(-1)[0] for x in inputs)
