@@ -87,7 +87,8 @@ class _Convolution(OpDef):
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
         same_type(self.name, inputs)
         x, w = inputs
-        require_static(self.name, x, w)
+        if x.is_dynamic or w.is_dynamic:
+            return self._dynamic_shape(op, x, w)
         if x.ndim < 3:
             raise fail(self.name, f"input rank must be at least 3, got {x.ndim}")
         if w.ndim != x.ndim:
@@ -119,6 +120,36 @@ class _Convolution(OpDef):
                 )
             )
         return x.with_lens(lens)
+
+    def _dynamic_shape(self, op: Operation, x: Shape, w: Shape) -> Shape:
+        """MIGraphX's dynamic_compute_shape: each spatial interval through the window formula
+        (saturating at 0), or ceil(x / stride) with a SAME padding mode."""
+        xd = x.dyn_dims if x.dyn_dims is not None else [DynamicDimension(n, n) for n in x.lens]
+        wd = w.dyn_dims if w.dyn_dims is not None else [DynamicDimension(n, n) for n in w.lens]
+        if len(xd) < 3 or len(wd) != len(xd):
+            raise fail(self.name, f"input rank {len(xd)} and weights rank {len(wd)} do not fit a convolution")
+        k = len(xd) - 2
+        padding, stride, dilation = op["padding"], op["stride"], op["dilation"]
+        if len(stride) != k or len(dilation) != k or len(padding) not in (k, 2 * k):
+            raise fail(self.name, f"padding, stride and dilation do not fit {k} spatial dimensions")
+        dims = [DynamicDimension(xd[0].min, xd[0].max), DynamicDimension(wd[0].min, wd[0].max)]
+        for i in range(k):
+            xi, wi, s = xd[i + 2], wd[i + 2], stride[i]
+            if op["padding_mode"] != 0:
+                dims.append(DynamicDimension(-(-xi.min // s), -(-xi.max // s)))
+                continue
+            if xi.max == 0 or wi.max == 0:
+                dims.append(DynamicDimension(0, 0))
+                continue
+            pad = _pad_total(padding, i, k)
+            lo_kernel = wi.min * dilation[i] - (dilation[i] - 1)
+            hi_kernel = wi.max * dilation[i] - (dilation[i] - 1)
+            lo = max(xi.min + pad - hi_kernel, 0) // s + 1
+            hi = max(xi.max + pad - lo_kernel, 0) // s + 1
+            if xi.is_fixed and wi.is_fixed and xi.min + pad < lo_kernel:
+                lo = hi = 0
+            dims.append(DynamicDimension(lo, hi))
+        return Shape.dynamic(x.dtype, dims)
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
         x, w = inputs
