@@ -514,3 +514,46 @@ def parse_cumsum(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
     exclusive = bool(info.attr_int("exclusive", 0))
     reverse = bool(info.attr_int("reverse", 0))
     return info.add("prefix_scan_sum", args[0], axis=axis, exclusive=exclusive, reverse=reverse)
+
+
+@onnx_op("ReverseSequence")
+def parse_reversesequence(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    batch_axis = int(info.attr_int("batch_axis", 1) or 0) if info.has("batch_axis") else 1
+    if batch_axis not in (0, 1):
+        raise ParseError("REVERSESEQUENCE: batch axis not 0 or 1")
+    time_axis = int(info.attr_int("time_axis", 0) or 0)
+    if time_axis not in (0, 1):
+        raise ParseError("REVERSESEQUENCE: time axis not 0 or 1")
+    if time_axis == batch_axis:
+        raise ParseError("REVERSESEQUENCE: time axis and batch axis are the same")
+    x = args[0]
+    lens = x.shape.lens
+    if len(lens) < 2:
+        raise ParseError("REVERSESEQUENCE: input tensor must have rank >= 2")
+    sequence_lens: list[int] = []
+    if len(args) == 2:
+        value = info.eval(args[1])
+        if value is None:
+            raise ParseError("REVERSESEQUENCE: cannot handle variable sequence_lens")
+        sequence_lens = [int(v) for v in np.asarray(value).reshape(-1)]
+    elif info.has("sequence_lens"):
+        sequence_lens = info.attr_ints("sequence_lens") or []
+    batch_size, time_size = lens[batch_axis], lens[time_axis]
+    if len(sequence_lens) != batch_size:
+        raise ParseError("REVERSESEQUENCE: sequence_lens has incorrect shape")
+
+    def part(b: int, start: int, end: int) -> Instruction:
+        return info.add("slice", x, axes=[batch_axis, time_axis], starts=[b, start], ends=[b + 1, end])
+
+    result: Instruction | None = None
+    for b in range(batch_size):
+        n = sequence_lens[b]
+        if n > 1:
+            piece = info.add("reverse", part(b, 0, n), axes=[time_axis])
+            if n < time_size:
+                piece = info.add("concat", piece, part(b, n, time_size), axis=time_axis)
+        else:
+            piece = part(b, 0, time_size)
+        result = piece if result is None else info.add("concat", result, piece, axis=batch_axis)
+    assert result is not None
+    return result
