@@ -10,6 +10,7 @@ from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
 from mgxir.ops.registry import make_op
 from mgxir.translate.onnx.importer import NodeInfo, OnnxParser, ParseError, broadcast_lens
+from mgxir.translate.onnx.parsers.elementwise import loaded_op
 from mgxir.translate.onnx.registry import onnx_op, onnx_ops
 
 Args = list[Instruction]
@@ -614,3 +615,27 @@ def parse_lpnormalization(parser: OnnxParser, info: NodeInfo, args: Args) -> Ins
     one = info.add("multibroadcast", info.add_literal(1.0, dtype), out_lens=lens)
     is_zero = info.add("equal", norms, zero)
     return info.add("div", x, info.add("where", is_zero, one, norms))
+
+
+@onnx_op("NonMaxSuppression")
+def parse_nonmaxsuppression(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    op = loaded_op("nonmaxsuppression", info)
+    return info.add(op.replace(use_dyn_output=parser.options.use_dyn_output), *args)  # type: ignore[attr-defined]
+
+
+@onnx_op("RoiAlign")
+def parse_roialign(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    mode = "half_pixel" if parser.opset_version >= 16 else "output_half_pixel"
+    mode = info.attr_str("coordinate_transformation_mode", mode) or ""
+    if mode not in ("half_pixel", "output_half_pixel"):
+        raise ParseError(f'coordinate_transformation_mode "{mode}": invalid value!')
+    return info.add(
+        "roialign",
+        *args,
+        coordinate_transformation_mode=mode,
+        mode="max" if info.attr_str("mode") == "max" else "average",
+        output_height=info.attr_int("output_height", 1),
+        output_width=info.attr_int("output_width", 1),
+        sampling_ratio=info.attr_int("sampling_ratio", 0),
+        spatial_scale=float(np.float32(info.attr_float("spatial_scale", 1.0))),
+    )
