@@ -91,3 +91,33 @@ def parse_randomuniform(parser: OnnxParser, info: NodeInfo, args: Args) -> Instr
     high = float(np.float32(info.attr_float("high", 1.0)))
     low = float(np.float32(info.attr_float("low", 0.0)))
     return _random(info, args, lambda gen, n: _uniform(gen, n, low, high))
+
+
+@onnx_op("Multinomial")
+def parse_multinomial(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    if not args:
+        raise ParseError("PARSE_MULTINOMIAL: no arguments given")
+    output_type = onnx_type(int(info.attr_int("dtype", 6) or 0))
+    if not info.has("sample_size"):
+        raise ParseError("PARSE_MULTINOMIAL: sample_size not given")
+    sample_size = int(info.attr_int("sample_size") or 0)
+    x = args[0]
+    maxes = info.add("reduce_max", x, axes=[1])
+    cdf = info.add("exp", info.add_common_op("sub", x, maxes))
+    cdf = info.add("prefix_scan_sum", cdf, axis=1, exclusive=False)
+    if info.has("seed"):
+        seed = info.add_literal([np.float32(info.attr_float("seed"))], DType.float, [1])
+    else:
+        seed = info.add("random_seed")
+    s0 = x.shape
+    if s0.dyn_dims is not None:
+        dims = info.add("dimensions_of", x, end=2)
+        batch = info.add("mul", dims, info.add_literal([1, 0], DType.int64, [2]))
+        alloc_shape = info.add("add", batch, info.add_literal([0, sample_size], DType.int64, [2]))
+        compile_shape = Shape.dynamic(s0.dtype, [s0.dyn_dims[0], (sample_size, sample_size)])
+        buffer = info.add("allocate", alloc_shape, shape=compile_shape)
+    else:
+        batch_size = s0.lens[0]
+        buffer = info.add_literal(np.zeros(batch_size * sample_size), DType.float, [batch_size, sample_size])
+    randoms = info.add("random_uniform", seed, buffer)
+    return info.add("multinomial", cdf, randoms, dtype=output_type)
