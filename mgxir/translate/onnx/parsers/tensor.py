@@ -557,3 +557,14 @@ def parse_reversesequence(parser: OnnxParser, info: NodeInfo, args: Args) -> Ins
         result = piece if result is None else info.add("concat", result, piece, axis=batch_axis)
     assert result is not None
     return result
+
+
+@onnx_op("Unique")
+def parse_unique(parser: OnnxParser, info: NodeInfo, args: Args) -> list[Instruction]:
+    sorted_ = int(info.attr_int("sorted", 1) or 0)
+    if info.has("axis"):
+        axis = tune_axis(args[0].shape.ndim, int(info.attr_int("axis") or 0), info.op_type)
+        unique = info.add("unique", args[0], axis=axis, sorted=sorted_)
+    else:
+        unique = info.add("unique", args[0], sorted=sorted_)
+    return [info.add("get_tuple_elem", unique, index=i) for i in range(4)]
