@@ -568,3 +568,30 @@ def parse_unique(parser: OnnxParser, info: NodeInfo, args: Args) -> list[Instruc
     else:
         unique = info.add("unique", args[0], sorted=sorted_)
     return [info.add("get_tuple_elem", unique, index=i) for i in range(4)]
+
+
+@onnx_op("ConstantFill")
+def parse_constant_fill(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    dtype = onnx_type(int(info.attr_int("dtype", 1) or 0))
+    input_as_shape = int(info.attr_int("input_as_shape", 0) or 0)
+    value = np.float32(info.attr_float("value", 0.0))
+    if info.has("extra_shape"):
+        raise ParseError("ConstantFill: cannot handle extra shape attribute")
+    if input_as_shape == 1:
+        if len(args) != 1:
+            raise ParseError("ConstantFill: need an input argument as output shape")
+        if info.has("shape"):
+            raise ParseError("ConstantFill: cannot set the shape argument and pass in an input at the same time")
+        given = info.eval(args[0])
+        if given is None:
+            raise ParseError("ConstantFill: dynamic shape is not supported")
+        dims = [int(d) for d in np.asarray(given).reshape(-1)]
+    elif input_as_shape == 0:
+        if not info.has("shape"):
+            raise ParseError("ConstantFill: attribute output shape is needed")
+        dims = info.attr_ints("shape") or []
+    else:
+        raise ParseError("ConstantFill: wrong value of attribute input_as_shape")
+    shape = Shape.make(dtype, dims)
+    check_literal_size(shape)
+    return info.add_literal(np.full(shape.elements, value), dtype, dims)
