@@ -16,6 +16,24 @@ from mgxir.ir.program import Program
 Options = Mapping[str, Any]
 
 
+# -- ONNX ------------------------------------------------------------------------------------
+
+
+def read_onnx(path: str, options: Options, sink: DiagnosticSink) -> Program:
+    """What MIGraphX's ONNX parser builds from the model (`migraphx-driver read`'s options)."""
+    from mgxir.translate.onnx import import_model, options_from_text
+
+    onnx_options = options_from_text(
+        options.get("input_dim") or (),
+        options.get("dim_param") or (),
+        options.get("dyn_input_dim") or (),
+        options.get("default_dim_value"),
+        options.get("batch"),
+        bool(options.get("skip_unknown_operators")),
+    )
+    return import_model(path, onnx_options, sink)
+
+
 # -- MLIR --------------------------------------------------------------------------------------
 
 

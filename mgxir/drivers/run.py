@@ -20,7 +20,7 @@ import numpy as np
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.drivers.common import check_output_path, load_entry, run_guarded
-from mgxir.interp import Interpreter
+from mgxir.interp import Interpreter, check_memory
 from mgxir.ir.dtype import DType
 from mgxir.ir.operation import RuntimeValue
 from mgxir.ir.program import Program
@@ -364,6 +364,7 @@ def _run(o: RunOptions, sink: DiagnosticSink) -> int:
     with _target_context(o) as read:
         program = read(o.input_file, sink, from_log=o.from_log or o.log_pass is not None, log_pass=o.log_pass)
         verify(program, sink)
+        check_memory(program)
         params = gather_inputs(program, o.inputs or [], o.fill, o.seed)
         with collect_timing() as log:
             outputs = flatten_outputs(run(program, params, sink))
@@ -389,9 +390,13 @@ def _run(o: RunOptions, sink: DiagnosticSink) -> int:
 
 @contextlib.contextmanager
 def _target_context(o: RunOptions) -> Iterator[Callable[..., Program]]:
-    """The program reader for the run, inside the target's options: IREE also reads the MLIR that
-    mgx-translate wrote (`prog.mlirbc`) and compiles it as it is."""
+    """The program reader for the run, inside the target's options: an ONNX model is imported as
+    `--from-onnx` does; IREE also reads the MLIR that mgx-translate wrote (`prog.mlirbc`) and compiles
+    it as it is."""
     is_mlir = o.input_file.endswith((".mlir", ".mlirbc"))
+    if o.input_file.endswith(".onnx"):
+        yield lambda path, sink, from_log, log_pass: load_entry("mgxir.drivers.formats:read_onnx")(path, {}, sink)
+        return
     if o.target != "iree" and not is_mlir:
         yield read_program
         return

@@ -47,6 +47,7 @@ WRITERS: dict[str, str] = {
 READERS: dict[str, str] = {
     "mgx": "mgxir.drivers.translate:read_mgx",
     "log": "mgxir.drivers.translate:read_log",
+    "onnx": "mgxir.drivers.formats:read_onnx",
     "mlir": "mgxir.drivers.formats:read_mlir",
     "mxr": "mgxir.drivers.formats:read_mxr",
     "json": "mgxir.drivers.formats:read_json",

@@ -8,12 +8,15 @@ instructions by name), so all modules of one run share one environment.
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
+from mgxir.ir.dtype import DType
 from mgxir.ir.operation import ComputeError, RuntimeValue, ShapeError
 from mgxir.ir.shape import Shape
 
@@ -164,6 +167,31 @@ def _fails(ins: Instruction, message: str) -> Callable[..., RuntimeValue]:
         raise ComputeError(message)
 
     return missing
+
+
+def memory_limit() -> int:
+    """The bytes one value may take: this machine's physical memory."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 40
+
+
+def check_memory(program: Program, limit: int | None = None) -> None:
+    """Refuses, before anything is allocated, a program one of whose values (a parameter or an
+    instruction's result) would not fit in memory."""
+    limit = memory_limit() if limit is None else limit
+    for module in program:
+        for ins in module:
+            shape = ins.shape
+            if shape is None or shape.is_dynamic or shape.dtype is DType.tuple:
+                continue
+            size = math.prod(shape.lens) * max(shape.dtype.itemsize, 1)
+            if size > limit:
+                raise MgxError(
+                    f"{_where(ins)} in module '{module.name}' needs {size} bytes for {shape.dtype.type_name} "
+                    f"{{{', '.join(map(str, shape.lens))}}}, more than this machine's {limit} bytes of memory"
+                )
 
 
 def run_program(

@@ -115,9 +115,13 @@ def _take_shape(items: list[Value], i: int) -> tuple[Shape, int]:
         # an old dynamic shape printed without the `dynamic, ` prefix
         return Shape.dynamic(dtype, [read_dynamic_dimension(d) for d in lens_v.items]), i + 2
     lens = [_int(x) for x in lens_v.items]
+    if any(n < 0 for n in lens):
+        raise ShapeSyntaxError(f"dimension {min(lens)} is negative: MIGraphX's dimensions are unsigned")
     strides_v = items[i + 2] if i + 2 < len(items) else None
     if isinstance(strides_v, Braces):
         strides = [_int(x) for x in strides_v.items]
+        if any(n < 0 for n in strides):
+            raise ShapeSyntaxError(f"stride {min(strides)} is negative: MIGraphX's strides are unsigned")
         if len(strides) != len(lens):
             raise ShapeSyntaxError(f"shape has {len(lens)} lens but {len(strides)} strides")
         return Shape.make(dtype, lens, strides), i + 3

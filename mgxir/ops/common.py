@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from mgxir.ir.dtype import DType
 from mgxir.ir.operation import ShapeError
-from mgxir.ir.shape import Shape, find_common_permutation
+from mgxir.ir.shape import DynamicDimension, Shape, find_common_permutation
 
 
 def fail(op: str, message: str) -> ShapeError:
@@ -82,3 +83,12 @@ def unary_result(s: Shape) -> Shape:
 
 def lens_text(lens: Sequence[int]) -> str:
     return "{" + ", ".join(map(str, lens)) + "}"
+
+
+# std::numeric_limits<std::size_t>::max(): MIGraphX's unbounded dimension
+SIZE_MAX = (1 << 64) - 1
+
+
+def unknown_dims(dtype: DType, rank: int, limit: int = SIZE_MAX) -> Shape:
+    """A dynamic shape of `rank` dimensions each in [0, limit]: a size only known at run time."""
+    return Shape.dynamic(dtype, [DynamicDimension(0, limit)] * rank)

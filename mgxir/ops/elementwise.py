@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, ClassVar
 
@@ -111,9 +112,30 @@ def _truncating_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.divide(a, b)
 
 
-def _python_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """MIGraphX's mod: fmod(remainder(a, b) + b, b), the sign of the divisor as in Python."""
-    return np.mod(a, b)
+def _c_remainder(x: float, y: float) -> float:
+    """C's remainder: NaN where Python's math.remainder raises (y = 0, x infinite)."""
+    if y == 0 or math.isinf(x) or math.isnan(x) or math.isnan(y):
+        return math.nan
+    return math.remainder(x, y)
+
+
+_ieee_remainder = np.vectorize(_c_remainder, otypes=[np.float64])
+
+
+def _migraphx_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """MIGraphX's mod: fmod(remainder(a, b) + b, b) with C's remainder (the quotient rounded to
+    nearest, not floored); integers go through double as std::remainder takes them."""
+    a, b = np.broadcast_arrays(np.asarray(a), np.asarray(b))
+    out_type = np.result_type(a, b)
+    if a.size == 0:
+        return np.zeros(a.shape, out_type)
+    with np.errstate(all="ignore"):
+        if np.issubdtype(out_type, np.integer) or out_type == np.bool_:
+            x, y = a.astype(np.float64), b.astype(np.float64)
+            r = np.fmod(_ieee_remainder(x, y) + y, y)
+            return np.where(y == 0, 0, np.nan_to_num(r)).astype(out_type)
+        r = _ieee_remainder(a.astype(np.float64), b.astype(np.float64)).astype(out_type)
+        return np.fmod(r + b.astype(out_type), b.astype(out_type)).astype(out_type)
 
 
 def _sign(x: np.ndarray) -> np.ndarray:
@@ -170,7 +192,7 @@ BINARY: dict[str, tuple[Callable, bool]] = {
     "pow": (np.power, False),
     "max": (np.maximum, True),
     "min": (np.minimum, True),
-    "mod": (_python_mod, False),
+    "mod": (_migraphx_mod, False),
     "fmod": (np.fmod, False),
     "sqdiff": (lambda a, b: (a - b) * (a - b), True),
     "prelu": (lambda x, s: np.where(x < 0, x * s, x), False),
@@ -254,8 +276,8 @@ class Convert(Unary):
     attributes = (Attr("target_type", TYPE, DType.half),)
 
     def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
-        s = unary_result(inputs[0])
-        return s.with_type(op["target_type"])
+        # MIGraphX keeps the input's lens and strides as they are, broadcast strides included
+        return inputs[0].with_type(op["target_type"])
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
         return convert_values(inputs[0], op["target_type"])
@@ -332,6 +354,13 @@ class Where(OpDef):
         return np.where(cond.astype(bool), a, b)
 
 
+def _in_layout(x: Shape, dtype: DType) -> Shape:
+    """MIGraphX's with_lens: the input's lens, packed in the input's axis order."""
+    if x.is_dynamic:
+        return x.with_type(dtype)
+    return x.with_lens(x.lens, dtype)
+
+
 def _quantize_round(x: np.ndarray) -> np.ndarray:
     return np.rint(x)
 
@@ -346,13 +375,11 @@ class Quantizelinear(OpDef):
 
     def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
         x = inputs[0]
-        if op["out_type"] is not None:
-            out = op["out_type"]
-        elif len(inputs) == 3:
+        if len(inputs) == 3:
             out = inputs[2].dtype
         else:
-            out = DType.uint8
-        return unary_result(x).with_type(out)
+            out = op["out_type"] if op["out_type"] is not None else DType.uint8
+        return _in_layout(x, out)
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
         x = inputs[0].astype(np.float64)
@@ -375,7 +402,9 @@ class Dequantizelinear(OpDef):
     pointwise = True
 
     def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
-        return unary_result(inputs[0]).with_type(inputs[1].dtype)
+        if len(inputs) == 3 and inputs[0].dtype != inputs[2].dtype:
+            raise fail(self.name, "Zero point and input should be the same type.")
+        return _in_layout(inputs[0], inputs[1].dtype)
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
         x = inputs[0].astype(np.float64)

@@ -48,15 +48,10 @@ class _ScatterElements(OpDef):
     axis_attributes = {"axis": "input"}
 
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
-        data, indices, updates = inputs
+        # MIGraphX checks nothing more: each index reads the update at its own position
+        data = inputs[0]
         normalize_axis(self.name, op["axis"], data.ndim)
-        if indices.ndim != data.ndim:
-            raise fail(self.name, f"indices have rank {indices.ndim}, data has rank {data.ndim}")
-        if not indices.is_dynamic and not updates.is_dynamic and indices.lens != updates.lens:
-            raise fail(self.name, f"updates {lens_text(updates.lens)} differ from indices {lens_text(indices.lens)}")
-        if updates.dtype != data.dtype:
-            raise fail(self.name, f"updates have type {updates.dtype.type_name}, data has {data.dtype.type_name}")
-        return data if data.is_dynamic else data.as_standard()
+        return data if data.is_dynamic else data.with_lens(data.lens)
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
         data, indices, updates = inputs
@@ -69,6 +64,13 @@ class _ScatterElements(OpDef):
             bad = indices.flat[int(np.argmin(valid.reshape(-1)))]
             raise ComputeError(f"{self.name}: index {bad} is out of range for dimension {axis} of size {n}")
         grid = list(np.indices(indices.shape))
+        if indices.ndim != data.ndim or updates.ndim != indices.ndim:
+            raise ComputeError(f"{self.name}: data, indices and updates must have the same rank")
+        if any(u < n for u, n in zip(updates.shape, indices.shape)):
+            raise ComputeError(
+                f"{self.name}: updates {lens_text(updates.shape)} are smaller than indices {lens_text(indices.shape)}"
+            )
+        updates = updates[tuple(grid)]
         grid[axis] = index
         positions = tuple(g[valid] for g in grid)
         out = np.array(data, copy=True)
@@ -93,18 +95,32 @@ class _ScatterNd(OpDef):
             raise fail(self.name, f"updates are {lens_text(updates.lens)}, expected {lens_text(want)}")
         if updates.dtype != data.dtype:
             raise fail(self.name, f"updates have type {updates.dtype.type_name}, data has {data.dtype.type_name}")
-        return data.as_standard()
+        if data.broadcasted:
+            return Shape.make(data.dtype, data.lens)
+        return data.with_lens(data.lens)
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
+        # MIGraphX takes each index tuple as unsigned coordinates and writes at their offset in the
+        # output: a negative index is not counted from the end, it moves the offset back (with
+        # wrap-around arithmetic), and an offset outside the buffer is undefined behaviour there.
         data, indices, updates = inputs
         k = indices.shape[-1]
-        out = np.array(data, copy=True)
+        out = np.array(data, copy=True, order="C")
+        flat = out.reshape(-1)
+        strides = np.array([int(np.prod(data.shape[d + 1 :], dtype=np.int64)) for d in range(data.ndim)], np.int64)
         combine = REDUCTIONS[self.reduction]
         tuples = indices.reshape(-1, k).astype(np.int64)
-        slices = updates.reshape(len(tuples), *data.shape[k:])
+        block = int(np.prod(data.shape[k:], dtype=np.int64))
+        slices = updates.reshape(len(tuples), block)
         for address, update in zip(tuples, slices):
-            where = tuple(int(a) + (data.shape[d] if a < 0 else 0) for d, a in enumerate(address))
-            out[where] = update if combine is None else combine(out[where], update)
+            offset = int(np.dot(address, strides[:k]))
+            if offset < 0 or offset + block > flat.size:
+                raise ComputeError(
+                    f"{self.name}: index {lens_text(address.tolist())} addresses offset {offset}, outside the "
+                    f"{flat.size} elements of the output (MIGraphX writes outside its buffer)"
+                )
+            target = flat[offset : offset + block]
+            flat[offset : offset + block] = update if combine is None else combine(target, update)
         return out
 
 

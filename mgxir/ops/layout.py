@@ -274,9 +274,10 @@ class Reshape(OpDef):
         dims = op["dims"]
         if list(dims).count(-1) > 1:
             raise fail(self.name, "at most one dimension may be -1")
+        if len(inputs) == 2:
+            # MIGraphX: the output is shaped like the second input (an allocated buffer)
+            return inputs[1]
         if s.is_dynamic:
-            if len(inputs) == 2:
-                return inputs[1]
             raise fail(self.name, "dynamic input shapes need the two-input form here")
         lens = [s.lens[i] if d == 0 else (1 if d == -1 else d) for i, d in enumerate(dims)]
         if -1 in dims:
@@ -298,6 +299,8 @@ class Reshape(OpDef):
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
         x = inputs[0]
+        if len(inputs) == 2:
+            return x.reshape(inputs[1].shape)
         lens = [x.shape[i] if d == 0 else d for i, d in enumerate(op["dims"])]
         return x.reshape(lens)
 
@@ -424,11 +427,11 @@ class Slice(OpDef):
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
         s = inputs[0]
         axes, starts, ends = op["axes"], op["starts"], op["ends"]
+        if len(inputs) > 1:
+            return self._variable_shape(op, inputs)
         if not (len(axes) == len(starts) == len(ends)):
             raise fail(self.name, "axes, starts and ends must have the same length")
         axes = normalize_axes(self.name, axes, s.ndim)
-        if len(inputs) > 1:
-            raise fail(self.name, "the variable-input form has no static shape rule here")
         if s.is_dynamic:
             dims = list(s.dyn_dims)
             for a, b, e in zip(axes, starts, ends):
@@ -443,10 +446,36 @@ class Slice(OpDef):
             lens[a] = _slice_len(s.lens[a], b, e)
         return Shape.make(s.dtype, lens, s.strides)
 
+    def _roles(self, op: Operation, count: int) -> tuple[str, ...]:
+        """Which of starts, ends and axes the inputs after the data give, by the attributes set."""
+        given = tuple(name for name in ("starts", "ends", "axes") if not op[name])
+        if len(given) != count - 1:
+            raise fail(self.name, f"Invalid {count} input and attributes configuration")
+        return given
+
+    def _variable_shape(self, op: Operation, inputs: Shapes) -> Shape:
+        s = inputs[0]
+        roles = self._roles(op, len(inputs))
+        extra = inputs[1:]
+        if any(x.is_dynamic or x.ndim != 1 for x in extra) or len({x.lens for x in extra}) != 1:
+            raise fail(self.name, "inputs (starts, ends, and input_axes) must be static, 1-D and of one length")
+        dims = list(s.dyn_dims) if s.dyn_dims is not None else [DynamicDimension(n, n) for n in s.lens]
+        if "axes" in roles:
+            return Shape.dynamic(s.dtype, [DynamicDimension(0, d.max) for d in dims])
+        if extra[0].lens[0] != len(op["axes"]):
+            raise fail(self.name, f"{len(inputs)} input and attributes mismatch")
+        for a in normalize_axes(self.name, op["axes"], s.ndim):
+            dims[a] = DynamicDimension(0, dims[a].max)
+        return Shape.dynamic(s.dtype, dims)
+
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
         x = inputs[0]
+        values = {name: list(op[name]) for name in ("starts", "ends", "axes")}
+        if len(inputs) > 1:
+            for name, given in zip(self._roles(op, len(inputs)), inputs[1:]):
+                values[name] = [int(v) for v in given.reshape(-1)]
         index = [slice(None)] * x.ndim
-        for a, b, e in zip(normalize_axes(self.name, op["axes"], x.ndim), op["starts"], op["ends"]):
+        for a, b, e in zip(normalize_axes(self.name, values["axes"], x.ndim), values["starts"], values["ends"]):
             n = x.shape[a]
             b = max(0, min(n, b + n if b < 0 else b))
             e = max(0, min(n, e + n if e < 0 else e))

@@ -13,7 +13,7 @@ from mgxir.ir.operation import OpDef, Operation, RunModule
 from mgxir.ir.registry import register
 from mgxir.ir.shape import Shape
 from mgxir.ir.values import OpNode
-from mgxir.ops.common import fail
+from mgxir.ops.common import fail, unknown_dims
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module
@@ -29,13 +29,21 @@ class Allocate(OpDef):
     arity = (0, 1)
 
     def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
-        s = op["shape"]
-        if s is None:
-            raise fail(self.name, "needs a shape attribute")
-        return s
+        s, buf_type = op["shape"], op["buf_type"]
+        if s is not None:
+            if buf_type is not None:
+                raise fail(self.name, "shape and buf_type attributes both set")
+            return s
+        if buf_type is None:
+            raise fail(self.name, "shape and buf_type attributes both not set")
+        if len(inputs) != 1 or inputs[0].ndim != 1 or inputs[0].is_dynamic:
+            raise fail(self.name, "without a shape it takes one static 1-D input: the output dimensions")
+        return unknown_dims(buf_type, inputs[0].lens[0])
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
-        s = self.shape(op, [], modules)
+        s = op["shape"]
+        if s is None:
+            return np.zeros([int(d) for d in inputs[0].reshape(-1)], op["buf_type"].numpy)
         return np.zeros(s.lens, s.dtype.numpy)
 
 

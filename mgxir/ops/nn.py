@@ -24,7 +24,7 @@ from mgxir.ir.operation import ComputeError, OpDef, Operation, RunModule
 from mgxir.ir.registry import register
 from mgxir.ir.shape import DynamicDimension, Shape
 from mgxir.ir.traits import ArgReduction, Contraction, HorizontallyFusable, NopWhenLensKept, PaddedWindow, Reduction
-from mgxir.ops.common import fail, lens_text, normalize_axes, normalize_axis, require_static, same_type
+from mgxir.ops.common import SIZE_MAX, fail, lens_text, normalize_axes, normalize_axis, require_static, same_type
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module
@@ -89,7 +89,8 @@ class _Convolution(OpDef):
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
         same_type(self.name, inputs)
         x, w = inputs
-        require_static(self.name, x, w)
+        if x.is_dynamic or w.is_dynamic:
+            return self._dynamic_shape(op, x, w)
         if x.ndim < 3:
             raise fail(self.name, f"input rank must be at least 3, got {x.ndim}")
         if w.ndim != x.ndim:
@@ -121,6 +122,36 @@ class _Convolution(OpDef):
                 )
             )
         return x.with_lens(lens)
+
+    def _dynamic_shape(self, op: Operation, x: Shape, w: Shape) -> Shape:
+        """MIGraphX's dynamic_compute_shape: each spatial interval through the window formula
+        (saturating at 0), or ceil(x / stride) with a SAME padding mode."""
+        xd = x.dyn_dims if x.dyn_dims is not None else [DynamicDimension(n, n) for n in x.lens]
+        wd = w.dyn_dims if w.dyn_dims is not None else [DynamicDimension(n, n) for n in w.lens]
+        if len(xd) < 3 or len(wd) != len(xd):
+            raise fail(self.name, f"input rank {len(xd)} and weights rank {len(wd)} do not fit a convolution")
+        k = len(xd) - 2
+        padding, stride, dilation = op["padding"], op["stride"], op["dilation"]
+        if len(stride) != k or len(dilation) != k or len(padding) not in (k, 2 * k):
+            raise fail(self.name, f"padding, stride and dilation do not fit {k} spatial dimensions")
+        dims = [DynamicDimension(xd[0].min, xd[0].max), DynamicDimension(wd[0].min, wd[0].max)]
+        for i in range(k):
+            xi, wi, s = xd[i + 2], wd[i + 2], stride[i]
+            if op["padding_mode"] != 0:
+                dims.append(DynamicDimension(-(-xi.min // s), -(-xi.max // s)))
+                continue
+            if xi.max == 0 or wi.max == 0:
+                dims.append(DynamicDimension(0, 0))
+                continue
+            pad = _pad_total(padding, i, k)
+            lo_kernel = wi.min * dilation[i] - (dilation[i] - 1)
+            hi_kernel = wi.max * dilation[i] - (dilation[i] - 1)
+            lo = max(xi.min + pad - hi_kernel, 0) // s + 1
+            hi = max(xi.max + pad - lo_kernel, 0) // s + 1
+            if xi.is_fixed and wi.is_fixed and xi.min + pad < lo_kernel:
+                lo = hi = 0
+            dims.append(DynamicDimension(lo, hi))
+        return Shape.dynamic(x.dtype, dims)
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
         x, w = inputs
@@ -264,7 +295,11 @@ class _Reduce(OpDef):
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
         s = inputs[0]
         if len(inputs) == 2:
-            raise fail(self.name, "the variable-axes form has no static shape rule here")
+            # axes given at run time: any axis may be reduced, so each dimension is in [1, max]
+            if op["axes"]:
+                raise fail(self.name, "takes an axes attribute or an axes input, not both")
+            in_dims = s.dyn_dims if s.dyn_dims is not None else [DynamicDimension(n, n) for n in s.lens]
+            return Shape.dynamic(s.dtype, [DynamicDimension(1, d.max) for d in in_dims])
         axes = normalize_axes(self.name, op["axes"], s.ndim)
         if s.is_dynamic:
             dims = [DynamicDimension(1, 1) if i in axes else d for i, d in enumerate(s.dyn_dims)]
@@ -274,7 +309,8 @@ class _Reduce(OpDef):
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
         x = inputs[0]
-        axes = tuple(normalize_axes(self.name, op["axes"], x.ndim))
+        given = op["axes"] if len(inputs) == 1 else [int(a) for a in inputs[1].reshape(-1)]
+        axes = tuple(normalize_axes(self.name, given, x.ndim))
         if not axes:
             return x.copy()
         wide = x.astype(np.float64) if x.dtype.kind == "f" or x.dtype.kind == "V" else x
@@ -423,20 +459,40 @@ class Resize(OpDef):
 
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
         x = inputs[0]
-        require_static(self.name, x)
-        if len(inputs) == 2:
-            raise fail(self.name, "the two-input form has no static shape rule here")
+        if op["mode"] not in ("nearest", "linear", "cubic"):
+            raise fail(self.name, "Only 'nearest', 'linear', and 'cubic' modes are supported")
         sizes, scales = op["sizes"], op["scales"]
+        if len(inputs) == 2:
+            return self._runtime_shape(x, inputs[1], scales)
+        require_static(self.name, x)
+        if bool(sizes) == bool(scales):
+            raise fail(self.name, "One and only one of sizes or scales attributes must be given")
         if sizes:
             if len(sizes) != x.ndim:
                 raise fail(self.name, f"sizes {lens_text(sizes)} do not match input rank {x.ndim}")
             return Shape.make(x.dtype, sizes)
         if len(scales) != x.ndim:
             raise fail(self.name, f"{len(scales)} scales do not match input rank {x.ndim}")
-        import numpy as np
-
         lens = [int(np.float32(n) * np.float32(f)) for n, f in zip(x.lens, scales)]
-        return Shape.make(x.dtype, lens)
+        return x.with_lens(lens)
+
+    @staticmethod
+    def _runtime_shape(x: Shape, given: Shape, scales: Sequence[float]) -> Shape:
+        """Sizes or scales as an input: each output dimension in [0, max] (scaled bounds where the
+        scales attribute is also given), as MIGraphX's rule says."""
+        if given.ndim != 1:
+            raise fail("resize", "size/scale input must have rank 1")
+        if given.is_dynamic:
+            raise fail("resize", "size/scale input must have static shape")
+        if x.ndim != given.lens[0]:
+            raise fail("resize", "size/scale input's size must match rank of input X")
+        in_dims = x.dyn_dims if x.dyn_dims is not None else [DynamicDimension(n, n) for n in x.lens]
+        dims = [DynamicDimension(0, SIZE_MAX)] * x.ndim
+        for i, f in enumerate(scales):
+            d = in_dims[i]
+            hi = SIZE_MAX if d.max == SIZE_MAX else int(d.max * np.float32(f))
+            dims[i] = DynamicDimension(int(d.min * np.float32(f)), hi)
+        return Shape.dynamic(x.dtype, dims)
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
         x = inputs[0]

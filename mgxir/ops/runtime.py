@@ -14,7 +14,7 @@ from mgxir.ir.registry import register
 from mgxir.ir.shape import Shape
 from mgxir.ir.traits import ConcatOperand, NeverFolded, Reshaper
 from mgxir.ir.values import OpNode
-from mgxir.ops.common import fail, lens_text, normalize_axis, require_static
+from mgxir.ops.common import fail, lens_text, normalize_axis, require_static, unknown_dims
 from mgxir.ops.layout import Reshape
 
 if TYPE_CHECKING:
@@ -157,7 +157,7 @@ class PackFp4(OpDef):
             raise fail(self.name, f"cannot pack dimension {axis} of odd length {x.lens[axis]}")
         lens = list(x.lens)
         lens[axis] //= 2
-        return Shape.make(DType.fp4x2, lens)
+        return x.with_lens(lens, DType.fp4x2)
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
         x = np.moveaxis(inputs[0].astype(np.float64), normalize_axis(self.name, op["axis"], inputs[0].ndim), -1)
@@ -184,14 +184,14 @@ class UnpackFp4(OpDef):
         axis = normalize_axis(self.name, op["axis"], x.ndim)
         lens = list(x.lens)
         lens[axis] *= 2
-        return Shape.make(DType.float, lens)
+        return x.with_lens(lens, DType.fp8e4m3fn)
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
         axis = normalize_axis(self.name, op["axis"], inputs[0].ndim)
         bits = np.moveaxis(inputs[0].view(np.uint8), axis, -1)
         codes = np.stack([bits & 0xF, bits >> 4], axis=-1).reshape(*bits.shape[:-1], -1)
         values = np.where(codes & 8, -1.0, 1.0) * FP4_VALUES[codes & 7]
-        return np.moveaxis(values.astype(np.float32), -1, axis)
+        return np.moveaxis(values.astype(DType.fp8e4m3fn.numpy), -1, axis)
 
 
 @register
@@ -381,6 +381,12 @@ class BroadcastWithDims(_TrustedShape):
     name = "broadcast_with_dims"
     arity = (2, 2)
 
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        x, dims = inputs
+        if dims.is_dynamic:
+            raise fail(self.name, "the dims input must have a static shape")
+        return unknown_dims(x.dtype, max(x.ndim, dims.lens[0]))
+
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
         dims = [int(d) for d in inputs[1].reshape(-1)]
         return np.broadcast_to(inputs[0], np.broadcast_shapes(inputs[0].shape, tuple(dims)))
@@ -423,6 +429,11 @@ class DynamicRange(_TrustedShape):
     name = "dynamic_range"
     attributes = (Attr("max_output", INT, 2**31 - 1),)
     arity = (3, 3)
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        if len({s.dtype for s in inputs}) != 1:
+            raise fail(self.name, "start, limit and delta must have the same type")
+        return unknown_dims(inputs[0].dtype, 1, op["max_output"])
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
         start, limit, delta = (x.reshape(-1)[0] for x in inputs)

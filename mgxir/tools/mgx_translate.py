@@ -40,15 +40,33 @@ def mgx_translate(
     split_input_file: Annotated[
         bool, typer.Option("--split-input-file", help="With --to-mlir: translate each '// -----' part on its own.")
     ] = False,
+    default_dim_value: Annotated[
+        int | None, typer.Option("--default-dim-value", help="ONNX: size of dimensions the model leaves open.")
+    ] = None,
+    batch: Annotated[int | None, typer.Option("--batch", help="ONNX: as --default-dim-value.")] = None,
+    input_dim: Annotated[
+        list[str] | None, typer.Option("--input-dim", help="ONNX: an input's dims, '@name d1 d2 ...' (repeatable).")
+    ] = None,
+    dyn_input_dim: Annotated[
+        list[str] | None,
+        typer.Option("--dyn-input-dim", help="ONNX: an input's dynamic dims, '@name [{min:1,max:4},3]' (repeatable)."),
+    ] = None,
+    dim_param: Annotated[
+        list[str] | None,
+        typer.Option("--dim-param", help="ONNX: a symbolic dim, 'N=4' or 'N={min:1,max:8}' (repeatable)."),
+    ] = None,
+    skip_unknown_operators: Annotated[
+        bool, typer.Option("--skip-unknown-operators", help="ONNX: keep unknown operators as unknown:OpType.")
+    ] = False,
     list_lowerings: Annotated[
         bool, typer.Option("--list-lowerings", help="Print the table of what each operator lowers to in MLIR.")
     ] = False,
 ) -> None:
     """Translate a MIGraphX program to another format.
 
-    Reads program text, MIGraphX logs, .mxr, JSON, --py reproducers and MLIR; writes text (mgx,
-    mgx-lossless), MLIR text and bytecode, SPIR-V kernels (-o DIR) or assembly, .mxr, JSON, Python
-    reproducers, DOT and SVG.
+    Reads program text, MIGraphX logs, ONNX models (as `migraphx-driver read`), .mxr, JSON, --py
+    reproducers and MLIR; writes text (mgx, mgx-lossless), MLIR text and bytecode, SPIR-V kernels
+    (-o DIR) or assembly, .mxr, JSON, Python reproducers, DOT and SVG.
     """
     options = TranslateOptions(
         input=input,
@@ -57,7 +75,16 @@ def mgx_translate(
         output=output,
         split_input_file=split_input_file,
         list_lowerings=list_lowerings,
-        format_options={"allow_undefined": allow_undefined, "bytecode_version": bytecode_version},
+        format_options={
+            "allow_undefined": allow_undefined,
+            "bytecode_version": bytecode_version,
+            "default_dim_value": default_dim_value,
+            "batch": batch,
+            "input_dim": input_dim,
+            "dyn_input_dim": dyn_input_dim,
+            "dim_param": dim_param,
+            "skip_unknown_operators": skip_unknown_operators,
+        },
     )
     raise SystemExit(translate_main(options))
 

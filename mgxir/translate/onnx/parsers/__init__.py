@@ -1,0 +1,31 @@
+"""The ONNX operator parsers, one module per family; importing this package fills the table."""
+
+from mgxir.translate.onnx.parsers import (
+    control,
+    einsum,
+    elementwise,
+    loss,
+    nn,
+    norms,
+    quantized,
+    random,
+    rnn,
+    sampling,
+    tensor,
+    transformer,
+)
+
+__all__ = [
+    "control",
+    "einsum",
+    "elementwise",
+    "loss",
+    "nn",
+    "norms",
+    "quantized",
+    "random",
+    "rnn",
+    "sampling",
+    "tensor",
+    "transformer",
+]

@@ -1,0 +1,471 @@
+"""Transformer ONNX operators (most from onnxruntime's contrib domain): the Gelu family and
+MultiHeadAttention."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from mgxir.ir.dtype import DType
+from mgxir.ir.instruction import Instruction
+from mgxir.translate.onnx.importer import NodeInfo, OnnxParser, ParseError
+from mgxir.translate.onnx.registry import onnx_op
+
+Args = list[Instruction]
+
+
+def gelu_erf(info: NodeInfo, x: Instruction) -> Instruction:
+    """0.5 x (1 + erf(x / sqrt 2))"""
+    dtype = x.shape.dtype
+    half = info.add_literal(np.float32(0.5), dtype)
+    one = info.add_literal(np.float32(1.0), dtype)
+    sqrt2 = info.add_literal(np.float32(math.sqrt(2)), dtype)
+    mul_half = info.add_common_op("mul", x, half)
+    erf = info.add("erf", info.add_common_op("div", x, sqrt2))
+    return info.add_common_op("mul", mul_half, info.add_common_op("add", erf, one))
+
+
+def gelu_tanh(info: NodeInfo, x: Instruction, fast: bool) -> Instruction:
+    """0.5 x (1 + tanh(sqrt(2/pi) (x + c x^3)))"""
+    dtype = x.shape.dtype
+    fit = info.add_literal(np.float64(0.035677 if fast else 0.044715), dtype)
+    sqrt_2_rpi = info.add_literal(np.float64(0.797885 if fast else math.sqrt(2 / math.pi)), dtype)
+    one = info.add_literal(np.float32(1.0), dtype)
+    half = info.add_literal(np.float32(0.5), dtype)
+    three = info.add_literal(np.float32(3.0), dtype)
+    cubed = info.add_common_op("mul", info.add_common_op("pow", x, three), fit)
+    if fast:
+        tanh_in = info.add_common_op("add", cubed, info.add_common_op("mul", sqrt_2_rpi, x))
+    else:
+        tanh_in = info.add_common_op("mul", info.add_common_op("add", cubed, x), sqrt_2_rpi)
+    tanh = info.add_common_op("tanh", tanh_in)
+    return info.add_common_op("mul", info.add_common_op("add", tanh, one), info.add_common_op("mul", x, half))
+
+
+@onnx_op("Gelu", "FastGelu", "BiasGelu", "BiasSplitGelu", "QuickGelu")
+def parse_gelu(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    x = args[0]
+    dtype = x.shape.dtype
+    if not dtype.is_float:
+        raise ParseError("PARSE_GELU: input tensor is not a floating type")
+    approximate = info.attr_str("approximate", "none")
+    if info.op_type == "QuickGelu":
+        if not info.has("alpha"):
+            raise ParseError("PARSE_GELU: QuickGelu needs its alpha attribute")
+        alpha = info.add_literal(np.float32(info.attr_float("alpha")), dtype)
+        sigmoid = info.add("sigmoid", info.add_common_op("mul", alpha, x))
+        return info.add_common_op("mul", x, sigmoid)
+    fast = info.op_type == "FastGelu"
+    if fast:
+        if dtype is DType.double:
+            raise ParseError("PARSE_GELU: FastGelu can't accept input with double precision")
+        approximate = "tanh"
+    if len(args) > 1 and args[1].op.name != "undefined":
+        if args[1].shape.dtype is not dtype:
+            raise ParseError("PARSE_GELU: mismatching input tensor types")
+        x = info.add_common_op("add", x, args[1])
+    if info.op_type == "BiasSplitGelu":
+        last = x.shape.lens[-1]
+        if last < 2 or last % 2:
+            raise ParseError("gelu_split op_builder: BiasSplitGelu must have even last dimension which is >= 2")
+        left = info.add("slice", x, axes=[-1], starts=[0], ends=[last // 2])
+        right = info.add("slice", x, axes=[-1], starts=[last // 2], ends=[last])
+        return info.add_common_op("mul", left, gelu_erf(info, right))
+    if approximate == "tanh":
+        return gelu_tanh(info, x, fast)
+    return gelu_erf(info, x)
+
+
+# -- MultiHeadAttention --------------------------------------------------------------------------
+
+_MHA = "MultiHeadAttention"
+
+
+@dataclass
+class _MhaParams:
+    num_heads: int
+    mask_filter_value: np.float32
+    batch_size: int = 0
+    q_sequence_length: int = 0
+    kv_sequence_length: int = 0
+    total_sequence_length: int = 0
+    hidden_size: int = 0
+    hidden_size_v: int = 0
+    head_size: int = 0
+    head_size_v: int = 0
+    qkv_format: str = "q_k_v"  # q_k_v, q_k_v_cross, kv_packed, qkv_packed
+    qkv_biased: bool = False
+    key_pad_mode: str = "none"  # none, direct_2d_pad, left_pad, right_pad, direct_3d_pad
+
+
+def _mha_check_query(args: Args, p: _MhaParams) -> None:
+    q = args[0].shape
+    rank, lens = q.ndim, q.lens
+    p.batch_size, p.q_sequence_length = lens[0], lens[1]
+    if rank not in (3, 5):
+        raise ParseError(f"{_MHA}: Input 'query' rank needs to be 3 or 5, current: {rank}")
+    if rank == 5:
+        if lens[2] != p.num_heads or lens[3] != 3:
+            raise ParseError(
+                f"{_MHA}: Input 'query' shape needs to be (batch_size, q_sequence_length, num_heads, 3, head_size) "
+                "for packed input."
+            )
+        p.kv_sequence_length = lens[1]
+        p.head_size = p.head_size_v = lens[4]
+        p.hidden_size = p.hidden_size_v = p.num_heads * lens[4]
+        p.qkv_format = "qkv_packed"
+        return
+    if len(args) < 2:
+        raise ParseError(f"{_MHA}: Wrong number of inputs, 'key' is missing.")
+    p.hidden_size = lens[2]
+    p.head_size = lens[2] // p.num_heads
+    k = args[1].shape
+    if not 3 <= k.ndim <= 5:
+        raise ParseError(f"{_MHA}: Input 'key' rank needs to be 3, 4 or 5, current: {k.ndim}")
+    if k.ndim == 5:
+        kl = k.lens
+        if kl[0] != p.batch_size or kl[2] != p.num_heads or kl[3] != 2 or kl[4] != p.head_size:
+            raise ParseError(
+                f"{_MHA}: Input 'key' shape needs to be (batch_size, kv_sequence_length, num_heads, 2, head_size)"
+            )
+        p.kv_sequence_length, p.hidden_size_v, p.head_size_v = kl[1], p.hidden_size, kl[4]
+        p.qkv_format = "kv_packed"
+        return
+    if len(args) < 3:
+        raise ParseError(f"{_MHA}: Wrong number of inputs, 'value' is missing.")
+    v = args[2].shape
+    if k.ndim != v.ndim:
+        raise ParseError(f"{_MHA}: Input 'key' and 'value' rank needs to be equal.")
+    kl, vl = k.lens, v.lens
+    if k.ndim == 3:
+        if kl[0] != p.batch_size or kl[2] != p.hidden_size:
+            raise ParseError(f"{_MHA}: Input 'key' shape needs to be (batch_size, kv_sequence_length, hidden_size)")
+        if vl[0] != p.batch_size or vl[1] != kl[1]:
+            raise ParseError(f"{_MHA}: Input 'value' shape needs to be (batch_size, kv_sequence_length, hidden_size_v)")
+        p.kv_sequence_length, p.hidden_size_v, p.head_size_v = kl[1], vl[2], vl[2] // p.num_heads
+        p.qkv_format = "q_k_v"
+    else:
+        if kl[0] != p.batch_size or kl[1] != p.num_heads or kl[3] != p.head_size:
+            raise ParseError(
+                f"{_MHA}: Input 'key' shape needs to be (batch_size, num_heads, kv_sequence_length, head_size)"
+            )
+        if vl[0] != p.batch_size or vl[1] != p.num_heads or vl[2] != kl[2]:
+            raise ParseError(
+                f"{_MHA}: Input 'value' shape needs to be (batch_size, num_heads, kv_sequence_length, head_size_v)"
+            )
+        p.kv_sequence_length, p.hidden_size_v, p.head_size_v = kl[2], vl[3] * p.num_heads, vl[3]
+        p.qkv_format = "q_k_v_cross"
+
+
+def _mha_check_rest(args: Args, p: _MhaParams) -> None:
+    if len(args) > 3:
+        bias = args[3].shape
+        p.qkv_biased = bias.ndim == 1
+        if bias.ndim == 1 and bias.lens[0] != p.hidden_size_v + 2 * p.hidden_size:
+            raise ParseError("MultiheadAttention: 1D Bias must be of size hidden_size + hidden_size + v_hidden_size")
+    if len(args) > 4 and args[4].shape.elements != 0:
+        m = args[4].shape
+        if m.dtype is not DType.int32:
+            raise ParseError(f"{_MHA}: Key padding mask must be a int32 tensor")
+        if not 1 <= m.ndim <= 3:
+            raise ParseError(f"{_MHA}: Key_pad_mask must be either 1D, 2D or 3D shape tensor")
+        if m.ndim == 1:
+            if m.lens[0] not in (p.batch_size, 3 * p.batch_size + 2):
+                raise ParseError(f"{_MHA}: Key Padding Mask must be either batch or 3 x Batch + 2 for 1D key pads")
+            p.key_pad_mode = "right_pad" if m.lens[0] == p.batch_size else "left_pad"
+        elif m.ndim == 2:
+            if m.lens[0] != p.batch_size or m.lens[1] != p.kv_sequence_length:
+                raise ParseError(
+                    f"{_MHA}: 2D Keypad mask must have either (batch, kv_sequence_length) or (batch, "
+                    "total_sequence_length)"
+                )
+            p.key_pad_mode = "direct_2d_pad"
+        else:
+            if (m.lens[0], m.lens[1], m.lens[2]) != (p.batch_size, p.kv_sequence_length, p.total_sequence_length):
+                raise ParseError(
+                    f"{_MHA}: 3D Keypad mask must have either (batch, kv_sequence_length, total_sequence_length) "
+                    "or (batch, total_sequence_length)"
+                )
+            p.key_pad_mode = "direct_3d_pad"
+    if len(args) > 5:
+        b = args[5].shape.lens
+        if len(b) != 4:
+            raise ParseError(f"{_MHA}: attention_bias must be 4D shape")
+        for dim, want, what in (
+            (0, p.batch_size, "first dimension must be batch_size"),
+            (1, p.num_heads, "second dimension must be num_heads"),
+            (2, p.q_sequence_length, "third dimension must be sequence_length"),
+            (3, p.kv_sequence_length, "fourth dimension must be total_sequence_length"),
+        ):
+            if b[dim] != want:
+                raise ParseError(f"{_MHA}: attention_bias {what}")
+    for index, name, head in ((6, "past_key", p.head_size), (7, "past_value", p.head_size_v)):
+        if len(args) <= index or args[index].shape.elements == 0:
+            continue
+        pl = args[index].shape.lens
+        if len(pl) != 4:
+            raise ParseError(f"{_MHA}: {name} must be 4D shape")
+        if pl[0] != p.batch_size:
+            raise ParseError(f"{_MHA}: {name} first dimension must be batch_size")
+        if pl[1] != p.num_heads:
+            raise ParseError(f"{_MHA}: {name} second dimension must be num_heads")
+        if pl[3] != head:
+            raise ParseError(f"{_MHA}: {name} fourth dimension must be {'head_size' if index == 6 else 'head_size_v'}")
+    if len(args) > 7 and args[6].shape.elements and args[7].shape.elements:
+        if args[6].shape.lens[2] != args[7].shape.lens[2]:
+            raise ParseError(f"{_MHA}: past_key and past_value must have matching past_sequence_length")
+    if len(args) > 8 and args[8].shape.elements and args[8].shape.dtype is not DType.int32:
+        raise ParseError(f"{_MHA}: past_sequence_length must be a int32 tensor")
+
+
+def _unpack(info: NodeInfo, packed: Instruction, count: int) -> list[Instruction]:
+    moved = info.add("transpose", packed, permutation=[3, 0, 1, 2, 4])
+    return [
+        info.add("squeeze", info.add("slice", moved, axes=[0], starts=[i], ends=[i + 1]), axes=[0])
+        for i in range(count)
+    ]
+
+
+def _mha_qkv(info: NodeInfo, p: _MhaParams, args: Args) -> list[Instruction]:
+    if p.qkv_format == "qkv_packed":
+        return _unpack(info, args[0], 3)
+    query = info.add("reshape", args[0], dims=[p.batch_size, p.q_sequence_length, p.num_heads, p.head_size])
+    if p.qkv_format == "kv_packed":
+        return [query, *_unpack(info, args[1], 2)]
+    key, value = args[1], args[2]
+    if p.qkv_format == "q_k_v":
+        key = info.add("reshape", key, dims=[p.batch_size, p.kv_sequence_length, p.num_heads, p.head_size])
+        value = info.add("reshape", value, dims=[p.batch_size, p.kv_sequence_length, p.num_heads, p.head_size_v])
+    return [query, key, value]
+
+
+def _mha_bias(info: NodeInfo, p: _MhaParams, bias: Instruction, qkv: list[Instruction]) -> list[Instruction]:
+    b = info.add("unsqueeze", info.add("unsqueeze", bias, axes=[0]), axes=[0])
+    h, hv = p.hidden_size, p.hidden_size_v
+    parts = [
+        (0, h, p.q_sequence_length, h),
+        (h, 2 * h, p.kv_sequence_length, h),
+        (2 * h, 2 * h + hv, p.kv_sequence_length, hv),
+    ]
+    biases = [
+        info.add(
+            "multibroadcast", info.add("slice", b, axes=[2], starts=[lo], ends=[hi]), out_lens=[p.batch_size, seq, n]
+        )
+        for lo, hi, seq, n in parts
+    ]
+    heads = [p.head_size, p.head_size, p.head_size_v]
+    seqs = [p.q_sequence_length, p.kv_sequence_length, p.kv_sequence_length]
+    flat = [info.add("reshape", x, dims=[p.batch_size, s, p.num_heads * hd]) for x, s, hd in zip(qkv, seqs, heads)]
+    summed = [info.add("add", bb, x) for bb, x in zip(biases, flat)]
+    return [info.add("reshape", x, dims=[p.batch_size, s, p.num_heads, hd]) for x, s, hd in zip(summed, seqs, heads)]
+
+
+def _mha_mask(info: NodeInfo, mask_index: Instruction, dtype: DType, p: _MhaParams) -> Instruction | None:
+    if p.key_pad_mode == "right_pad":
+        kv = p.kv_sequence_length
+        indices = info.add_literal(np.arange(kv), DType.int32, [kv])
+        indices = info.add("multibroadcast", indices, out_lens=[p.batch_size, kv])
+        right = info.add("multibroadcast", mask_index, out_lens=[p.batch_size, kv])
+        mask_index = info.add("convert", info.add("less", indices, right), target_type=DType.int32)
+    elif p.key_pad_mode not in ("direct_2d_pad", "direct_3d_pad"):
+        return None
+    total = p.kv_sequence_length
+    full = [p.batch_size, p.num_heads, total, total]
+    pass_value = info.add_literal([0], dtype, [1])
+    mask_value = info.add_literal([p.mask_filter_value], dtype, [1])
+    bc_pass = info.add("multibroadcast", pass_value, out_lens=full)
+    bc_mask = info.add("multibroadcast", mask_value, out_lens=full)
+    raw = info.add("reshape", mask_index, dims=[p.batch_size, 1, 1, total])
+    raw = info.add("reshape", info.add("multibroadcast", raw, out_lens=full), dims=full)
+    in_pass = info.add("convert", bc_pass, target_type=DType.int32)
+    in_bool = info.add("convert", info.add("equal", raw, in_pass), target_type=DType.bool)
+    return info.add("where", in_bool, bc_mask, bc_pass)
+
+
+@onnx_op("MultiHeadAttention")
+def parse_multi_head_attention(parser: OnnxParser, info: NodeInfo, args: Args) -> list[Instruction]:
+    if not info.has("num_heads"):
+        raise ParseError(f"{_MHA}: num_heads attribute is required")
+    p = _MhaParams(
+        int(np.int32(info.attr_int("num_heads"))), np.float32(info.attr_float("mask_filter_value", -10000.0))
+    )
+    if not args or len(args) > 9:
+        raise ParseError(
+            f"{_MHA}: Wrong number of inputs. Only 'query', 'key', 'value', bias, key_padding_mask, attention_bias, "
+            "past_key, past_value, and past_sequence_length inputs are supported."
+        )
+    _mha_check_query(args, p)
+    _mha_check_rest(args, p)
+    query, key, value = _mha_qkv(info, p, args)
+    if p.qkv_biased:
+        query, key, value = _mha_bias(info, p, args[3], [query, key, value])
+    perm = [0, 2, 1, 3]
+    query = info.add("transpose", query, permutation=perm)
+    if p.qkv_format != "q_k_v_cross":
+        key = info.add("transpose", key, permutation=perm)
+        value = info.add("transpose", value, permutation=perm)
+    present: list[Instruction] = []
+    if len(args) > 7 and args[6].shape.elements > 0 and args[7].shape.elements > 0:
+        if len(args) > 8 and args[8].shape.elements > 0:
+            seqlens = args[8]
+        else:
+            seqlens = info.add_literal(np.zeros(p.batch_size), DType.int32, [p.batch_size])
+        key = info.add("concat_past_present", key, seqlens, args[6], kv_num_heads=p.num_heads)
+        value = info.add("concat_past_present", value, seqlens, args[7], kv_num_heads=p.num_heads)
+        present = [key, value]
+    mask = _mha_mask(info, args[4], query.shape.dtype, p) if len(args) > 4 else None
+    bias = args[5] if len(args) > 5 else None
+    scale = np.float32(1 / math.sqrt(p.head_size)) if p.head_size else np.float32(np.inf)
+    if info.has("scale"):
+        scale = np.float32(info.attr_float("scale"))
+    scale_literal = info.add_literal(scale, query.shape.dtype)
+    result = info.add("dot", query, info.add("transpose", key, permutation=[0, 1, 3, 2]))
+    if bias is not None:
+        result = info.add_common_op("add", result, bias)
+    if mask is not None:
+        result = info.add_common_op("add", result, mask)
+    result = info.add_common_op("mul", result, scale_literal)
+    result = info.add("dot", info.add("softmax", result, axis=-1), value)
+    result = info.add("transpose", result, permutation=perm)
+    result = info.add("reshape", result, dims=[p.batch_size, p.q_sequence_length, p.hidden_size_v])
+    return [result, *present]
+
+
+# -- Attention -----------------------------------------------------------------------------------
+
+
+def _attention_attributes(info: NodeInfo) -> dict:
+    attrs: dict = {"num_heads": 1, "qkv": [0, 0, 0], "scale": np.float32(0.0)}
+    if info.has("do_rotary") and info.attr_int("do_rotary") == 1:
+        raise ParseError("PARSE_ATTENTION: Rotary Embedding in Attention OP not supported")
+    attrs["mask_filter"] = np.float32(info.attr_float("mask_filter_value", -10000.0))
+    if not info.has("num_heads"):
+        raise ParseError("PARSE_ATTENTION: num_heads attribute required")
+    attrs["num_heads"] = int(info.attr_int("num_heads") or 0)
+    if info.has("qkv_hidden_sizes"):
+        value = info.value("qkv_hidden_sizes")
+        if value is None or value.dtype != np.int64:
+            raise ParseError("PARSE_ATTENTION: qkv_hidden_sizes must be int64 type")
+        sizes = [int(v) for v in value.reshape(-1)]
+        if len(sizes) != 3:
+            raise ParseError("PARSE_ATTENTION: qkv_hidden_sizes must have exactly 3 values")
+        if sizes[0] != sizes[1]:
+            raise ParseError("Attention: q and k hidden sizes must be identitical!")
+        if 0 in sizes:
+            raise ParseError("PARSE_ATTENTION: qkv_hidden_sizes must be nonzero and valid")
+        attrs["qkv"] = sizes
+    if info.has("rotary_embedding_dim"):
+        if info.attr_int("rotary_embedding_dim") not in (32, 64, 128):
+            raise ParseError("PARSE_ATTENTION: rotary_embedding_dim must be either 32, 64, or 128")
+        raise ParseError("PARSE_ATTENTION: rotary_embedding_dim must be used with do_rotary attribute")
+    if info.has("scale"):
+        attrs["scale"] = np.float32(info.attr_float("scale"))
+    if info.has("unidirectional") and info.attr_int("unidirectional") == 1:
+        raise ParseError("PARSE_ATTENTION: unidirectional attr not supported")
+    return attrs
+
+
+def _check_attention_mask(lens: tuple[int, ...], batch: int, seq: int) -> None:
+    if len(lens) == 1:
+        raise ParseError("Attention: Left/Right Padding not currently supported")
+    if len(lens) == 2:
+        if lens[0] != batch or lens[1] != seq:
+            raise ParseError(
+                "Attention: Invalid Mask_Index shape\n Use (batch, total_sequence_length) for shapes of size 2"
+            )
+    elif len(lens) == 3:
+        if lens[0] != batch or lens[1] != seq or lens[2] != seq:
+            raise ParseError(
+                "Attention: Invalid Mask_Index shape\n Use (batch, sequence_length, total_sequence_length) for "
+                "shapes of size 3"
+            )
+        raise ParseError("Attention: Mask_index 3D masking not supported")
+    elif len(lens) == 4:
+        if lens[0] != batch or lens[1] != 1 or lens[2] != lens[3]:
+            raise ParseError(
+                "Attention: Invalid Mask_Index shape\n Use (batch, 1, max_sequence_length, max_sequence_length) for "
+                "shapes of size 4"
+            )
+        raise ParseError("Attention: Mask_index 4D Megatron masking not supported")
+    else:
+        raise ParseError("Attention: Mask_index Require shape of size either 1, 2, 3, 4 dimensions")
+
+
+@onnx_op("Attention")
+def parse_attention(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    if not 2 <= len(args) <= 7:
+        raise ParseError("Attention: Wrong number of inputs provided")
+    attrs = _attention_attributes(info)
+    x, weights = args[0], args[1]
+    if x.shape.ndim != 3:
+        raise ParseError("Attention: Input must have shape defiend as (batch, sequence_length, hidden_size")
+    batch, seq, hidden = x.shape.lens
+    num_heads = attrs["num_heads"]
+    qkv = attrs["qkv"]
+    w = weights.shape
+    if w.lens[0] != hidden:
+        raise ParseError("Attention: Input hidden size must be the same for input and weight tensors")
+    if w.dtype is not x.shape.dtype:
+        raise ParseError("Attention: Input and weight datatype must be the same")
+    if w.lens[1] % 3 != 0:
+        if any(v <= 0 for v in qkv):
+            raise ParseError("Attention: QKV size attribute must be set with non even weights")
+    elif any(v <= 0 for v in qkv):
+        qkv = [w.lens[1] // 3] * 3
+    if sum(qkv) != w.lens[1]:
+        raise ParseError("Attention: q k v hidden sizes sum must match weights tensor 1 dimension")
+    bias = args[2] if len(args) > 2 else None
+    if bias is not None:
+        if sum(qkv) != bias.shape.lens[0]:
+            raise ParseError("Attention: q k v hidden sizes sum must match bias tensor 0 dimension")
+        if x.shape.dtype is not bias.shape.dtype:
+            raise ParseError("Attention: input bias must be the same type as input vector")
+        if bias.shape.ndim != 1:
+            raise ParseError("Attention: Bias requires tensor of (hidden_size + hidden_size + v_hidden_size) ")
+    mask = args[3] if len(args) > 3 else None
+    if mask is not None:
+        if mask.shape.dtype is not DType.int32:
+            raise ParseError("Attention: Mask_Index type must be int32 type")
+        _check_attention_mask(mask.shape.lens, batch, seq)
+    if len(args) > 4:
+        raise ParseError("Attention: Past Not supported")
+
+    stacked = info.add("unsqueeze", weights, axes=[0])
+    stacked = info.add("multibroadcast", stacked, out_lens=[batch, *stacked.shape.lens[1:]])
+    result = info.add("dot", x, stacked)
+    if bias is not None:
+        result = info.add_common_op("add", result, bias)
+    bounds = [0, qkv[0], qkv[0] + qkv[1], qkv[0] + qkv[1] + qkv[2]]
+    mats = [info.add("slice", result, axes=[2], starts=[bounds[i]], ends=[bounds[i + 1]]) for i in range(3)]
+    attn_mask = None
+    if mask is not None and mask.shape.ndim > 1:
+        dtype = x.shape.dtype
+        full = [batch, num_heads, seq, seq]
+        bc_pass = info.add("multibroadcast", info.add_literal([0], dtype, [1]), out_lens=full)
+        bc_mask = info.add("multibroadcast", info.add_literal([attrs["mask_filter"]], dtype, [1]), out_lens=full)
+        raw = info.add("reshape", mask, dims=[batch, 1, 1, seq])
+        raw = info.add("reshape", info.add("multibroadcast", raw, out_lens=full), dims=full)
+        in_pass = info.add("convert", bc_pass, target_type=mask.shape.dtype)
+        in_bool = info.add("convert", info.add("equal", raw, in_pass), target_type=DType.bool)
+        attn_mask = info.add("where", in_bool, bc_mask, bc_pass)
+    scale_set = attrs["scale"] != 0
+    scale_value = attrs["scale"] if scale_set else np.float32(hidden // num_heads)
+    scale = info.add_literal(scale_value, mats[0].shape.dtype)
+    if not scale_set:
+        scale = info.add("recip", info.add("sqrt", scale))
+    heads = []
+    for m in mats:
+        lens = m.shape.lens
+        split = info.add("reshape", m, dims=[lens[0], lens[1], num_heads, lens[2] // num_heads])
+        heads.append(split)
+    q, k, v = (info.add("transpose", h, permutation=[0, 2, 1, 3]) for h in heads)
+    out = info.add("dot", q, info.add("transpose", k, permutation=[0, 1, 3, 2]))
+    if attn_mask is not None:
+        out = info.add_common_op("add", out, attn_mask)
+    out = info.add_common_op("mul", out, scale)
+    out = info.add("dot", info.add("softmax", out, axis=3), v)
+    out = info.add("transpose", out, permutation=[0, 2, 1, 3])
+    lens = out.shape.lens
+    return info.add("reshape", out, dims=[lens[0], lens[1], lens[2] * lens[3]])
