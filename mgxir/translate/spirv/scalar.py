@@ -443,7 +443,14 @@ def _float_remainder(em: ScalarEmitter, a: Value, b: Value, python_sign: bool) -
 @lowers("mod")
 def _mod(em: ScalarEmitter, call: Call) -> Value:
     a, b = call.args
-    return _by_kind(call, f=lambda: _float_remainder(em, a, b, True), i=lambda: _integer_mod(em, a, b))
+    return _by_kind(call, f=lambda: _float_mod(em, a, b), i=lambda: _integer_mod(em, a, b))
+
+
+def _float_mod(em: ScalarEmitter, a: Value, b: Value) -> Value:
+    """MIGraphX's fmod(remainder(a, b) + b, b): the floored remainder for finite divisors, and NaN for
+    an infinite one (the sum is infinite)."""
+    floored = _float_remainder(em, a, b, True)
+    return em.select(em.op("OpIsInf", "b", b), em.const("f", math.nan), floored)
 
 
 def _integer_mod(em: ScalarEmitter, a: Value, b: Value) -> Value:
