@@ -19,6 +19,7 @@ from mgxir.ir.dtype import DType
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
 from mgxir.ops.definition import RuntimeValue
+from mgxir.targets.gpu.driver import gpu_options, run_on_gpu
 from mgxir.text.parser import read_program
 from mgxir.tools.common import run_guarded
 from mgxir.verifier import verify
@@ -61,7 +62,7 @@ def run_on_ref(program: Program, params: dict[str, np.ndarray], sink: Diagnostic
 
 
 # where GPU targets plug in: name -> runner
-TARGETS: dict[str, Runner] = {"ref": run_on_ref}
+TARGETS: dict[str, Runner] = {"ref": run_on_ref, "gpu": run_on_gpu}
 
 
 # -- inputs ---------------------------------------------------------------------------------------
@@ -320,7 +321,9 @@ def mgx_run(
     rms_tol: Annotated[float, typer.Option("--rms-tol", help="MIGraphX's rms tolerance.")] = 1e-3,
     atol: Annotated[float | None, typer.Option("--atol", help="Also require allclose with this atol.")] = None,
     rtol: Annotated[float | None, typer.Option("--rtol", help="Also require allclose with this rtol.")] = None,
-    target: Annotated[str, typer.Option(help="Where to run: ref (the numpy reference interpreter).")] = "ref",
+    target: Annotated[str, typer.Option(help="Where to run: ref (the numpy reference interpreter) or gpu.")] = "ref",
+    device: Annotated[int, typer.Option("--device", help="With --target=gpu: the GPU to run on.")] = 0,
+    perf: Annotated[bool, typer.Option("--perf", help="With --target=gpu: time each instruction.")] = False,
     verify_against_ref: Annotated[
         bool, typer.Option("--verify", help="Run on the target and on ref, compare with the rms rule.")
     ] = False,
@@ -338,6 +341,7 @@ def mgx_run(
             raise MgxError(f"unknown target '{target}' (available: {', '.join(TARGETS)})")
         if fill not in ("random", "zeros", "ones", "none"):
             raise MgxError(f"--fill must be random, zeros, ones or none, not '{fill}'")
+        gpu_options.device, gpu_options.perf = device, perf
         program = read_program(input_file, sink, from_log=from_log or log_pass is not None, log_pass=log_pass)
         verify(program, sink)
         params = gather_inputs(program, inputs or [], fill, seed)

@@ -1,0 +1,1 @@
+"""Targets: where a lowered program runs."""

@@ -1,0 +1,61 @@
+"""The GPU target's entry points: compile a program with the `gpu` pipeline and run it on a GPU.
+
+`run_on_gpu` has the reference runner's signature (`mgx-run --target=gpu`); `gpu_options` holds
+what the command line adds (`--device`, `--perf`, `--exhaustive-tune`)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from mgxir.diagnostics import DiagnosticSink
+from mgxir.ir.program import Program
+from mgxir.ops.definition import RuntimeValue
+from mgxir.passes.manager import PassManager
+from mgxir.passes.registry import parse_pipeline
+from mgxir.targets.gpu.runtime import GpuExecutable, open_device
+from mgxir.text.parser import parse_program
+from mgxir.text.printer import PrintOptions, print_program
+
+
+@dataclasses.dataclass
+class GpuOptions:
+    device: int = 0
+    perf: bool = False
+    perf_iterations: int = 100
+    exhaustive_tune: bool = False
+
+
+gpu_options = GpuOptions()
+
+
+def copy_program(program: Program) -> Program:
+    """An independent copy (through the lossless text, which keeps every literal bit)."""
+    return parse_program(print_program(program, PrintOptions(lossless=True)))
+
+
+def compile_for_gpu(program: Program, arch: str = "", sink: DiagnosticSink | None = None) -> Program:
+    """A lowered copy of `program`: the `gpu` pipeline (fusion, lowering, memory planning)."""
+    lowered = copy_program(program)
+    passes = parse_pipeline("gpu")
+    if arch:
+        for p in passes:
+            if p.name == "gpu_lowering":
+                p.arch = arch  # type: ignore[attr-defined]
+    PassManager(passes).run(lowered, sink)
+    return lowered
+
+
+def load_on_gpu(program: Program, sink: DiagnosticSink | None = None, device: int | None = None) -> GpuExecutable:
+    device = gpu_options.device if device is None else device
+    open_device(device)  # one clear line before any compilation where there is no GPU
+    return GpuExecutable(compile_for_gpu(program, sink=sink), device, sink)
+
+
+def run_on_gpu(program: Program, params: dict[str, np.ndarray], sink: DiagnosticSink) -> list[RuntimeValue]:
+    executable = load_on_gpu(program, sink)
+    outputs = executable.run(params)
+    if gpu_options.perf:
+        print(executable.perf(gpu_options.perf_iterations), end="")
+    return outputs

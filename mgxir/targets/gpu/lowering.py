@@ -1,0 +1,253 @@
+"""gpu_lowering: the main module's operators become the GPU target's, as MIGraphX's GPU lowering and
+compile_ops do: `pointwise` and `fused_reduce` modules and data movement (copies, concat, gather,
+pad, pooling) become `gpu::code_object`s of generated, NVRTC-compiled kernels; `dot` becomes
+`gpu::gemm` (cuBLASLt), taking a following bias add and relu into its epilogue; every lowered op
+writes into an `allocate` that memory_coloring then plans into one scratch buffer. Views stay as
+they are (the runtime aliases them). What the lowering has no kernel for (submodule control flow,
+tuples, fp8, ...) stays as it is and runs on the host."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from mgxir.ir.instruction import Instruction
+from mgxir.ir.module import Module
+from mgxir.ir.program import Program
+from mgxir.ir.shape import Shape
+from mgxir.ops.registry import make_op
+from mgxir.passes.base import Pass, PassContext
+from mgxir.targets.gpu import kernels
+from mgxir.targets.gpu.compiler import DEFAULT_ARCH, compile_kernel, device_arch
+from mgxir.targets.gpu.kernels import Kernel, Tensor, Unsupported
+from mgxir.targets.gpu.views import view_offset
+
+VECTOR_ALIGNMENT = 16  # bytes: what memory_coloring must give (the gpu pipeline asks for it)
+
+# where each value lives: (the instruction owning its buffer, element offset in it)
+Placement = dict[Instruction, tuple[Instruction, int]]
+Generator = Callable[[Instruction, list[Tensor], Tensor], Kernel]
+
+
+def _concat(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    return kernels.concat_kernel(inputs, ins.op["axis"] % len(output.lens), output)
+
+
+def _gather(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    return kernels.gather_kernel(inputs[0], inputs[1], ins.op["axis"] % len(inputs[0].lens), output)
+
+
+def _pad(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    if ins.op["mode"] != 0:
+        raise Unsupported("only constant padding has a kernel")
+    return kernels.pad_kernel(inputs[0], tuple(ins.op["pads"]), float(ins.op["value"]), output)
+
+
+def _pooling(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    return kernels.pooling_kernel(ins.op, inputs[0], output)
+
+
+def _copy(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    return kernels.copy_kernel(inputs[0], output, f"{ins.op.defn.name}_kernel")
+
+
+# operators with a kernel generator of their own; views that are not views (a reshape of a
+# transposed input) and contiguous are copies
+GENERATORS: dict[str, Generator] = {
+    "concat": _concat,
+    "gather": _gather,
+    "pad": _pad,
+    "pooling": _pooling,
+    "contiguous": _copy,
+    "reshape": _copy,
+    "reshape_lazy": _copy,
+    "flatten": _copy,
+    "squeeze": _copy,
+    "unsqueeze": _copy,
+    "transpose": _copy,
+    "layout": _copy,
+}
+
+
+@dataclasses.dataclass
+class GpuLowering(Pass):
+    name = "gpu_lowering"
+    description = "Lower main to GPU kernels (gpu::code_object), cuBLASLt gemms and allocations; compiles kernels."
+    arch: str = ""  # sm_XY; empty: the GPU's, or sm_90 without one
+    fuse_epilogues: bool = True
+
+    def apply(self, program: Program, context: PassContext) -> None:
+        arch = self.arch or device_arch() or DEFAULT_ARCH
+        module = program.main
+        placement: Placement = {}
+        for ins in list(module):
+            if ins.is_param or ins.is_literal:
+                placement[ins] = (ins, 0)
+            elif ins.is_return or ins.op.defn.name.startswith("gpu::") or ins.op.defn.name in ("allocate", "load"):
+                placement.setdefault(ins, (ins, 0))
+            elif ins.parent is module:
+                self._lower(module, ins, placement, arch, context)
+        _drop_unused_modules(program)
+
+    def _lower(self, module: Module, ins: Instruction, placement: Placement, arch: str, context: PassContext) -> None:
+        source = placement.get(ins.args[0]) if ins.args else None
+        if source is not None:
+            offset = view_offset(ins, source[1])
+            if offset is not None:
+                placement[ins] = (source[0], offset)
+                return
+        name = ins.op.defn.name
+        if ins.shape.is_tuple or ins.shape.is_dynamic or any(a.shape.is_tuple for a in ins.args):
+            return self._host(ins, placement, context)
+        try:
+            if name in ("dot",):
+                self._gemm(module, ins, placement, arch, context)
+                return
+            inputs = [self._tensor(a, placement) for a in ins.args]
+            output = Tensor.of(ins.shape)
+            if name == "pointwise":
+                kernel = kernels.pointwise_kernel(ins.module_args[0], inputs, output)
+            elif name == "fused_reduce":
+                kernel = kernels.reduce_kernel(ins.module_args[0], ins.op["axes"], inputs, output)
+            elif name in GENERATORS:
+                kernel = GENERATORS[name](ins, inputs, output)
+            else:
+                raise Unsupported(name)
+        except Unsupported:
+            return self._host(ins, placement, context)
+        code = compile_kernel(kernel, arch)
+        op = make_op(
+            "gpu::code_object",
+            code_object=code,
+            symbol_name=kernel.symbol,
+            **{"global": kernel.global_size, "local": kernel.local_size},
+        )
+        self._write_into_allocation(module, ins, op, list(ins.args), placement)
+        context.count("kernels generated")
+
+    def _host(self, ins: Instruction, placement: Placement, context: PassContext) -> None:
+        placement[ins] = (ins, 0)
+        context.count("left for the host")
+
+    def _tensor(self, ins: Instruction, placement: Placement) -> Tensor:
+        root, offset = placement[ins]
+        if ins.shape.is_tuple or ins.shape.is_dynamic:
+            raise Unsupported("tuple or dynamic argument")
+        return Tensor.of(ins.shape, aligned=(offset * ins.shape.dtype.itemsize) % VECTOR_ALIGNMENT == 0)
+
+    def _write_into_allocation(
+        self, module: Module, ins: Instruction, op, args: list[Instruction], placement: Placement
+    ) -> None:
+        allocation = module.insert(ins, make_op("allocate", shape=ins.shape))
+        placement[allocation] = (allocation, 0)
+        module.replace(ins, op, [*args, allocation], [])
+        placement[ins] = (allocation, 0)
+
+    # -- gemm ---------------------------------------------------------------------------------
+
+    def _gemm(self, module: Module, ins: Instruction, placement: Placement, arch: str, context: PassContext) -> None:
+        a, b = (self._gemm_operand(module, x, placement, arch, context) for x in ins.args)
+        target, epilogue, bias = ins, "none", None
+        if self.fuse_epilogues:
+            target, epilogue, bias = find_epilogue(ins, placement)
+        args = [a, b] if bias is None else [a, b, bias]
+        op = make_op("gpu::gemm", epilogue=epilogue)
+        if target is not ins:
+            self._write_into_allocation(module, target, op, args, placement)
+            module.remove(ins)
+            context.count(f"gemm epilogues fused ({epilogue})")
+        else:
+            self._write_into_allocation(module, ins, op, args, placement)
+        context.count("gemms")
+
+    def _gemm_operand(
+        self, module: Module, x: Instruction, placement: Placement, arch: str, context: PassContext
+    ) -> Instruction:
+        if gemm_layout(x.shape) is not None:
+            return x
+        copy = module.insert(_next(x), make_op("contiguous"), [x])
+        placement[copy] = placement[x]
+        kernel = kernels.copy_kernel(self._tensor(x, placement), Tensor.of(copy.shape))
+        op = make_op(
+            "gpu::code_object",
+            code_object=compile_kernel(kernel, arch),
+            symbol_name=kernel.symbol,
+            **{"global": kernel.global_size, "local": kernel.local_size},
+        )
+        self._write_into_allocation(module, copy, op, [x], placement)
+        context.count("kernels generated")
+        return copy
+
+
+def _next(ins: Instruction) -> Instruction | None:
+    return ins.next
+
+
+def gemm_layout(shape: Shape) -> tuple[bool, int, int, int] | None:
+    """How cuBLASLt reads a matrix operand: (transposed, leading dimension, batch count, batch
+    stride), or None where the batch axes do not collapse into one stride or neither matrix axis
+    is contiguous."""
+    lens, strides = shape.lens, shape.strides
+    rows, cols = lens[-2], lens[-1]
+    if strides[-1] == 1 or cols == 1:
+        transposed, ld = False, max(strides[-2], cols, 1)
+    elif strides[-2] == 1 or rows == 1:
+        transposed, ld = True, max(strides[-1], rows, 1)
+    else:
+        return None
+    if ld < (rows if transposed else cols):
+        return None
+    batch_axes = [(n, s) for n, s in zip(lens[:-2], strides[:-2]) if n != 1]
+    count = 1
+    for n, _ in batch_axes:
+        count *= n
+    if not batch_axes:
+        return transposed, ld, 1, 0
+    stride = batch_axes[-1][1]
+    expected = stride
+    for n, s in reversed(batch_axes):
+        if s != expected:
+            return None
+        expected = s * n
+    return transposed, ld, count, stride
+
+
+def find_epilogue(dot: Instruction, placement: Placement) -> tuple[Instruction, str, Instruction | None]:
+    """A pointwise user of `dot` that only adds a bias along the last axis and/or applies relu:
+    (that user, the epilogue's name, the bias) or (dot, 'none', None)."""
+    if len(dot.users) != 1:
+        return dot, "none", None
+    user = next(iter(dot.users))
+    if user.op.defn.name != "pointwise" or user.shape.dtype != dot.shape.dtype or user.shape.lens != dot.shape.lens:
+        return dot, "none", None
+    body = [i for i in user.module_args[0] if not (i.is_param or i.is_return)]
+    params = sorted((i for i in user.module_args[0] if i.is_param), key=lambda p: p.param_name)
+    bound = dict(zip(params, user.args))
+    names = [i.op.defn.name for i in body]
+    if names not in (["add"], ["add", "relu"], ["relu"]):
+        return dot, "none", None
+    if names == ["relu"]:
+        return (user, "relu", None) if bound.get(body[0].args[0]) is dot else (dot, "none", None)
+    add = body[0]
+    if names == ["add", "relu"] and body[1].args[0] is not add:
+        return dot, "none", None
+    operands = [bound.get(x) for x in add.args]
+    if dot not in operands or len(operands) != 2:
+        return dot, "none", None
+    bias = operands[1] if operands[0] is dot else operands[0]
+    if bias is None or bias is dot:
+        return dot, "none", None
+    strides, lens = bias.shape.strides, bias.shape.lens
+    along_last = strides[-1] == 1 and all(s == 0 for s in strides[:-1])
+    if not along_last or lens[-1] != dot.shape.lens[-1] or bias.shape.dtype != dot.shape.dtype:
+        return dot, "none", None
+    if (placement[bias][1] * bias.shape.dtype.itemsize) % VECTOR_ALIGNMENT:
+        return dot, "none", None
+    return user, "relu_bias" if names == ["add", "relu"] else "bias", bias
+
+
+def _drop_unused_modules(program: Program) -> None:
+    reachable = {id(m) for m in program.reachable_modules()}
+    for module in list(program):
+        if id(module) not in reachable and module is not program.main:
+            program.remove_module(module.name)
