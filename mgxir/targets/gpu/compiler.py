@@ -94,14 +94,33 @@ def compile_kernel(kernel: Kernel, arch: str = DEFAULT_ARCH) -> CodeObject:
 
 def _nvrtc(source: str, symbol: str, arch: str, output: str) -> bytes:
     try:
-        from cuda.core import Program, ProgramOptions
+        from cuda.bindings import nvrtc
     except ImportError:
-        raise MgxError("the GPU target needs cuda-core and NVRTC: pip install 'mgxir[cuda]'") from None
-    options = ProgramOptions(name=f"{symbol}.cu", arch=arch, std="c++17")
+        raise MgxError("the GPU target needs NVRTC: pip install 'mgxir[cuda]'") from None
+    ok = nvrtc.nvrtcResult.NVRTC_SUCCESS
+    err, program = nvrtc.nvrtcCreateProgram(source.encode(), f"{symbol}.cu".encode(), 0, [], [])
+    if err != ok:
+        raise MgxError(f"NVRTC cannot create a program for '{symbol}': {err}")
     try:
-        return bytes(Program(source, "c++", options).compile(output).code)
-    except Exception as e:  # NVRTC reports errors as its own exception types with the log
-        raise MgxError(f"kernel '{symbol}' does not compile for {arch}: {e}") from None
+        options = [f"--gpu-architecture={arch}".encode(), *(f"--{o}".encode() for o in OPTIONS)]
+        (err,) = nvrtc.nvrtcCompileProgram(program, len(options), options)
+        if err != ok:
+            _, size = nvrtc.nvrtcGetProgramLogSize(program)
+            log = b" " * size
+            nvrtc.nvrtcGetProgramLog(program, log)
+            first = next((line for line in log.decode(errors="replace").splitlines() if "error" in line), "")
+            raise MgxError(f"kernel '{symbol}' does not compile for {arch}: {first.strip()}")
+        get_size, get = (
+            (nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN) if output == "cubin" else (nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX)
+        )
+        _, size = get_size(program)
+        binary = b" " * size
+        (err,) = get(program, binary)
+        if err != ok:
+            raise MgxError(f"NVRTC gives no {output} for '{symbol}': {err}")
+        return binary
+    finally:
+        nvrtc.nvrtcDestroyProgram(program)
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

@@ -241,9 +241,24 @@ def find_epilogue(dot: Instruction, placement: Placement) -> tuple[Instruction, 
     along_last = strides[-1] == 1 and all(s == 0 for s in strides[:-1])
     if not along_last or lens[-1] != dot.shape.lens[-1] or bias.shape.dtype != dot.shape.dtype:
         return dot, "none", None
-    if (placement[bias][1] * bias.shape.dtype.itemsize) % VECTOR_ALIGNMENT:
+    where = placed(bias, placement)
+    if where is None or (where[1] * bias.shape.dtype.itemsize) % VECTOR_ALIGNMENT:
         return dot, "none", None
     return user, "relu_bias" if names == ["add", "relu"] else "bias", bias
+
+
+def placed(ins: Instruction, placement: Placement) -> tuple[Instruction, int] | None:
+    """Where `ins` lives if it is placed already or is a chain of views of something placed."""
+    if ins in placement:
+        return placement[ins]
+    if not ins.args or ins.shape.is_tuple:
+        return None
+    source = placed(ins.args[0], placement)
+    offset = view_offset(ins, source[1]) if source is not None else None
+    if source is None or offset is None:
+        return None
+    placement[ins] = (source[0], offset)
+    return placement[ins]
 
 
 def _drop_unused_modules(program: Program) -> None:

@@ -8,7 +8,6 @@ Instructions the lowering left alone run on the host (their inputs copied down, 
 
 from __future__ import annotations
 
-import ctypes
 import dataclasses
 import statistics
 from collections.abc import Callable
@@ -80,7 +79,7 @@ class GpuExecutable:
         self.stream = self.device.create_stream()
         self.stream_handle = int(self.stream.handle)
         self._launch, self._config = launch, LaunchConfig
-        self._timing = EventOptions(enable_timing=True)
+        self._timing = EventOptions(timing_enabled=True)
         self._object_code = ObjectCode
         self.buffers: list[object] = []  # keeps device allocations alive
         self.pointer: dict[Instruction, int] = {}
@@ -158,7 +157,7 @@ class GpuExecutable:
             self._kernels[key] = self._object_code.from_cubin(code.binary).get_kernel(symbol)
         kernel = self._kernels[key]
         config = self._config(grid=max(1, global_size // local_size), block=local_size)
-        args = tuple(ctypes.c_void_p(self.pointer[a]) for a in ins.args)
+        args = tuple(np.uint64(self.pointer[a]) for a in ins.args)
         launch, stream = self._launch, self.stream
         return lambda: launch(stream, config, kernel, *args)
 
