@@ -41,13 +41,13 @@ def torch_time(fn: Callable[[], object], iterations: int) -> float:
     return start.elapsed_time(stop) / iterations
 
 
-def program(text: str):  # noqa: ANN201
+def program(text: str):
     p = parse_program('module: "main"\n' + text.strip() + "\n")
     verify(p, DiagnosticSink())
     return p
 
 
-def mgx_time(p, params: dict[str, np.ndarray], iterations: int) -> tuple[float, list[np.ndarray]]:  # noqa: ANN001
+def mgx_time(p, params: dict[str, np.ndarray], iterations: int) -> tuple[float, list[np.ndarray]]:
     executable = load_on_gpu(p, DiagnosticSink())
     outputs = executable.run(params)
     return executable._time(executable.execute, iterations), outputs
@@ -96,7 +96,9 @@ y = @param:y -> float_type, {{{n}}}, {{1}}
     t_compiled = torch_time(lambda: compiled(x, y), iterations)
     for name, t in (("mgxir gpu", t_mgx), ("torch eager", t_eager), ("torch.compile", t_compiled)):
         bw = 3 * nbytes / t / 1e6
-        row(f"8 pointwise ops, {n} f32: {name}", "ms | GB/s | share of copy", f"{t:.4f} | {bw:.0f} | {bw / copy_bw:.1%}")
+        row(
+            f"8 pointwise ops, {n} f32: {name}", "ms | GB/s | share of copy", f"{t:.4f} | {bw:.0f} | {bw / copy_bw:.1%}"
+        )
     row("8 pointwise ops: rms error vs torch", "", f"{rms_error(outputs[0], expected.cpu().numpy()):.2e}")
 
 
@@ -126,7 +128,8 @@ def reductions(rows: int, cols: int, iterations: int) -> None:
             lambda t: torch.nn.functional.layer_norm(t, (cols,)),
         ),
         "reduce_sum over rows": (
-            f"x = @param:x -> float_type, {{{rows}, {cols}}}, {{{cols}, 1}}\n@1 = reduce_sum[axes={{1}}](x)\n@2 = @return(@1)",
+            f"x = @param:x -> float_type, {{{rows}, {cols}}}, {{{cols}, 1}}\n"
+            "@1 = reduce_sum[axes={1}](x)\n@2 = @return(@1)",
             lambda t: t.sum(dim=1, keepdim=True),
         ),
     }
@@ -136,7 +139,11 @@ def reductions(rows: int, cols: int, iterations: int) -> None:
         t_eager = torch_time(lambda fn=fn: fn(x), iterations)
         t_compiled = torch_time(lambda compiled=compiled: compiled(x), iterations)
         error = rms_error(outputs[0], fn(x).cpu().numpy())
-        row(f"{name} {rows}x{cols} f32", "mgxir | eager | compile (ms) | rms", f"{t_mgx:.4f} | {t_eager:.4f} | {t_compiled:.4f} | {error:.1e}")
+        row(
+            f"{name} {rows}x{cols} f32",
+            "mgxir | eager | compile (ms) | rms",
+            f"{t_mgx:.4f} | {t_eager:.4f} | {t_compiled:.4f} | {error:.1e}",
+        )
 
 
 def gemms(m: int, k: int, n: int, iterations: int) -> None:
@@ -164,8 +171,8 @@ b = @param:b -> {type_name}, {{{n}}}, {{1}}
         params = {"a": a.cpu().numpy(), "w": w.cpu().numpy(), "b": b.cpu().numpy()}
         t_mgx, outputs = mgx_time(program(text), params, iterations)
         compiled = torch.compile(fn)
-        t_eager = torch_time(lambda fn=fn: fn(a, w, b), iterations)
-        t_compiled = torch_time(lambda: compiled(a, w, b), iterations)
+        t_eager = torch_time(lambda fn=fn, a=a, w=w, b=b: fn(a, w, b), iterations)
+        t_compiled = torch_time(lambda c=compiled, a=a, w=w, b=b: c(a, w, b), iterations)
         error = rms_error(outputs[0].astype(np.float32), fn(a, w, b).float().cpu().numpy())
         tflops = 2 * m * n * k / t_mgx / 1e9
         row(

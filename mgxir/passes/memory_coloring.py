@@ -4,10 +4,11 @@ instead; `scratch_parameter=true` does that too, though the program then needs t
 
 An allocation lives from its definition to the last use of anything that aliases it: views of it
 (`is_view` ops), lowered target ops that write into their last argument, and operators mgxir does
-not know, whose last argument is taken to alias it (MIGraphX's convention for lowered ops). Offsets are planned in one scan in
-program order with a best-fit free list that coalesces neighbours (MIGraphX colours a conflict
-graph instead, which is quadratic; the peak may differ). Offsets are aligned as MIGraphX aligns
-them: the largest element size, times 4 (or 2) where the allocation's elements allow."""
+not know, whose last argument is taken to alias it (MIGraphX's convention for lowered ops).
+Offsets are planned in one scan in program order with a best-fit free list that coalesces
+neighbours (MIGraphX colours a conflict graph instead, which is quadratic; the peak may differ).
+Offsets are aligned as MIGraphX aligns them: the largest element size, times 4 (or 2) where the
+allocation's elements allow, and at least `alignment` bytes."""
 
 from __future__ import annotations
 

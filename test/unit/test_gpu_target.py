@@ -128,13 +128,13 @@ x = @param:x -> float_type, {4, 6}, {6, 1}
 }
 
 
-def _program(text: str):  # noqa: ANN202
+def _program(text: str):
     program = parse_program('module: "main"\n' + text.strip() + "\n")
     verify(program, DiagnosticSink())
     return program
 
 
-def _inputs(program, seed: int = 0) -> dict[str, np.ndarray]:  # noqa: ANN001
+def _inputs(program, seed: int = 0) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     values = {}
     for p in program.main.parameters():

@@ -27,7 +27,7 @@ GEMM_TYPES: dict[DType, tuple[int, int, type]] = {
 EPILOGUE_IDS = {"none": 1, "relu": 2, "bias": 4, "relu_bias": 6, "gelu": 32, "gelu_bias": 36}
 
 
-def _lt():  # noqa: ANN202  (an optional heavy dependency, imported on first use)
+def _lt():
     try:
         from nvmath.bindings import cublasLt
     except ImportError:
@@ -72,7 +72,9 @@ class GemmPlan:
         self.desc = lt.matmul_desc_create(compute_type, 0 if scale is np.float32 else 1)
         self._set(lt.matmul_desc_set_attribute, self.desc, lt.MatmulDescAttribute.TRANSA, int(lb.transposed), np.int32)
         self._set(lt.matmul_desc_set_attribute, self.desc, lt.MatmulDescAttribute.TRANSB, int(la.transposed), np.int32)
-        self._set(lt.matmul_desc_set_attribute, self.desc, lt.MatmulDescAttribute.EPILOGUE, EPILOGUE_IDS[epilogue], np.int32)
+        self._set(
+            lt.matmul_desc_set_attribute, self.desc, lt.MatmulDescAttribute.EPILOGUE, EPILOGUE_IDS[epilogue], np.int32
+        )
         self.with_bias = epilogue.endswith("bias")
         # cuBLASLt's A: our B, stored (K x N row-major) = (N x K column-major) unless transposed
         self.a_desc = self._layout(data_type, (m, k) if not lb.transposed else (k, m), lb, batch)
@@ -106,7 +108,7 @@ class GemmPlan:
         self.algorithms = results[: int(count[0])]
         self.choice = 0
 
-    def _set(self, setter, target: int, attribute: int, value: int, dtype: type) -> None:  # noqa: ANN001
+    def _set(self, setter, target: int, attribute: int, value: int, dtype: type) -> None:
         buf = np.array([value], dtype)
         setter(target, attribute, buf.ctypes.data, buf.nbytes)
 

@@ -111,7 +111,9 @@ def _nvrtc(source: str, symbol: str, arch: str, output: str) -> bytes:
             first = next((line for line in log.decode(errors="replace").splitlines() if "error" in line), "")
             raise MgxError(f"kernel '{symbol}' does not compile for {arch}: {first.strip()}")
         get_size, get = (
-            (nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN) if output == "cubin" else (nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX)
+            (nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN)
+            if output == "cubin"
+            else (nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX)
         )
         _, size = get_size(program)
         binary = b" " * size

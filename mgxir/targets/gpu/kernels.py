@@ -236,7 +236,9 @@ POINT_OPS: dict[str, Expr] = {
     "leaky_relu": lambda op, a, t: f"({a[0]} < 0 ? {a[0]} * ({t}){float(op['alpha'])!r} : {a[0]})",
     "elu": lambda op, a, t: f"({a[0]} < 0 ? ({t}){float(op['alpha'])!r} * expm1({a[0]}) : {a[0]})",
     "convert": _convert,
-    "dequantizelinear": lambda op, a, t: f"(({t})(((float)({a[0]}){' - (float)(' + a[2] + ')' if len(a) == 3 else ''}) * (float)({a[1]})))",
+    "dequantizelinear": lambda op, a, t: (
+        f"(({t})(((float)({a[0]}){' - (float)(' + a[2] + ')' if len(a) == 3 else ''}) * (float)({a[1]})))"
+    ),
     "quantizelinear": _quantize,
 }
 
@@ -297,10 +299,21 @@ def pointwise_body(module: Module, args: Sequence[str], prefix: str) -> tuple[li
 
 
 def kernel_name(module: Module, suffix: str = "kernel") -> str:
-    ops = [i.op.defn.name for i in module if not (i.is_param or i.is_literal or i.is_return)]
-    ops = [o.replace("::", "_") for o in ops if o not in ("multibroadcast", "broadcast")]
-    stem = "_".join(dict.fromkeys(ops)) or "copy"
-    return f"{stem[:48]}_{suffix}"
+    """MIGraphX's names: the module's operators in order, fused pointwise bodies spelled out."""
+    stem = "_".join(dict.fromkeys(_op_names(module))) or "copy"
+    return f"{stem[:48].rstrip('_')}_{suffix}"
+
+
+def _op_names(module: Module) -> list[str]:
+    names: list[str] = []
+    for ins in module:
+        if ins.is_param or ins.is_literal or ins.is_return or ins.op.defn.is_view:
+            continue
+        if ins.op.defn.name == "pointwise" and ins.module_args:
+            names.extend(_op_names(ins.module_args[0]))
+        else:
+            names.append(ins.op.defn.name.replace("::", "_"))
+    return names
 
 
 # -- index arithmetic ----------------------------------------------------------------------------
@@ -400,7 +413,8 @@ def elementwise_kernel(
             continue
         offset = "i" if dense else _offset("i", t, width)
         if width > 1:
-            lines.append(f"  const mgx_vec<{st}, {width}> v{k} = *(const mgx_vec<{st}, {width}>*)(x{k} + ({offset}) * {width if dense else 1});")
+            vector = f"mgx_vec<{st}, {width}>"
+            lines.append(f"  const {vector} v{k} = *(const {vector}*)(x{k} + ({offset}) * {width if dense else 1});")
         else:
             lines.append(f"  const {ct} s{k} = mgx_load(x{k} + {offset});")
     out_offset = "i" if dense else _offset("i", output, width)
@@ -449,8 +463,16 @@ REDUCERS: dict[str, tuple[str, Callable[[str], str], bool]] = {
     "reduce_sum": ("mgx_op_sum", lambda t: f"(({t})0)", False),
     "reduce_mean": ("mgx_op_sum", lambda t: f"(({t})0)", True),
     "reduce_prod": ("mgx_op_prod", lambda t: f"(({t})1)", False),
-    "reduce_max": ("mgx_op_max", lambda t: f"(-({t})(1.0 / 0.0))" if t in ("float", "double") else f"(({t})0x8000000000000000ULL)", False),
-    "reduce_min": ("mgx_op_min", lambda t: f"(({t})(1.0 / 0.0))" if t in ("float", "double") else f"(({t})0x7fffffffffffffffLL)", False),
+    "reduce_max": (
+        "mgx_op_max",
+        lambda t: f"(-({t})(1.0 / 0.0))" if t in ("float", "double") else f"(({t})0x8000000000000000ULL)",
+        False,
+    ),
+    "reduce_min": (
+        "mgx_op_min",
+        lambda t: f"(({t})(1.0 / 0.0))" if t in ("float", "double") else f"(({t})0x7fffffffffffffffLL)",
+        False,
+    ),
 }
 _VIEWS_OF_ROW_VALUES = ("multibroadcast", "broadcast")
 
@@ -525,7 +547,8 @@ def reduce_kernel(module: Module, axes: Sequence[int], inputs: Sequence[Tensor],
 
     def offsets(indent: str) -> list[str]:
         return [
-            f"{indent}const long long o{k} = base{k} + {_axes_offset('r', t, axes, lens)};" for k, t in enumerate(tensors)
+            f"{indent}const long long o{k} = base{k} + {_axes_offset('r', t, axes, lens)};"
+            for k, t in enumerate(tensors)
         ]
 
     for ins in order:

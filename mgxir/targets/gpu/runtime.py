@@ -26,7 +26,7 @@ from mgxir.targets.gpu.views import view_offset
 from mgxir.text.printer import print_module
 
 
-def _driver():  # noqa: ANN202
+def _driver():
     from cuda.bindings import driver
 
     return driver
@@ -41,7 +41,7 @@ def _check(result: tuple) -> object:
     return result[1] if len(result) == 2 else result[1:]
 
 
-def open_device(index: int):  # noqa: ANN201
+def open_device(index: int):
     """The cuda-core Device, current; one clear MgxError where there is no GPU or no driver."""
     try:
         from cuda.core import Device
