@@ -72,6 +72,7 @@ GENERATORS: dict[str, Generator] = {
 @dataclasses.dataclass
 class GpuLowering(Pass):
     name = "gpu_lowering"
+    lowers_to_target = True
     description = "Lower main to GPU kernels (gpu::code_object), cuBLASLt gemms and allocations; compiles kernels."
     arch: str = ""  # sm_XY; empty: the GPU's, or sm_90 without one
     fuse_epilogues: bool = True
