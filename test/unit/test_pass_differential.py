@@ -32,9 +32,7 @@ RANDOM_PROGRAMS = int(os.environ.get("MGXIR_DIFFERENTIAL_PROGRAMS", "12"))
 EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "reference" / "migraphx-examples"
 # target lowerings leave code the interpreter cannot run (test_gpu_target runs it on the GPU)
 PIPELINE_NAMES = [
-    name
-    for name in sorted(PASSES) + sorted(PIPELINES)
-    if not any(p.lowers_to_target for p in parse_pipeline(name))
+    name for name in sorted(PASSES) + sorted(PIPELINES) if not any(p.lowers_to_target for p in parse_pipeline(name))
 ]
 TOLERANCE = 1e-3
 
