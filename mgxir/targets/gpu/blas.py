@@ -14,6 +14,7 @@ import numpy as np
 from mgxir.diagnostics import MgxError
 from mgxir.ir.dtype import DType
 from mgxir.ir.shape import Shape
+from mgxir.targets.gpu.lowering import gemm_layout
 
 WORKSPACE_BYTES = 32 << 20
 
@@ -44,8 +45,6 @@ class Layout:
 
 
 def layout_of(shape: Shape) -> Layout:
-    from mgxir.targets.gpu.lowering import gemm_layout
-
     found = gemm_layout(shape)
     if found is None:
         raise MgxError(f"gpu::gemm: operand layout {shape.lens} / {shape.strides} is not a strided batch")
