@@ -22,6 +22,7 @@ from mgxir.ops.definition import RuntimeValue
 from mgxir.targets.gpu.driver import gpu_options, run_on_gpu
 from mgxir.text.parser import read_program
 from mgxir.tools.common import run_guarded
+from mgxir.translate.onnx import import_model
 from mgxir.verifier import verify
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
@@ -307,7 +308,9 @@ def compare(
 
 @app.command(context_settings={"help_option_names": ["-h", "--help"]})
 def mgx_run(
-    input_file: Annotated[str, typer.Argument(metavar="PROGRAM", help="Program text ('-' for standard input).")] = "-",
+    input_file: Annotated[
+        str, typer.Argument(metavar="PROGRAM", help="Program text ('-' for standard input) or an ONNX model (.onnx).")
+    ] = "-",
     inputs: Annotated[
         list[str] | None,
         typer.Option("--input", help="NAME=@x.npy, @inputs.npz, or NAME=2x3xf32=1 2 3 4 5 6 (repeatable)."),
@@ -342,7 +345,10 @@ def mgx_run(
         if fill not in ("random", "zeros", "ones", "none"):
             raise MgxError(f"--fill must be random, zeros, ones or none, not '{fill}'")
         gpu_options.device, gpu_options.perf = device, perf
-        program = read_program(input_file, sink, from_log=from_log or log_pass is not None, log_pass=log_pass)
+        if input_file.endswith(".onnx"):
+            program = import_model(input_file, sink=sink)
+        else:
+            program = read_program(input_file, sink, from_log=from_log or log_pass is not None, log_pass=log_pass)
         verify(program, sink)
         params = gather_inputs(program, inputs or [], fill, seed)
         outputs = flatten_outputs(TARGETS[target](program, params, sink))

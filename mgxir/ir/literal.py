@@ -23,7 +23,8 @@ class Literal:
             want = shape.dtype.numpy
             if data.dtype != want:
                 data = data.astype(want)
-            data = data.reshape(shape.lens)
+            # MIGraphX's empty literal has no lens (and no elements): its data stays an empty list
+            data = data.reshape(shape.lens) if shape.lens or data.size else data.reshape(0)
         self.data = data
         self.source = source  # the sidecar file the data came from, if any
 

@@ -155,7 +155,7 @@ class PackFp4(OpDef):
             raise fail(self.name, f"cannot pack dimension {axis} of odd length {x.lens[axis]}")
         lens = list(x.lens)
         lens[axis] //= 2
-        return Shape.make(DType.fp4x2, lens)
+        return x.with_lens(lens, DType.fp4x2)
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
         x = np.moveaxis(inputs[0].astype(np.float64), normalize_axis(self.name, op["axis"], inputs[0].ndim), -1)
@@ -181,14 +181,14 @@ class UnpackFp4(OpDef):
         axis = normalize_axis(self.name, op["axis"], x.ndim)
         lens = list(x.lens)
         lens[axis] *= 2
-        return Shape.make(DType.float, lens)
+        return x.with_lens(lens, DType.fp8e4m3fn)
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
         axis = normalize_axis(self.name, op["axis"], inputs[0].ndim)
         bits = np.moveaxis(inputs[0].view(np.uint8), axis, -1)
         codes = np.stack([bits & 0xF, bits >> 4], axis=-1).reshape(*bits.shape[:-1], -1)
         values = np.where(codes & 8, -1.0, 1.0) * FP4_VALUES[codes & 7]
-        return np.moveaxis(values.astype(np.float32), -1, axis)
+        return np.moveaxis(values.astype(DType.fp8e4m3fn.numpy), -1, axis)
 
 
 @register

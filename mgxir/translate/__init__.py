@@ -1,0 +1,1 @@
+"""Translations between mgxir programs and other formats (ONNX import, ...)."""

@@ -1,0 +1,516 @@
+"""ONNX operators that make or rearrange tensors: constants, shapes, reshapes, slices, splits."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mgxir.ir.dtype import DType
+from mgxir.ir.instruction import Instruction
+from mgxir.ir.literal import Literal
+from mgxir.ir.shape import Shape
+from mgxir.translate.onnx.importer import (
+    NodeInfo,
+    OnnxParser,
+    ParseError,
+    broadcast_lens,
+    check_literal_size,
+    onnx_type,
+)
+from mgxir.translate.onnx.parsers.elementwise import loaded_op
+from mgxir.translate.onnx.registry import onnx_op
+
+Args = list[Instruction]
+INT_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+
+
+def constant_values(info: NodeInfo, ins: Instruction, message: str) -> list[int]:
+    """The constant value of an input as integers, or MIGraphX's check_arg_empty error."""
+    value = info.eval(ins)
+    if value is None:
+        raise ParseError(message)
+    return [int(v) for v in np.asarray(value).reshape(-1)]
+
+
+def tune_axis(rank: int, axis: int, op_name: str) -> int:
+    if axis < -rank or axis >= rank:
+        raise ParseError(f"{op_name.upper()}: axis is out of range.")
+    return axis + rank if axis < 0 else axis
+
+
+@onnx_op("Constant")
+def parse_constant(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    present = [a for a in ("value", "value_float", "value_floats", "value_int", "value_ints") if info.has(a)]
+    if not present:
+        raise ParseError("Constant node does not contain any supported attribute")
+    if len(present) > 1:
+        raise ParseError("Constant contains multiple attributes: " + ", ".join(present))
+    attr = info.attributes[present[0]]
+    if attr.type == 4:  # TENSOR
+        lit = parser.parse_tensor(attr.t)
+        if lit.shape.elements == 0:
+            return info.module.add_literal(Literal(Shape.make(lit.shape.dtype, ()), np.zeros(0, lit.shape.dtype.numpy)))
+        if len(attr.t.dims) == 0:
+            return info.module.add_literal(Literal(Shape.scalar_of(lit.shape.dtype), lit.data))
+        return info.module.add_literal(lit)
+    value = parser.parse_value(attr)
+    if value is None:
+        raise ParseError(f"Constant attribute '{present[0]}' has the wrong type")
+    dtype = DType.from_numpy(value.dtype)
+    if value.size == 0:
+        return info.module.add_literal(Literal(Shape.make(dtype, ()), np.zeros(0, dtype.numpy)))
+    if attr.type in (1, 2):
+        return info.add_literal(value, dtype, [1])
+    return info.add_literal(value, dtype, [value.size])
+
+
+@onnx_op("ConstantOfShape")
+def parse_constant_of_shape(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    if info.has("value"):
+        value = info.value("value")
+        if value is None or value.size != 1:
+            raise ParseError("ConstantOfShape: attribute value can contain only 1 elements!")
+        dtype = DType.from_numpy(value.dtype)
+    else:
+        value, dtype = np.zeros(1, np.float32), DType.float
+    if not args:
+        raise ParseError("ConstantOfShape : must have 1 input!")
+    dims = info.eval(args[0])
+    if dims is None:
+        fill_value = info.module.add_literal(Literal(Shape.scalar_of(dtype), value.reshape(1)))
+        alloc = info.add("allocate", args[0], buf_type=dtype)
+        return info.add("fill", fill_value, alloc)
+    if args[0].shape.elements == 0:
+        shape = Shape.scalar_of(dtype)
+    else:
+        lens = [int(d) for d in np.asarray(dims).reshape(-1)]
+        if any(d < 0 for d in lens):
+            raise ParseError(f"ConstantOfShape: negative dimensions {lens}")
+        shape = Shape.make(dtype, lens)
+    if shape.elements == 0:
+        return info.add("undefined")
+    check_literal_size(shape)
+    return info.module.add_literal(Literal(shape, np.full(shape.lens, value.reshape(-1)[0], dtype.numpy)))
+
+
+@onnx_op("Shape")
+def parse_shape(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    if len(args) != 1:
+        raise ParseError("Shape: operator should have 1 operand")
+    shape = args[0].shape
+    ndim = shape.ndim
+
+    def normalize(i: int) -> int:
+        i = min(max(i, -ndim), ndim)
+        return i if i >= 0 else ndim + i
+
+    end = normalize(info.attributes["end"].i) if info.has("end") else ndim
+    start = normalize(info.attributes["start"].i) if info.has("start") else 0
+    if end <= start:
+        raise ParseError(f"PARSE_SHAPE: ending axis <= starting axis, end: {end} start: {start}")
+    if shape.is_dynamic:
+        return info.add("dimensions_of", args[0], start=start, end=end)
+    return info.add_literal(list(shape.lens[start:end]), DType.int64, [end - start])
+
+
+@onnx_op("Size")
+def parse_size(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    return info.add_literal(args[0].shape.elements, DType.int64)
+
+
+@onnx_op("Reshape")
+def parse_reshape(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    if len(args) == 1:
+        if not info.has("shape"):
+            raise ParseError("Reshape: missing the shape attribute")
+        return info.add("reshape", args[0], dims=info.attr_ints("shape"))
+    dims = info.eval(args[1])
+    if dims is None:
+        alloc = info.add("allocate", args[1], buf_type=args[0].shape.dtype)
+        return info.add("reshape", args[0], alloc)
+    return info.add("reshape", args[0], dims=[int(d) for d in np.asarray(dims).reshape(-1)])
+
+
+@onnx_op("Transpose")
+def parse_transpose(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    perm = info.attr_ints("perm", [])
+    ndim = args[0].shape.ndim
+    if not perm:
+        perm = list(range(ndim - 1, -1, -1))
+    if len(perm) != ndim:
+        raise ParseError("PARSE_TRANSPOSE: perm and input have diffferent number of dims!")
+    return info.add("transpose", args[0], permutation=perm)
+
+
+@onnx_op("Squeeze", "Unsqueeze")
+def parse_squeeze(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    name = info.op_type.lower()
+    op = loaded_op(name, info)
+    if len(args) == 2:
+        axes = constant_values(info, args[1], f"PARSE_{name}: cannot handle variable axes!")
+        op = op.replace(axes=axes)  # type: ignore[attr-defined]
+    return info.add(op, info.make_contiguous(args[0]))  # type: ignore[arg-type]
+
+
+@onnx_op("Slice")
+def parse_slice(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    op_args: list[Instruction] = []
+    steps: list[int] = []
+    values: dict[str, list[int]] = {"axes": [], "ends": [], "starts": []}
+
+    def take(name: str, ins: Instruction) -> None:
+        value = info.eval(ins)
+        if value is None:
+            op_args.insert(0, ins)
+        else:
+            values[name] = [int(v) for v in np.asarray(value).reshape(-1)]
+
+    if len(args) == 5:
+        steps = constant_values(info, args[4], "PARSE_SLICE: cannot handle variable steps for slice")
+    for position, name in ((3, "axes"), (2, "ends"), (1, "starts")):
+        if len(args) > position:
+            take(name, args[position])
+        elif info.has(name):
+            values[name] = info.attr_ints(name) or []
+    op_args.insert(0, args[0])
+    axes, starts, ends = values["axes"], values["starts"], values["ends"]
+    if not axes and len(op_args) <= 3:
+        axes = list(range(args[0].shape.ndim))
+    if any(s != 1 for s in steps):
+        if not starts or not ends:
+            raise ParseError("PARSE_SLICE: steps and variable starts and/or ends is not supported")
+        if not axes:
+            raise ParseError("PARSE_SLICE: steps and variable axes is not supported")
+    reversed_axes: list[int] = []
+    for i, step in enumerate(steps):
+        if step >= 0:
+            continue
+        starts[i] += 1
+        if starts[i] == 0:
+            starts[i] = INT_MAX
+        ends[i] += 1
+        reversed_axes.append(axes[i])
+        starts[i], ends[i] = ends[i], starts[i]
+    ins = info.add("slice", *op_args, axes=axes, starts=starts, ends=ends)
+    if reversed_axes:
+        ins = info.add("reverse", ins, axes=reversed_axes)
+    if any(abs(s) != 1 for s in steps):
+        ins = info.add("step", ins, axes=axes, steps=[abs(s) for s in steps])
+    return ins
+
+
+@onnx_op("Expand")
+def parse_expand(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    dims = info.eval(args[1])
+    if dims is None:
+        return info.add("broadcast_with_dims", args[0], args[1])
+    if args[0].shape.is_dynamic:
+        raise ParseError("PARSE_EXPAND: dynamic input tensor with fixed dims input not supported")
+    out_lens = broadcast_lens(args[0].shape.lens, [int(d) for d in np.asarray(dims).reshape(-1)])
+    return info.add("multibroadcast", args[0], out_lens=out_lens)
+
+
+@onnx_op("Tile")
+def parse_tile(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    repeats = constant_values(info, args[1], "PARSE_TILE: dynamic shape is not supported")
+    lens = args[0].shape.lens
+    if len(repeats) != len(lens):
+        raise ParseError("tile op-builder: repeats size mismatch with input shape")
+    axes = [2 * i for i in range(len(lens))]
+    unsqueezed = info.add("unsqueeze", args[0], axes=axes)
+    bcast = list(unsqueezed.shape.lens)
+    for a in axes:
+        bcast[a] = repeats[a // 2]
+    mb = info.add("multibroadcast", unsqueezed, out_lens=bcast)
+    return info.add("reshape", mb, dims=[bcast[2 * i] * bcast[2 * i + 1] for i in range(len(lens))])
+
+
+@onnx_op("Split")
+def parse_split(parser: OnnxParser, info: NodeInfo, args: Args) -> list[Instruction]:
+    axis = info.attr_int("axis", 0)
+    shape = args[0].shape
+    axis = tune_axis(shape.ndim, axis, "Split")
+    if shape.is_dynamic and shape.dyn_dims[axis].min != shape.dyn_dims[axis].max:  # type: ignore[index]
+        if info.has("split") or len(args) == 2:
+            raise ParseError("PARSE_SPLIT: dynamic input and non-fixed split axis and `split` attribute not supported")
+        n = info.num_outputs
+        dim = info.add("dimensions_of", args[0], start=axis, end=axis + 1)
+        n_lit = info.add_literal(n, DType.int64)
+        n1_lit = info.add_literal(n - 1, DType.int64)
+        chunk = info.add("div", info.add("add", dim, n1_lit), n_lit)
+        out = []
+        for i in range(n - 1):
+            lo = info.add("mul", chunk, info.add_literal(i, DType.int64))
+            hi = info.add("mul", chunk, info.add_literal(i + 1, DType.int64))
+            out.append(info.add("slice", args[0], lo, hi, axes=[axis]))
+        last = info.add("mul", chunk, info.add_literal(n - 1, DType.int64))
+        out.append(info.add("slice", args[0], last, axes=[axis], ends=[INT64_MAX]))
+        return out
+    length = shape.dyn_dims[axis].max if shape.is_dynamic else shape.lens[axis]  # type: ignore[index]
+    if info.has("split"):
+        splits = info.attr_ints("split") or []
+    elif len(args) == 2:
+        splits = constant_values(info, args[1], "PARSE_SPLIT: non-constant `split` input is not supported")
+    else:
+        n = info.num_outputs
+        if info.has("num_outputs"):
+            n = info.attr_int("num_outputs") or 0
+            if n != info.num_outputs:
+                raise ParseError(
+                    f"PARSE_SPLIT: num_outputs attribute {n} doesn't match actual number of outputs {info.num_outputs}!"
+                )
+        if n <= 0:
+            raise ParseError("PARSE_SPLIT: no outputs")
+        if length % n == 0:
+            splits = [length // n] * n
+        else:
+            chunk = length // n + 1
+            splits = [chunk] * (n - 1) + [length - chunk * (n - 1)]
+    if sum(splits) != length:
+        raise ParseError(
+            f"PARSE_SPLIT: sum of split attribute unequal to dim size of axis! tuned axis:{length} "
+            f"Output {{{', '.join(map(str, splits))}}} Rank {shape.ndim}"
+        )
+    out, start = [], 0
+    for size in splits:
+        out.append(info.add("slice", args[0], axes=[axis], starts=[start], ends=[start + size]))
+        start += size
+    return out
+
+
+@onnx_op("Range")
+def parse_range(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    values = [info.eval(a) for a in args[:3]]
+    if any(v is None for v in values):
+        return info.add("dynamic_range", *args)
+    dtype = args[0].shape.dtype
+    start, limit, delta = (np.asarray(v).reshape(-1)[0] for v in values)  # type: ignore[union-attr]
+    if not (delta > 0 or delta < 0):
+        raise ParseError("PARSE_RANGE: delta must be non-zero")
+    count = max(0, math.ceil((float(limit) - float(start)) / float(delta)))
+    check_literal_size(Shape.make(dtype, [count]))
+    out = np.empty(count, dtype.numpy)
+    current = np.asarray(start, dtype.numpy)
+    step = np.asarray(delta, dtype.numpy)
+    for i in range(count):
+        out[i] = current
+        current = (current + step).astype(dtype.numpy)
+    return info.add_literal(out, dtype, [count])
+
+
+@onnx_op("EyeLike")
+def parse_eyelike(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    lens = args[0].shape.lens
+    if len(lens) != 2:
+        raise ParseError("EYELIKE: tensor input not of rank 2")
+    rows, cols = lens
+    dtype = onnx_type(info.attributes["dtype"].i) if info.has("dtype") else args[0].shape.dtype
+    k = info.attributes["k"].i if info.has("k") else 0
+    if k >= 0 and k >= cols:
+        raise ParseError(f"EYELIKE: positive k out of bounds, k = {k} num_cols = {cols}")
+    if k < 0 and abs(k) >= rows:
+        raise ParseError(f"EYELIKE: negative k out of bounds, k = {k} num_rows = {cols}")
+    check_literal_size(Shape.make(dtype, lens))
+    return info.add_literal(np.eye(rows, cols, k), dtype, lens)
+
+
+@onnx_op("Trilu")
+def parse_trilu(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    lens = args[0].shape.lens
+    rows, cols = lens[-2], lens[-1]
+    k = 0
+    if len(args) > 1:
+        k = constant_values(info, args[1], "PARSE_TRILU: dynamic k not supported")[0]
+    upper = bool(info.attributes["upper"].i) if info.has("upper") else True
+    mask = np.triu(np.ones((rows, cols), bool), k) if upper else np.tril(np.ones((rows, cols), bool), k)
+    lit = info.add_literal(mask, args[0].shape.dtype, [rows, cols])
+    return info.add_common_op("mul", lit, args[0])
+
+
+@onnx_op("ArgMax", "ArgMin")
+def parse_arg_op(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    name = info.op_type.lower()
+    axis = info.attr_int("axis", 0)
+    keep = info.attr_int("keepdims", 1)
+    last = bool(info.attr_int("select_last_index", 0))
+    ins = info.add(name, *args, axis=axis, select_last_index=last)
+    return ins if keep else info.add("squeeze", ins, axes=[axis])
+
+
+@onnx_op("TopK")
+def parse_topk(parser: OnnxParser, info: NodeInfo, args: Args) -> list[Instruction]:
+    k = 0
+    if len(args) == 2:
+        k = constant_values(info, args[1], "PARSE_TopK: k input must be constant")[0]
+    elif info.has("k"):
+        k = info.attributes["k"].i
+    largest = bool(info.attributes["largest"].i) if info.has("largest") else True
+    axis = info.attr_int("axis", -1)
+    topk = info.add("topk", args[0], k=k, axis=axis, largest=largest)
+    return [info.add("get_tuple_elem", topk, index=0), info.add("get_tuple_elem", topk, index=1)]
+
+
+@onnx_op("GatherElements")
+def parse_gather_elements(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    axis = info.attr_int("axis", 0)
+    data = info.make_contiguous(args[0])
+    index = info.make_contiguous(args[1])
+    ds, ind = data.shape, index.shape
+    if len(ds.lens) != len(ind.lens):
+        raise ParseError("PARSE_GATHER_ELEMENTS: input data and index must have the same rank!")
+    axis = tune_axis(len(ds.lens), axis, "GatherElements")
+    stride = ds.strides[axis]
+    data = info.add("reshape", data, dims=[ds.elements])
+    multi = np.indices(ind.lens).reshape(len(ind.lens), -1)
+    shape_index = (multi * np.asarray(ds.strides).reshape(-1, 1)).sum(axis=0)
+    l_shape_idx = info.add_literal(shape_index.astype(np.int32), ind.dtype, ind.lens)
+    l_dim_idx = info.add_literal(multi[axis].astype(np.int32), ind.dtype, ind.lens)
+    l_stride = info.add_literal([stride], ind.dtype, [1])
+    l_stride = info.add("multibroadcast", l_stride, out_lens=ind.lens)
+    delta = info.add("mul", info.add("sub", index, l_dim_idx), l_stride)
+    return info.add("gather", data, info.add("add", l_shape_idx, delta), axis=0)
+
+
+@onnx_op("DepthToSpace")
+def parse_depthtospace(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    shape = args[0].shape
+    mode = info.attr_str("mode", "DCR")
+    blocksize = info.attributes["blocksize"].i if info.has("blocksize") else 0
+    if blocksize < 1:
+        raise ParseError("DepthToSpace: blocksize is less than 1")
+    if shape.is_dynamic:
+        raise ParseError("DepthToSpace: dynamic input shapes are not translated by mgxir yet")
+    lens1, lens2 = list(shape.lens), list(shape.lens)
+    divisor = blocksize**2
+    if lens2[1] % divisor:
+        raise ParseError("DepthToSpace: div by blocksize quotient not int")
+    lens2[1] //= divisor
+    lens1 += [lens1[2], lens1[3]]
+    lens2[2] *= blocksize
+    lens2[3] *= blocksize
+    lens1[2] = blocksize
+    if mode == "DCR":
+        lens1[3], lens1[1] = lens1[1] // divisor, blocksize
+        perm = [0, 3, 4, 1, 5, 2]
+    elif mode == "CRD":
+        lens1[1], lens1[3] = lens1[1] // divisor, blocksize
+        perm = [0, 1, 4, 2, 5, 3]
+    else:
+        raise ParseError("DepthToSpace: mode attribute cannot be read.")
+    t1 = info.add("reshape", args[0], dims=lens1)
+    t2 = info.add("transpose", t1, permutation=perm)
+    return info.add("reshape", t2, dims=lens2)
+
+
+PAD_MODES = {"constant": 0, "reflect": 1, "edge": 2}
+
+
+@onnx_op("Pad")
+def parse_pad(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    if len(args) >= 2:
+        pads = constant_values(info, args[1], "PARSE_PAD: `pads` input must be constant")
+    elif info.has("pads"):
+        pads = info.attr_ints("pads") or []
+    else:
+        raise ParseError("PARSE_PAD: `pads` must be available")
+    if all(p == 0 for p in pads):
+        return info.add("identity", args[0])
+    mode = info.attr_str("mode", "constant") or "constant"
+    if mode in ("reflect", "edge"):
+        if args[0].shape.is_dynamic:
+            raise ParseError(f"PARSE_PAD: {mode} padding with dynamic shape not supported")
+    elif mode != "constant":
+        raise ParseError("PARSE_PAD: MIGraphX currently only supports constant, reflect, and edge padding")
+    value = 0.0
+    if mode == "constant":
+        if len(args) >= 3 and args[2].shape.elements >= 1:
+            found = info.eval(args[2])
+            if found is None:
+                raise ParseError("PARSE_PAD: input `value` must be constant")
+            if np.asarray(found).size != 1:
+                raise ParseError("PARSE_PAD: `value` should contain only one element")
+            value = float(np.asarray(found).reshape(-1)[0])
+        elif info.has("value"):
+            value = info.attr_float("value", 0.0) or 0.0
+    position = 4 if mode == "constant" else 3
+    rank = args[0].shape.ndim
+    if len(args) >= position:
+        axes = constant_values(info, args[position - 1], "PARSE_PAD: variable `axes` input not supported")
+        if len(axes) * 2 != len(pads):
+            raise ParseError("PARSE_PAD: number of elements of pads should be equal to 2 * number of elements of axes")
+        full = [0] * (2 * rank)
+        for i, axis in enumerate(axes):
+            axis = axis + rank if axis < 0 else axis
+            full[axis], full[axis + rank] = pads[i], pads[i + len(axes)]
+        pads = full
+    if len(pads) != 2 * rank:
+        raise ParseError("PARSE_PAD: number of elements of pads should be equal to 2 * input rank")
+    return info.add("pad", args[0], pads=pads, value=value, mode=PAD_MODES[mode])
+
+
+@onnx_op("SpaceToDepth")
+def parse_spacetodepth(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    lens = args[0].shape.lens
+    blocksize = info.attributes["blocksize"].i if info.has("blocksize") else 1
+    if blocksize < 1:
+        raise ParseError("SpaceToDepth: blocksize is less than 1")
+    if len(lens) != 4:
+        raise ParseError("SpaceToDepth: the input must have rank 4")
+    if lens[2] % blocksize or lens[3] % blocksize:
+        raise ParseError("SpaceToDepth: div by blocksize quotient not int ")
+    n, c, h, w = lens
+    trans = [n, c, h // blocksize, blocksize, w // blocksize, blocksize]
+    out = [n, c * blocksize * blocksize, h // blocksize, w // blocksize]
+    t1 = info.add("reshape", args[0], dims=trans)
+    t2 = info.add("transpose", t1, permutation=[0, 3, 5, 1, 2, 4])
+    return info.add("reshape", t2, dims=out)
+
+
+REDUCTIONS = ("none", "add", "mul", "min", "max")
+
+
+@onnx_op("ScatterElements", "Scatter")
+def parse_scatter(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    axis = info.attributes["axis"].i if info.has("axis") else 0
+    reduction = info.attr_str("reduction", "none")
+    if reduction not in REDUCTIONS:
+        raise ParseError(f"PARSE_SCATTER: unsupported reduction mode {reduction}")
+    return info.add(f"scatter_{reduction}", *args, axis=axis)
+
+
+@onnx_op("ScatterND")
+def parse_scatternd(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    reduction = info.attr_str("reduction", "none")
+    if reduction not in REDUCTIONS:
+        raise ParseError(f"PARSE_SCATTERND: unsupported reduction mode {reduction}")
+    return info.add(f"scatternd_{reduction}", *args)
+
+
+@onnx_op("NonZero")
+def parse_nonzero(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    data = info.eval(args[-1])
+    if data is None:
+        return info.add("nonzero", *args)
+    lens = args[0].shape.lens
+    found = np.nonzero(np.asarray(data).reshape(lens))
+    out = np.stack(found) if found else np.zeros((len(lens), 0), np.int64)
+    return info.add_literal(out, DType.int64, [len(lens), out.shape[1] if out.ndim == 2 else 0])
+
+
+@onnx_op("OneHot")
+def parse_onehot(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    axis = info.attributes["axis"].i if info.has("axis") else -1
+    depth = info.eval(args[1])
+    if depth is None:
+        return info.add("onehot", *args, axis=axis)
+    return info.add("onehot", args[0], args[2], axis=axis, depth=int(np.asarray(depth).reshape(-1)[0]))
+
+
+@onnx_op("CumSum")
+def parse_cumsum(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    axis = constant_values(info, args[1], "PARSE_PREFIX_SCAN: axis - dynamic shape not supported")[0]
+    exclusive = bool(info.attr_int("exclusive", 0))
+    reverse = bool(info.attr_int("reverse", 0))
+    return info.add("prefix_scan_sum", args[0], axis=axis, exclusive=exclusive, reverse=reverse)
