@@ -327,6 +327,13 @@ def mgx_run(
     target: Annotated[str, typer.Option(help="Where to run: ref (the numpy reference interpreter) or gpu.")] = "ref",
     device: Annotated[int, typer.Option("--device", help="With --target=gpu: the GPU to run on.")] = 0,
     perf: Annotated[bool, typer.Option("--perf", help="With --target=gpu: time each instruction.")] = False,
+    exhaustive_tune: Annotated[
+        bool,
+        typer.Option(
+            "--exhaustive-tune",
+            help="With --target=gpu: time kernel launch configurations and library algorithms; keep the fastest.",
+        ),
+    ] = False,
     verify_against_ref: Annotated[
         bool, typer.Option("--verify", help="Run on the target and on ref, compare with the rms rule.")
     ] = False,
@@ -344,7 +351,7 @@ def mgx_run(
             raise MgxError(f"unknown target '{target}' (available: {', '.join(TARGETS)})")
         if fill not in ("random", "zeros", "ones", "none"):
             raise MgxError(f"--fill must be random, zeros, ones or none, not '{fill}'")
-        gpu_options.device, gpu_options.perf = device, perf
+        gpu_options.device, gpu_options.perf, gpu_options.exhaustive_tune = device, perf, exhaustive_tune
         if input_file.endswith(".onnx"):
             program = import_model(input_file, sink=sink)
         else:

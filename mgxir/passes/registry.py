@@ -35,7 +35,7 @@ from mgxir.passes.simplify_algebra import SimplifyAlgebra
 from mgxir.passes.simplify_reshapes import SimplifyReshapes
 from mgxir.passes.split_reduce import SplitReduce
 from mgxir.passes.testing import TEST_PASSES_ENV, TestFail
-from mgxir.targets.gpu.lowering import GpuLowering
+from mgxir.targets.gpu.lowering import GPU_PIPELINE, GpuLowering
 
 PASSES: dict[str, type[Pass]] = {
     cls.name: cls
@@ -89,11 +89,7 @@ PIPELINES: dict[str, str] = {
         ["normalize_ops,eliminate_pad", "insert_pad", "rewrite_rnn", "auto_contiguous", "ref_lowering"],
         "dead_code_elimination",
     ),
-    # MIGraphX's GPU target, shortened to the passes mgxir has: fusion, lowering to kernels and
-    # library calls, one scratch buffer (16-byte aligned for vector loads)
-    "gpu": "normalize_ops,eliminate_identity,rewrite_rnn,rewrite_pooling,rewrite_reduce,dead_code_elimination,O,"
-    "fuse_pointwise,fuse_reduce,dead_code_elimination,gpu_lowering,memory_coloring{alignment=16},"
-    "dead_code_elimination",
+    "gpu": GPU_PIPELINE,
 }
 
 

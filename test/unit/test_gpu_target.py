@@ -119,6 +119,31 @@ x = @param:x -> float_type, {2, 3, 9, 9}, {243, 81, 9, 1}
 @2 = pooling[mode=average,padding={1, 1},stride={1, 1},lengths={3, 3}](x)
 @3 = @return(@1,@2)
 """,
+    "conv_bias_residual_relu": """
+x = @param:x -> float_type, {2, 8, 10, 10}, {800, 100, 10, 1}
+w = @param:w -> float_type, {16, 8, 3, 3}, {72, 9, 3, 1}
+b = @param:b -> float_type, {16}, {1}
+r = @param:r -> float_type, {2, 16, 10, 10}, {1600, 100, 10, 1}
+@4 = convolution[padding={1, 1},stride={1, 1},dilation={1, 1},group=1](x,w)
+@5 = broadcast[axis=1,out_lens={2, 16, 10, 10}](b)
+@6 = add(@4,@5)
+@7 = add(@6,r)
+@8 = relu(@7)
+@9 = @return(@8)
+""",
+    "conv_strided_half": """
+x = @param:x -> half_type, {1, 16, 15, 15}, {3600, 225, 15, 1}
+w = @param:w -> half_type, {32, 16, 1, 1}, {16, 1, 1, 1}
+@2 = convolution[padding={0, 0},stride={2, 2},dilation={1, 1},group=1](x,w)
+@3 = @return(@2)
+""",
+    "conv_then_exp": """
+x = @param:x -> float_type, {1, 4, 9, 9}, {324, 81, 9, 1}
+w = @param:w -> float_type, {8, 4, 3, 3}, {36, 9, 3, 1}
+@2 = convolution[padding={1, 1, 0, 0},stride={1, 1},dilation={2, 2},group=1](x,w)
+@3 = exp(@2)
+@4 = @return(@3)
+""",
     "transpose_copy_and_host_step": """
 x = @param:x -> float_type, {4, 6}, {6, 1}
 @1 = transpose[permutation={1, 0}](x)

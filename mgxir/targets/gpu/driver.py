@@ -14,7 +14,9 @@ from mgxir.ir.program import Program
 from mgxir.ops.definition import RuntimeValue
 from mgxir.passes.manager import PassManager
 from mgxir.passes.registry import parse_pipeline
+from mgxir.targets.gpu.lowering import GPU_PIPELINE, GpuLowering
 from mgxir.targets.gpu.runtime import GpuExecutable, open_device
+from mgxir.targets.gpu.tune import problem_cache, tune_library_calls
 from mgxir.text.parser import parse_program
 from mgxir.text.printer import PrintOptions, print_program
 
@@ -35,22 +37,34 @@ def copy_program(program: Program) -> Program:
     return parse_program(print_program(program, PrintOptions(lossless=True)))
 
 
-def compile_for_gpu(program: Program, arch: str = "", sink: DiagnosticSink | None = None) -> Program:
-    """A lowered copy of `program`: the `gpu` pipeline (fusion, lowering, memory planning)."""
+def compile_for_gpu(
+    program: Program, arch: str = "", sink: DiagnosticSink | None = None, exhaustive_tune: bool = False
+) -> Program:
+    """A lowered copy of `program`: the `gpu` pipeline (fusion, lowering, memory planning); with
+    `exhaustive_tune`, elementwise kernels are timed in their launch configurations."""
     lowered = copy_program(program)
-    passes = parse_pipeline("gpu")
-    if arch:
-        for p in passes:
-            if p.name == "gpu_lowering":
-                p.arch = arch  # type: ignore[attr-defined]
+    passes = parse_pipeline(GPU_PIPELINE)
+    for p in passes:
+        if isinstance(p, GpuLowering):
+            p.arch = arch or p.arch
+            p.exhaustive_tune = exhaustive_tune
     PassManager(passes).run(lowered, sink)
     return lowered
 
 
-def load_on_gpu(program: Program, sink: DiagnosticSink | None = None, device: int | None = None) -> GpuExecutable:
+def load_on_gpu(
+    program: Program, sink: DiagnosticSink | None = None, device: int | None = None, exhaustive_tune: bool | None = None
+) -> GpuExecutable:
+    """`program` compiled and loaded on a GPU; with exhaustive tuning, its library calls' winners
+    are written into the compiled program, which is then loaded again with them."""
     device = gpu_options.device if device is None else device
+    tuning = gpu_options.exhaustive_tune if exhaustive_tune is None else exhaustive_tune
     open_device(device)  # one clear line before any compilation where there is no GPU
-    return GpuExecutable(compile_for_gpu(program, sink=sink), device, sink)
+    lowered = compile_for_gpu(program, sink=sink, exhaustive_tune=tuning)
+    if not tuning:
+        return GpuExecutable(lowered, device, sink)
+    tune_library_calls(GpuExecutable(lowered, device, sink), problem_cache())
+    return GpuExecutable(lowered, device, sink)
 
 
 def run_on_gpu(program: Program, params: dict[str, np.ndarray], sink: DiagnosticSink) -> list[RuntimeValue]:

@@ -1,7 +1,10 @@
 """gpu_lowering: the main module's operators become the GPU target's, as MIGraphX's GPU lowering and
 compile_ops do: `pointwise` and `fused_reduce` modules and data movement (copies, concat, gather,
 pad, pooling) become `gpu::code_object`s of generated, NVRTC-compiled kernels; `dot` becomes
-`gpu::gemm` (cuBLASLt), taking a following bias add and relu into its epilogue; every lowered op
+`gpu::gemm` (cuBLASLt), taking a following bias add and relu into its epilogue; `convolution`
+becomes `gpu::convolution` (cuDNN's graph API) with the pointwise module it feeds fused as its
+epilogue where cuDNN has nodes for its operators (and, where a GPU is present, where cuDNN builds a
+plan for the fused graph, as MIGraphX's compile_miopen finds its solutions); every lowered op
 writes into an `allocate` that memory_coloring then plans into one scratch buffer. Views stay as
 they are (the runtime aliases them). What the lowering has no kernel for (submodule control flow,
 tuples, fp8, ...) stays as it is and runs on the host."""
@@ -11,18 +14,27 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+from mgxir.diagnostics import MgxError
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
 from mgxir.ops.registry import make_op
 from mgxir.passes.base import Pass, PassContext
-from mgxir.targets.gpu import kernels
+from mgxir.targets.gpu import dnn, kernels, tune
 from mgxir.targets.gpu.compiler import DEFAULT_ARCH, compile_kernel, device_arch
 from mgxir.targets.gpu.kernels import Kernel, Tensor, Unsupported
 from mgxir.targets.gpu.views import view_offset
 
 VECTOR_ALIGNMENT = 16  # bytes: what memory_coloring must give (the gpu pipeline asks for it)
+
+# MIGraphX's GPU target, shortened to the passes mgxir has: fusion, lowering to kernels and library
+# calls, one scratch buffer (16-byte aligned for vector loads). Registered as `gpu` by name.
+GPU_PIPELINE = (
+    "normalize_ops,eliminate_identity,rewrite_rnn,rewrite_pooling,rewrite_reduce,dead_code_elimination,O,"
+    "fuse_pointwise,fuse_reduce,dead_code_elimination,gpu_lowering,memory_coloring{alignment=16},"
+    "dead_code_elimination"
+)
 
 # where each value lives: (the instruction owning its buffer, element offset in it)
 Placement = dict[Instruction, tuple[Instruction, int]]
@@ -76,6 +88,8 @@ class GpuLowering(Pass):
     description = "Lower main to GPU kernels (gpu::code_object), cuBLASLt gemms and allocations; compiles kernels."
     arch: str = ""  # sm_XY; empty: the GPU's, or sm_90 without one
     fuse_epilogues: bool = True
+    exhaustive_tune: bool = False  # time launch configurations of elementwise kernels on the GPU
+    _timer: object = dataclasses.field(default=None, repr=False)
 
     def apply(self, program: Program, context: PassContext) -> None:
         arch = self.arch or device_arch() or DEFAULT_ARCH
@@ -104,8 +118,16 @@ class GpuLowering(Pass):
             if name in ("dot",):
                 self._gemm(module, ins, placement, arch, context)
                 return
+            if name == "convolution":
+                self._convolution(module, ins, placement, arch, context)
+                return
             inputs = [self._tensor(a, placement) for a in ins.args]
             output = Tensor.of(ins.shape)
+            if name == "pointwise" and self.exhaustive_tune and device_arch() is not None:
+                kernel, code = self._tuned_pointwise(ins, inputs, output, arch)
+                self._emit(module, ins, kernel, code, placement, context)
+                context.count("kernels tuned")
+                return
             if name == "pointwise":
                 kernel = kernels.pointwise_kernel(ins.module_args[0], inputs, output)
             elif name == "fused_reduce":
@@ -116,7 +138,11 @@ class GpuLowering(Pass):
                 raise Unsupported(name)
         except Unsupported:
             return self._host(ins, placement, context)
-        code = compile_kernel(kernel, arch)
+        self._emit(module, ins, kernel, compile_kernel(kernel, arch), placement, context)
+
+    def _emit(
+        self, module: Module, ins: Instruction, kernel: Kernel, code, placement: Placement, context: PassContext
+    ) -> None:
         op = make_op(
             "gpu::code_object",
             code_object=code,
@@ -125,6 +151,16 @@ class GpuLowering(Pass):
         )
         self._write_into_allocation(module, ins, op, list(ins.args), placement)
         context.count("kernels generated")
+
+    def _tuned_pointwise(self, ins: Instruction, inputs: list[Tensor], output: Tensor, arch: str):
+        if self._timer is None:
+            self._timer = tune.Timer()
+        body = ins.module_args[0]
+
+        def make(local: int, per_thread: int) -> Kernel:
+            return kernels.pointwise_kernel(body, inputs, output, local=local, per_thread=per_thread)
+
+        return tune.tune_kernel(make, [*inputs, output], arch, tune.problem_cache(), self._timer)
 
     def _host(self, ins: Instruction, placement: Placement, context: PassContext) -> None:
         placement[ins] = (ins, 0)
@@ -161,10 +197,52 @@ class GpuLowering(Pass):
             self._write_into_allocation(module, ins, op, args, placement)
         context.count("gemms")
 
+    # -- convolution --------------------------------------------------------------------------
+
+    def _convolution(
+        self, module: Module, ins: Instruction, placement: Placement, arch: str, context: PassContext
+    ) -> None:
+        if ins.op["group"] != 1 or ins.shape.dtype not in dnn.IO_TYPES or ins.op["padding_mode"] != 0:
+            raise Unsupported("convolution: grouped, padding-mode or unsupported type")
+        x, w = (self._dense_operand(module, a, placement, arch, context, lambda s: not s.broadcasted) for a in ins.args)
+        target, fused = ins, None
+        if self.fuse_epilogues:
+            fused = find_conv_epilogue(ins, placement)
+            if fused is not None and not conv_plan_available(ins, x, w, fused):
+                context.count("convolution epilogues cuDNN refused")
+                fused = None
+        if fused is None:
+            op = make_op("gpu::convolution", op=ins.op)
+            self._write_into_allocation(module, ins, op, [x, w], placement)
+        else:
+            target, extras, conv_arg, names = fused
+            op = make_op("gpu::convolution", op=ins.op, epilogue="_".join(names), conv_arg=conv_arg)
+            allocation = module.insert(target, make_op("allocate", shape=target.shape))
+            placement[allocation] = (allocation, 0)
+            epilogue = target.module_args[0]
+            module.replace(target, op, [x, w, *extras, allocation], [epilogue])
+            placement[target] = (allocation, 0)
+            module.remove(ins)
+            context.count("convolution epilogues fused")
+        context.count("convolutions")
+
     def _gemm_operand(
         self, module: Module, x: Instruction, placement: Placement, arch: str, context: PassContext
     ) -> Instruction:
-        if gemm_layout(x.shape) is not None:
+        return self._dense_operand(module, x, placement, arch, context, lambda s: gemm_layout(s) is not None)
+
+    def _dense_operand(
+        self,
+        module: Module,
+        x: Instruction,
+        placement: Placement,
+        arch: str,
+        context: PassContext,
+        readable: Callable[[Shape], bool],
+    ) -> Instruction:
+        """`x` where the library reads its layout as it is, else a contiguous copy of it."""
+        where = placed(x, placement)
+        if readable(x.shape) and where is not None and (where[1] * x.shape.dtype.itemsize) % VECTOR_ALIGNMENT == 0:
             return x
         copy = module.insert(_next(x), make_op("contiguous"), [x])
         placement[copy] = placement[x]
@@ -246,6 +324,46 @@ def find_epilogue(dot: Instruction, placement: Placement) -> tuple[Instruction, 
     if where is None or (where[1] * bias.shape.dtype.itemsize) % VECTOR_ALIGNMENT:
         return dot, "none", None
     return user, "relu_bias" if names == ["add", "relu"] else "bias", bias
+
+
+def find_conv_epilogue(
+    conv: Instruction, placement: Placement
+) -> tuple[Instruction, list[Instruction], int, list[str]] | None:
+    """The pointwise user of `conv` that cuDNN can run after it in one graph: (that user, its other
+    operands, the position of the convolution among its operands, its operator names) or None."""
+    if len(conv.users) != 1:
+        return None
+    user = next(iter(conv.users))
+    if user.op.defn.name != "pointwise" or user.shape != conv.shape or list(user.args).count(conv) != 1:
+        return None
+    names = dnn.epilogue_names(user.module_args[0])
+    if not names:
+        return None
+    extras = [a for a in user.args if a is not conv]
+    for extra in extras:
+        where = placed(extra, placement)
+        if where is None or (where[1] * extra.shape.dtype.itemsize) % VECTOR_ALIGNMENT:
+            return None
+        if not dnn.epilogue_input_supported(extra.shape, conv.shape):
+            return None
+    return user, extras, list(user.args).index(conv), names
+
+
+def conv_plan_available(
+    conv: Instruction, x: Instruction, w: Instruction, fused: tuple[Instruction, list[Instruction], int, list[str]]
+) -> bool:
+    """Whether cuDNN builds a plan for the fused graph; True where that cannot be asked (no GPU or
+    no cuDNN here: the program is then only printed or compiled for later)."""
+    if device_arch() is None or not dnn.available():
+        return True
+    user, extras, conv_arg, _ = fused
+    try:
+        dnn.plan_for(
+            conv.op, x.shape, w.shape, user.shape, tuple(e.shape for e in extras), user.module_args[0], conv_arg
+        )
+    except MgxError:
+        return False
+    return True
 
 
 def placed(ins: Instruction, placement: Placement) -> tuple[Instruction, int] | None:

@@ -154,16 +154,27 @@ class QuantGemm(Gemm):
 
 @register
 class Convolution(_WritesOutput):
-    """Inputs (x, w[, bias], output): `output = epilogue(convolution(x, w))` in the DNN library."""
+    """Inputs (x, w, epilogue operands..., output): `output = epilogue(convolution(x, w), ...)` in
+    the DNN library. The epilogue, where there is one, is the pointwise module it fused (its
+    parameter number `conv_arg` in name order is the convolution's result; `epilogue=` names its
+    operators). `solution_id` is the library plan chosen by --exhaustive-tune (-1: the library's
+    first choice)."""
 
     name = "gpu::convolution"
     attributes = (
         Attr("op", OPERATION, None),
         Attr("algo", INT, 0),
-        Attr("solution_id", INT, 0),
+        Attr("solution_id", INT, -1),
         Attr("epilogue", STRING, "none"),
+        Attr("conv_arg", INT, 0),
     )
-    arity = (3, 4)
+    arity = (3, None)
+    module_arity = (0, 1)
 
     def format(self, op: Operation) -> str:
-        return super().format(op).replace(",epilogue=none]", "]")
+        return super().format(op).replace(",epilogue=none", "").replace(",conv_arg=0]", "]")
+
+    def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
+        if (op["epilogue"] == "none") != (not modules) or (not modules and len(inputs) != 3):
+            raise fail(self.name, "an epilogue needs its module, and only an epilogue takes extra inputs")
+        return inputs[-1]

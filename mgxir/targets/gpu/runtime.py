@@ -21,7 +21,9 @@ from mgxir.ir.instruction import Instruction
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
 from mgxir.ops.definition import RuntimeValue
+from mgxir.targets.gpu import dnn
 from mgxir.targets.gpu.blas import WORKSPACE_BYTES, GemmPlan, create_handle
+from mgxir.targets.gpu.dnn import ConvPlan
 from mgxir.targets.gpu.views import view_offset
 from mgxir.text.printer import print_module
 
@@ -89,7 +91,9 @@ class GpuExecutable:
         self.steps: list[Step] = []
         self._kernels: dict[tuple[bytes, str], object] = {}
         self._blas: int | None = None
+        self.gemm_plans: dict[Instruction, GemmPlan] = {}
         self._workspace = 0
+        self._conv_workspace, self._conv_workspace_bytes = 0, 0
         self._interpreter = Interpreter(program, self.sink)
         self._load()
         self.graphs: list[tuple[object, list[Step]] | Step] = []
@@ -140,6 +144,9 @@ class GpuExecutable:
             elif name in ("gpu::gemm",):
                 self.steps.append(Step(ins, self._gemm_step(ins)))
                 self.pointer[ins] = self.pointer[ins.args[-1]]
+            elif name == "gpu::convolution":
+                self.steps.append(Step(ins, self._conv_step(ins)))
+                self.pointer[ins] = self.pointer[ins.args[-1]]
             elif ins.args and ins.args[0] in self.pointer and (offset := view_offset(ins, 0)) is not None:
                 self.pointer[ins] = self.pointer[ins.args[0]] + offset * ins.shape.dtype.itemsize
             else:
@@ -168,10 +175,48 @@ class GpuExecutable:
         op = ins.op
         a, b, out = ins.args[0], ins.args[1], ins.args[-1]
         plan = GemmPlan(self._blas, a.shape, b.shape, out.shape, op["epilogue"], op["alpha"], op["beta"])
+        plan.choice = min(max(op["solution_idx"], 0), len(plan.algorithms) - 1)
+        self.gemm_plans[ins] = plan
+        return self.gemm_call(ins)
+
+    def gemm_call(self, ins: Instruction) -> Callable[[], None]:
+        plan = self.gemm_plans[ins]
+        a, b, out = ins.args[0], ins.args[1], ins.args[-1]
         pointers = [self.pointer[a], self.pointer[b], self.pointer[out]]
         bias = self.pointer[ins.args[2]] if len(ins.args) == 4 else 0
         stream, workspace = self.stream_handle, self._workspace
         return lambda: plan(stream, workspace, *pointers, bias)
+
+    def run_conv_plan(self, ins: Instruction, plan: ConvPlan, index: int, workspace: int) -> None:
+        x, w, extras = self.pointer[ins.args[0]], self.pointer[ins.args[1]], [self.pointer[a] for a in ins.args[2:-1]]
+        plan.run_plan(index, self.stream_handle, workspace, x, w, extras, self.pointer[ins.args[-1]])
+
+    def time_call(self, body: Callable[[], None], iterations: int = 20) -> float:
+        return self._time(body, iterations)
+
+    def conv_plan(self, ins: Instruction, plan_index: int | None = None, all_plans: bool = False) -> ConvPlan:
+        op = ins.op
+        x, w, out = ins.args[0], ins.args[1], ins.args[-1]
+        extras = tuple(a.shape for a in ins.args[2:-1])
+        epilogue = ins.module_args[0] if ins.module_args else None
+        index = op["solution_id"] if plan_index is None else plan_index
+        return dnn.plan_for(op["op"], x.shape, w.shape, out.shape, extras, epilogue, op["conv_arg"], index, all_plans)
+
+    def conv_workspace(self, nbytes: int) -> int:
+        """A workspace of at least `nbytes` shared by the convolutions (steps run one at a time)."""
+        if nbytes > self._conv_workspace_bytes:
+            self._conv_workspace = self._allocate(nbytes)
+            self._conv_workspace_bytes = nbytes
+        return self._conv_workspace
+
+    def _conv_step(self, ins: Instruction) -> Callable[[], None]:
+        plan = self.conv_plan(ins)
+        self.conv_workspace(plan.workspace_bytes)
+        x, w, extras = self.pointer[ins.args[0]], self.pointer[ins.args[1]], [self.pointer[a] for a in ins.args[2:-1]]
+        out = self.pointer[ins.args[-1]]
+        stream = self.stream_handle
+        # the workspace is looked up at call time: a later, larger convolution may replace it
+        return lambda: plan(stream, self._conv_workspace, x, w, extras, out)
 
     def _host_step(self, ins: Instruction) -> Callable[[], None]:
         shape = ins.shape
