@@ -205,7 +205,7 @@ def measure(name: str, dtype: str, batch: int, tune: bool, log: Callable[[str], 
         program = import_model(str(path), sink=sink)
         imported = time.perf_counter() - started
     started = time.perf_counter()
-    executable = load_on_gpu(program, sink, exhaustive_tune=tune)
+    executable = load_on_gpu(program, sink, exhaustive_tune=tune, in_place=True)
     mgx_compile = time.perf_counter() - started
     feed = {"input": example.cpu().numpy()}
     got = np.asarray(executable.run(feed)[0]).astype(np.float32)

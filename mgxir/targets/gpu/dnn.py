@@ -41,11 +41,12 @@ def _cudnn():
 
 
 def epilogue_input_supported(shape: Shape, out: Shape) -> bool:
-    """Whether an epilogue operand is a tensor cuDNN reads as it is laid out: the output's packed
-    layout, or one value per channel broadcast over the others (a bias)."""
+    """Whether an epilogue operand is a tensor cuDNN can read: a whole tensor of the output's
+    lens (the lowering lays it out as the output), or one value per channel broadcast over the
+    others (a bias)."""
     if shape.dtype != out.dtype or shape.lens != out.lens:
         return False
-    if shape.strides == out.strides and out.standard:
+    if not shape.broadcasted:
         return True
     return all(s == 0 for i, s in enumerate(shape.strides) if i != 1) and shape.strides[1] == 1
 

@@ -38,11 +38,17 @@ def copy_program(program: Program) -> Program:
 
 
 def compile_for_gpu(
-    program: Program, arch: str = "", sink: DiagnosticSink | None = None, exhaustive_tune: bool = False
+    program: Program,
+    arch: str = "",
+    sink: DiagnosticSink | None = None,
+    exhaustive_tune: bool = False,
+    in_place: bool = False,
 ) -> Program:
-    """A lowered copy of `program`: the `gpu` pipeline (fusion, lowering, memory planning); with
-    `exhaustive_tune`, elementwise kernels are timed in their launch configurations."""
-    lowered = copy_program(program)
+    """A lowered copy of `program` (or `program` itself, lowered, with `in_place`: the copy goes
+    through the lossless text and costs seconds per million weights): the `gpu` pipeline (fusion,
+    lowering, memory planning); with `exhaustive_tune`, elementwise kernels are timed in their
+    launch configurations."""
+    lowered = program if in_place else copy_program(program)
     passes = parse_pipeline(GPU_PIPELINE)
     for p in passes:
         if isinstance(p, GpuLowering):
@@ -53,14 +59,18 @@ def compile_for_gpu(
 
 
 def load_on_gpu(
-    program: Program, sink: DiagnosticSink | None = None, device: int | None = None, exhaustive_tune: bool | None = None
+    program: Program,
+    sink: DiagnosticSink | None = None,
+    device: int | None = None,
+    exhaustive_tune: bool | None = None,
+    in_place: bool = False,
 ) -> GpuExecutable:
     """`program` compiled and loaded on a GPU; with exhaustive tuning, its library calls' winners
     are written into the compiled program, which is then loaded again with them."""
     device = gpu_options.device if device is None else device
     tuning = gpu_options.exhaustive_tune if exhaustive_tune is None else exhaustive_tune
     open_device(device)  # one clear line before any compilation where there is no GPU
-    lowered = compile_for_gpu(program, sink=sink, exhaustive_tune=tuning)
+    lowered = compile_for_gpu(program, sink=sink, exhaustive_tune=tuning, in_place=in_place)
     if not tuning:
         return GpuExecutable(lowered, device, sink)
     tune_library_calls(GpuExecutable(lowered, device, sink), problem_cache())

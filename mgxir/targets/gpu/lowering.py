@@ -16,9 +16,11 @@ from collections.abc import Callable
 
 from mgxir.diagnostics import MgxError
 from mgxir.ir.instruction import Instruction
+from mgxir.ir.literal import Literal
 from mgxir.ir.module import Module
 from mgxir.ir.program import Program
-from mgxir.ir.shape import Shape
+from mgxir.ir.shape import Shape, find_permutation
+from mgxir.ops.definition import Operation
 from mgxir.ops.registry import make_op
 from mgxir.passes.base import Pass, PassContext
 from mgxir.targets.gpu import dnn, kernels, tune
@@ -39,6 +41,10 @@ GPU_PIPELINE = (
 # where each value lives: (the instruction owning its buffer, element offset in it)
 Placement = dict[Instruction, tuple[Instruction, int]]
 Generator = Callable[[Instruction, list[Tensor], Tensor], Kernel]
+
+
+# operators the lowering turns into target ops that read any input layout (besides GENERATORS)
+LOWERED_OPS = ("pointwise", "fused_reduce", "convolution", "dot")
 
 
 def _concat(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
@@ -88,6 +94,7 @@ class GpuLowering(Pass):
     description = "Lower main to GPU kernels (gpu::code_object), cuBLASLt gemms and allocations; compiles kernels."
     arch: str = ""  # sm_XY; empty: the GPU's, or sm_90 without one
     fuse_epilogues: bool = True
+    channels_last: bool = True  # 2-d convolutions in NHWC (cuDNN's fast layout on tensor cores)
     exhaustive_tune: bool = False  # time launch configurations of elementwise kernels on the GPU
     _timer: object = dataclasses.field(default=None, repr=False)
 
@@ -202,29 +209,97 @@ class GpuLowering(Pass):
     def _convolution(
         self, module: Module, ins: Instruction, placement: Placement, arch: str, context: PassContext
     ) -> None:
+        """A cuDNN graph call; 2-d convolutions run channels-last (NHWC strides, as MIGraphX's
+        layout_convolution arranges for its libraries): inputs in another layout get one copy
+        (weights are re-laid out once, as literals), results keep NHWC strides and views of them
+        read a standard copy."""
         if ins.op["group"] != 1 or ins.shape.dtype not in dnn.IO_TYPES or ins.op["padding_mode"] != 0:
             raise Unsupported("convolution: grouped, padding-mode or unsupported type")
-        x, w = (self._dense_operand(module, a, placement, arch, context, lambda s: not s.broadcasted) for a in ins.args)
-        target, fused = ins, None
-        if self.fuse_epilogues:
-            fused = find_conv_epilogue(ins, placement)
-            if fused is not None and not conv_plan_available(ins, x, w, fused):
+        channels_last = self.channels_last and ins.shape.ndim == 4
+        layout = channels_last_shape if channels_last else (lambda shape: shape)
+        fused = find_conv_epilogue(ins, placement) if self.fuse_epilogues else None
+        x_in, w_in = ins.args
+        if fused is not None:
+            extras_shapes = tuple(_epilogue_operand_shape(e.shape, layout) for e in fused[1])
+            if not conv_plan_available(
+                ins.op, layout(x_in.shape), layout(w_in.shape), layout(fused[0].shape), extras_shapes, fused
+            ):
                 context.count("convolution epilogues cuDNN refused")
                 fused = None
+        x = self._in_layout(module, x_in, layout, placement, arch, context)
+        w = self._in_layout(module, w_in, layout, placement, arch, context)
         if fused is None:
-            op = make_op("gpu::convolution", op=ins.op)
-            self._write_into_allocation(module, ins, op, [x, w], placement)
+            target, extras, module_args, op = ins, [], [], make_op("gpu::convolution", op=ins.op)
         else:
-            target, extras, conv_arg, names = fused
+            target, extra_ins, conv_arg, names = fused
+            extras = [
+                e if e.shape.broadcasted else self._in_layout(module, e, layout, placement, arch, context)
+                for e in extra_ins
+            ]
+            module_args = [target.module_args[0]]
             op = make_op("gpu::convolution", op=ins.op, epilogue="_".join(names), conv_arg=conv_arg)
-            allocation = module.insert(target, make_op("allocate", shape=target.shape))
-            placement[allocation] = (allocation, 0)
-            epilogue = target.module_args[0]
-            module.replace(target, op, [x, w, *extras, allocation], [epilogue])
-            placement[target] = (allocation, 0)
+        allocation = module.insert(target, make_op("allocate", shape=layout(target.shape)))
+        placement[allocation] = (allocation, 0)
+        module.replace(target, op, [x, w, *extras, allocation], module_args)
+        placement[target] = (allocation, 0)
+        if target is not ins:
             module.remove(ins)
             context.count("convolution epilogues fused")
         context.count("convolutions")
+        if channels_last:
+            self._views_read_standard_copies(module, target, placement, arch, context)
+
+    def _in_layout(
+        self,
+        module: Module,
+        x: Instruction,
+        layout: Callable[[Shape], Shape],
+        placement: Placement,
+        arch: str,
+        context: PassContext,
+    ) -> Instruction:
+        """`x` laid out as `layout` wants (and 16-byte aligned): itself, a re-laid-out literal, or a
+        copy."""
+        want = layout(x.shape)
+        where = placed(x, placement)
+        aligned = where is not None and (where[1] * x.shape.dtype.itemsize) % VECTOR_ALIGNMENT == 0
+        if aligned and same_layout(x.shape, want) and not x.shape.broadcasted:
+            return x
+        if x.is_literal and x.literal.data is not None:
+            literal = module.add_literal(Literal(want, x.literal.data))
+            placement[literal] = (literal, 0)
+            context.count("weights laid out")
+            return literal
+        return self._copy_into(module, x, want, _next(x), placement, arch, context)
+
+    def _copy_into(
+        self,
+        module: Module,
+        x: Instruction,
+        shape: Shape,
+        before: Instruction | None,
+        placement: Placement,
+        arch: str,
+        context: PassContext,
+    ) -> Instruction:
+        """A copy of `x` in `shape`'s layout (a generated kernel), inserted before `before`."""
+        op = make_op("layout", permutation=find_permutation(shape)) if not shape.standard else make_op("contiguous")
+        copy = module.insert(before, op, [x])
+        kernel = kernels.copy_kernel(self._tensor(x, placement), Tensor.of(copy.shape), f"{op.defn.name}_kernel")
+        self._emit(module, copy, kernel, compile_kernel(kernel, arch), placement, context)
+        return copy
+
+    def _views_read_standard_copies(
+        self, module: Module, result: Instruction, placement: Placement, arch: str, context: PassContext
+    ) -> None:
+        """Users were shaped for a standard result: those the lowering does not rebuild from their
+        inputs' layouts (views, the return, host ops) read a standard copy."""
+        for user in list(result.users):
+            name = "@return" if user.is_return else user.op.defn.name
+            rebuilt = (name in GENERATORS or name in LOWERED_OPS) and not user.op.defn.is_view
+            if not rebuilt:
+                copy = self._copy_into(module, result, result.shape.as_standard(), user, placement, arch, context)
+                user.replace_arg(result, copy)
 
     def _gemm_operand(
         self, module: Module, x: Instruction, placement: Placement, arch: str, context: PassContext
@@ -341,29 +416,45 @@ def find_conv_epilogue(
         return None
     extras = [a for a in user.args if a is not conv]
     for extra in extras:
-        where = placed(extra, placement)
-        if where is None or (where[1] * extra.shape.dtype.itemsize) % VECTOR_ALIGNMENT:
-            return None
-        if not dnn.epilogue_input_supported(extra.shape, conv.shape):
+        if placed(extra, placement) is None or not dnn.epilogue_input_supported(extra.shape, conv.shape):
             return None
     return user, extras, list(user.args).index(conv), names
 
 
 def conv_plan_available(
-    conv: Instruction, x: Instruction, w: Instruction, fused: tuple[Instruction, list[Instruction], int, list[str]]
+    conv: Operation,
+    x: Shape,
+    w: Shape,
+    out: Shape,
+    extras: tuple[Shape, ...],
+    fused: tuple[Instruction, list[Instruction], int, list[str]],
 ) -> bool:
     """Whether cuDNN builds a plan for the fused graph; True where that cannot be asked (no GPU or
     no cuDNN here: the program is then only printed or compiled for later)."""
     if device_arch() is None or not dnn.available():
         return True
-    user, extras, conv_arg, _ = fused
+    user, _, conv_arg, _ = fused
     try:
-        dnn.plan_for(
-            conv.op, x.shape, w.shape, user.shape, tuple(e.shape for e in extras), user.module_args[0], conv_arg
-        )
+        dnn.plan_for(conv, x, w, out, extras, user.module_args[0], conv_arg)
     except MgxError:
         return False
     return True
+
+
+NHWC = (0, 2, 3, 1)
+
+
+def same_layout(a: Shape, b: Shape) -> bool:
+    """Lens and strides agree on every axis longer than 1 (the others are never stepped)."""
+    return a.lens == b.lens and all(n == 1 or s == t for n, s, t in zip(a.lens, a.strides, b.strides))
+
+
+def channels_last_shape(shape: Shape) -> Shape:
+    return Shape.from_permutation(shape.dtype, shape.lens, NHWC)
+
+
+def _epilogue_operand_shape(shape: Shape, layout: Callable[[Shape], Shape]) -> Shape:
+    return shape if shape.broadcasted else layout(shape)
 
 
 def placed(ins: Instruction, placement: Placement) -> tuple[Instruction, int] | None:
