@@ -9,7 +9,7 @@ beside it. ResNet-50's batch norms are folded into its convolutions (calibrated 
 so activations stay in float16's range) before export, and every peer runs that same folded model.
 
     python bench/bench_models.py [--models resnet50,bert] [--dtypes f16,f32] [--batches 1,32]
-                                 [--exhaustive-tune] [--deadline SECONDS] [--out table.md]
+                                 [--exhaustive-tune] [--deadline SECONDS] [--out table.md] [--perf-dir DIR]
 
 Rows are printed as they are measured; configurations that would start after the deadline are
 skipped and listed as such."""
@@ -175,7 +175,9 @@ def export(model, example, path: Path) -> None:
         torch.onnx.export(model, (example,), str(path), **kwargs)
 
 
-def measure(name: str, dtype: str, batch: int, tune: bool, log: Callable[[str], None]) -> list[str]:
+def measure(
+    name: str, dtype: str, batch: int, tune: bool, log: Callable[[str], None], perf_dir: Path | None = None
+) -> list[str]:
     import torch
 
     torch.manual_seed(0)
@@ -210,6 +212,9 @@ def measure(name: str, dtype: str, batch: int, tune: bool, log: Callable[[str], 
     feed = {"input": example.cpu().numpy()}
     got = np.asarray(executable.run(feed)[0]).astype(np.float32)
     mgx = executable.time_call(executable.execute, iterations)
+    if perf_dir is not None:
+        perf_dir.mkdir(parents=True, exist_ok=True)
+        (perf_dir / f"{name}-{dtype}-bs{batch}.txt").write_text(executable.perf(20))
     host = [s.ins.op.defn.name for s in executable.steps if s.on_host]
     counts: dict[str, int] = {}
     for step in executable.steps:
@@ -255,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--exhaustive-tune", action="store_true")
     parser.add_argument("--deadline", type=float, default=1e9, help="seconds; later configurations are skipped")
     parser.add_argument("--out", type=Path, default=None, help="also write the table here (markdown)")
+    parser.add_argument("--perf-dir", type=Path, default=None, help="write each program's --perf report here")
     args = parser.parse_args(argv)
     import torch
 
@@ -280,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
             lines.append(f"| {name} | {dtype} | {batch} | skipped (deadline) |")
             continue
         try:
-            cells = measure(name, dtype, batch, args.exhaustive_tune, log)
+            cells = measure(name, dtype, batch, args.exhaustive_tune, log, args.perf_dir)
             lines.append("| " + " | ".join(cells) + " |")
         except Exception as e:  # one configuration's failure is reported and the others go on
             traceback.print_exc()
