@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mgxir.ir.shape import Shape, find_common_permutation, find_permutation
+from mgxir.ir.shape import Shape, find_common_permutation
 from mgxir.ops.attributes import INT, INTS, SHAPE, STRING, Attr
 from mgxir.ops.common import fail, same_dims
 from mgxir.ops.definition import OpDef, Operation, RunModule, RuntimeValue, ShapeError
@@ -181,7 +181,8 @@ class FusedReduce(OpDef):
         out = outs[0]
         if out.is_dynamic:
             return out
-        return Shape.from_permutation(out.dtype, out.lens, find_permutation(inputs[0]))
+        # MIGraphX: the inputs' most common permutation, broadcast inputs not counted
+        return Shape.from_permutation(out.dtype, out.lens, find_common_permutation(inputs))
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
         return run_module(modules[0], list(inputs))[0]
