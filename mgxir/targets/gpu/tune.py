@@ -23,7 +23,7 @@ from mgxir.targets.gpu.ops import CodeObject
 
 # (threads per block, elements per thread) tried for elementwise kernels
 LAUNCHES: tuple[tuple[int, int], ...] = ((128, 1), (256, 1), (512, 1), (1024, 1), (256, 2), (256, 4), (128, 4))
-MAX_CONV_PLANS = 12
+MAX_CONV_PLANS = int(os.environ.get("MGXIR_TUNE_CONV_PLANS", "12"))  # cuDNN plans timed per convolution
 ITERATIONS = 20
 
 
