@@ -144,6 +144,22 @@ w = @param:w -> float_type, {8, 4, 3, 3}, {36, 9, 3, 1}
 @3 = exp(@2)
 @4 = @return(@3)
 """,
+    # a reshape the runtime aliases must stay a view for memory_coloring (as reshape_lazy): the
+    # copy of one slice must not be planned over the product the other slice still reads
+    "qkv_split_reshape_view": """
+x = @param:x -> float_type, {8, 16}, {16, 1}
+w = @param:w -> float_type, {16, 48}, {48, 1}
+@2 = dot(x,w)
+@3 = reshape[dims={8, 3, 16}](@2)
+@4 = transpose[permutation={1, 0, 2}](@3)
+@5 = slice[axes={0},starts={0},ends={1}](@4)
+@6 = slice[axes={0},starts={1},ends={2}](@4)
+@7 = contiguous(@5)
+@8 = exp(@7)
+@9 = contiguous(@6)
+@10 = add(@9,@8)
+@11 = @return(@10)
+""",
     "transpose_copy_and_host_step": """
 x = @param:x -> float_type, {4, 6}, {6, 1}
 @1 = transpose[permutation={1, 0}](x)
@@ -214,6 +230,11 @@ def test_lowered_program_prints_and_reads_back(lowered: dict) -> None:
         again = parse_program(text)
         assert print_program(again) == text
         assert "load[offset=" in text
+
+
+def test_aliased_reshape_becomes_a_view(lowered: dict) -> None:
+    names = [i.op.defn.name for i in lowered["qkv_split_reshape_view"].main]
+    assert "reshape_lazy" in names and "reshape" not in names
 
 
 def test_kernel_cache_on_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,10 +17,10 @@ from collections.abc import Callable
 from mgxir.diagnostics import MgxError
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.literal import Literal
-from mgxir.ir.module import Module
+from mgxir.ir.module import Module, compute_shape
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape, find_permutation
-from mgxir.ops.definition import Operation
+from mgxir.ops.definition import Operation, ShapeError
 from mgxir.ops.registry import make_op
 from mgxir.passes.base import Pass, PassContext
 from mgxir.targets.gpu import dnn, kernels, tune
@@ -115,7 +115,7 @@ class GpuLowering(Pass):
         source = placement.get(ins.args[0]) if ins.args else None
         if source is not None:
             offset = view_offset(ins, source[1])
-            if offset is not None:
+            if offset is not None and self._as_view_op(module, ins):
                 placement[ins] = (source[0], offset)
                 return
         name = ins.op.defn.name
@@ -168,6 +168,24 @@ class GpuLowering(Pass):
             return kernels.pointwise_kernel(body, inputs, output, local=local, per_thread=per_thread)
 
         return tune.tune_kernel(make, [*inputs, output], arch, tune.problem_cache(), self._timer)
+
+    def _as_view_op(self, module: Module, ins: Instruction) -> bool:
+        """Whether `ins`, whose result the runtime can alias, is (or now is) an operator that says
+        it is a view: memory_coloring extends its input's lifetime only through views. A reshape
+        becomes `reshape_lazy` (MIGraphX's lowering does the same) where that gives its shape."""
+        if ins.op.defn.is_view:
+            return True
+        if ins.op.defn.name not in ("reshape", "flatten"):
+            return False
+        shape = ins.shape
+        lazy = make_op("reshape_lazy", dims=list(shape.lens))
+        try:
+            if compute_shape(lazy, ins.args, []) != shape:
+                return False
+        except (MgxError, ShapeError):
+            return False
+        module.replace(ins, lazy)
+        return True
 
     def _host(self, ins: Instruction, placement: Placement, context: PassContext) -> None:
         placement[ins] = (ins, 0)
