@@ -18,6 +18,16 @@ from mgxir.text.writer import write_atomically
 T = TypeVar("T")
 
 
+# Operators that targets define for their compiled programs (gpu::code_object, gpu::gemm, ...), so
+# that a tool reads such a program back with its shapes checked: modules imported by every tool.
+TARGET_OPS: tuple[str, ...] = ("mgxir.targets.gpu.ops",)
+
+
+def register_target_ops() -> None:
+    for module in TARGET_OPS:
+        importlib.import_module(module)
+
+
 def run_guarded(body: Callable[[DiagnosticSink], int | None]) -> int:
     """Runs a tool's body: user errors print `file:line:col: error: ...` and give exit code 1;
     a bug in mgxir prints one line (the traceback only with MGXIR_TRACEBACK=1) and exit code 2."""
@@ -25,6 +35,7 @@ def run_guarded(body: Callable[[DiagnosticSink], int | None]) -> int:
     # (instructions link to each other) again and again, so it stays off and exit frees everything.
     gc.disable()
     register_all_ops()
+    register_target_ops()
     sink = DiagnosticSink()
     try:
         code = in_deep_stack(lambda: body(sink)) or 0

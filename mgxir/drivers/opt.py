@@ -73,6 +73,8 @@ def _opt(options: OptOptions, sink: DiagnosticSink) -> int:
     if options.show_passes:
         from mgxir.passes.registry import list_passes
 
+        load_target_passes(None)
+
         sys.stdout.write(list_passes())
         return 0
     check_output_path(options.output)
@@ -147,12 +149,31 @@ def _pipeline_text(options: OptOptions, text: str | None) -> tuple[str, bool]:
     return ",".join(p for p in parts if p), options.optimize
 
 
+# Passes and pipelines that targets define, by the names they register: "module" to import first.
+# Only a pipeline naming one of them (or --list-passes) pays for importing its target.
+TARGET_PASSES: dict[str, str] = {
+    "gpu": "mgxir.targets.gpu.lowering",
+    "gpu_lowering": "mgxir.targets.gpu.lowering",
+}
+
+
+def load_target_passes(pipeline_text: str | None) -> None:
+    """Imports the targets whose passes `pipeline_text` names (all of them for None)."""
+    import importlib
+    import re
+
+    names = set(TARGET_PASSES) if pipeline_text is None else set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", pipeline_text))
+    for name in sorted(names & set(TARGET_PASSES)):
+        importlib.import_module(TARGET_PASSES[name])
+
+
 def _pipeline(options: OptOptions, text: str | None) -> list[Pass]:
     pipeline_text, main_only = _pipeline_text(options, text)
     if not pipeline_text and not options.dump_pipeline:
         return []
     from mgxir.passes.registry import format_pipeline, parse_pipeline
 
+    load_target_passes(pipeline_text)
     passes = parse_pipeline(pipeline_text)
     if options.dump_pipeline:
         print(f"-p '{format_pipeline(passes)}'" + (" -O-scope=main" if main_only else ""), file=sys.stderr)

@@ -66,6 +66,7 @@ TARGETS: dict[str, str] = {
     "ref": "mgxir.drivers.run:run_on_ref",
     "iree": "mgxir.targets.iree:run_on_iree",
     "vulkan": "mgxir.targets.vulkan:run_on_vulkan",
+    "gpu": "mgxir.targets.gpu.driver:run_on_gpu",
 }
 
 
@@ -345,7 +346,9 @@ class RunOptions:
     quiet: bool = False
     from_log: bool = False
     log_pass: str | None = None
-    device: str = "local-task"  # iree: local-task, local-sync, cuda, hip or vulkan
+    device: str | None = None  # iree: local-task (default), local-sync, cuda, hip or vulkan; gpu: its number
+    perf: bool = False  # gpu: per-instruction times and shares
+    exhaustive_tune: bool = False  # gpu: time launch configurations and library algorithms, keep the fastest
     cache_dir: str | None = None  # iree: the compiled modules' cache
     timing: bool = False  # iree: compile/load/run times; vulkan: where each instruction ran
 
@@ -397,6 +400,14 @@ def _target_context(o: RunOptions) -> Iterator[Callable[..., Program]]:
     if o.input_file.endswith(".onnx"):
         yield lambda path, sink, from_log, log_pass: load_entry("mgxir.drivers.formats:read_onnx")(path, {}, sink)
         return
+    if o.target == "gpu":
+        from mgxir.targets.gpu.driver import gpu_options
+
+        try:
+            gpu_options.device = int(o.device or 0)
+        except ValueError:
+            raise MgxError(f"--device for --target=gpu is a GPU number, not '{o.device}'") from None
+        gpu_options.perf, gpu_options.exhaustive_tune = o.perf, o.exhaustive_tune
     if o.target != "iree" and not is_mlir:
         yield read_program
         return
@@ -404,7 +415,7 @@ def _target_context(o: RunOptions) -> Iterator[Callable[..., Program]]:
         raise MgxError(f"an MLIR input runs with --target=iree, not --target={o.target}")
     from mgxir.targets.iree import IreeOptions, read_any_program, using
 
-    options = IreeOptions(o.device, None if o.cache_dir is None else Path(o.cache_dir), o.timing)
+    options = IreeOptions(o.device or "local-task", None if o.cache_dir is None else Path(o.cache_dir), o.timing)
     with using(options):
         yield lambda path, sink, from_log, log_pass: read_any_program(path, sink, options, from_log, log_pass)
 

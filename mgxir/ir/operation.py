@@ -52,6 +52,8 @@ class OpDef:
     has_side_effects: ClassVar[bool] = False  # never removed by dead-code elimination
     is_opaque: ClassVar[bool] = False  # an operator mgxir does not know; printed as read
     is_builtin: ClassVar[bool] = False  # @param, @literal, @return
+    # the result is written into the last argument, an allocation (MIGraphX's lowered target ops)
+    writes_last_argument: ClassVar[bool] = False
     # attributes holding axes that normalize_ops makes non-negative: name -> whose rank bounds
     # them ("input": input 0's rank, "output": the result's rank as for unsqueeze)
     axis_attributes: ClassVar[Mapping[str, str]] = {}

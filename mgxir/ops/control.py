@@ -10,7 +10,7 @@ import numpy as np
 from mgxir.ir.attributes import INT, INTS, SHAPE, STRING, Attr
 from mgxir.ir.operation import ComputeError, OpDef, Operation, RunModule, RuntimeValue, ShapeError
 from mgxir.ir.registry import register
-from mgxir.ir.shape import Shape, find_common_permutation, find_permutation
+from mgxir.ir.shape import Shape, find_common_permutation
 from mgxir.ops.common import fail, same_dims
 
 if TYPE_CHECKING:
@@ -193,7 +193,8 @@ class FusedReduce(OpDef):
         out = outs[0]
         if out.is_dynamic:
             return out
-        return Shape.from_permutation(out.dtype, out.lens, find_permutation(inputs[0]))
+        # MIGraphX: the inputs' most common permutation, broadcast inputs not counted
+        return Shape.from_permutation(out.dtype, out.lens, find_common_permutation(inputs))
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
         return run_module(modules[0], list(inputs))[0]

@@ -28,6 +28,7 @@ class Pass(abc.ABC):
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
+    lowers_to_target: ClassVar[bool] = False  # leaves target code the reference interpreter cannot run
 
     @abc.abstractmethod
     def apply(self, program: Program, context: PassContext) -> None: ...

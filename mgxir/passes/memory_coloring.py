@@ -3,11 +3,12 @@
 instead; `scratch_parameter=true` does that too, though the program then needs that input).
 
 An allocation lives from its definition to the last use of anything that aliases it: views of it
-(`is_view` ops) and operators mgxir does not know whose last argument aliases it (MIGraphX's
-convention for lowered ops that write into an allocated output). Offsets are planned in one scan in
-program order with a best-fit free list that coalesces neighbours (MIGraphX colours a conflict
-graph instead, which is quadratic; the peak may differ). Offsets are aligned as MIGraphX aligns
-them: the largest element size, times 4 (or 2) where the allocation's elements allow."""
+(`is_view` ops), lowered target ops that write into their last argument, and operators mgxir does
+not know, whose last argument is taken to alias it (MIGraphX's convention for lowered ops).
+Offsets are planned in one scan in program order with a best-fit free list that coalesces
+neighbours (MIGraphX colours a conflict graph instead, which is quadratic; the peak may differ).
+Offsets are aligned as MIGraphX aligns them: the largest element size, times 4 (or 2) where the
+allocation's elements allow, and at least `alignment` bytes."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ def aliased_root(ins: Instruction, roots: dict[Instruction, Instruction]) -> Ins
         return None
     if ins.op.defn.is_view:
         return roots.get(ins.args[0])
-    if ins.op.defn.is_opaque:
+    if ins.op.defn.is_opaque or ins.op.defn.writes_last_argument:
         return roots.get(ins.args[-1])
     return None
 
@@ -96,12 +97,13 @@ class MemoryColoring(ModulePass):
     description = "Plan allocations into offsets of one scratch buffer by their lifetimes (peak in statistics)."
     allocation_op: str = "allocate"
     scratch_parameter: bool = False
+    alignment: int = 1  # at least this many bytes (a target's vector loads may need 16)
 
     def apply_module(self, module: Module, context: PassContext) -> None:
         allocations, first_use, last_use = self._lifetimes(module)
         if not allocations:
             return
-        alignment = max(element_alignment(a.shape) for a in allocations)
+        alignment = max(self.alignment, *(element_alignment(a.shape) for a in allocations))
         offsets = self._plan(allocations, first_use, last_use, alignment)
         peak = max(offsets[a] + _rounded(a.shape.bytes, alignment) for a in allocations)
         scratch_shape = Shape.make(DType.int8, (peak,))

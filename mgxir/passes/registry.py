@@ -90,6 +90,16 @@ PIPELINES: dict[str, str] = {
 }
 
 
+def register_pass(cls: type[Pass]) -> None:
+    """Files a pass that a later layer defines (a target's lowering) under its name."""
+    PASSES[cls.name] = cls
+
+
+def register_pipeline(name: str, text: str) -> None:
+    """Files a named pipeline that a later layer defines (a target's `gpu`)."""
+    PIPELINES[name] = text
+
+
 def list_passes() -> str:
     lines = []
     for name, cls in sorted(PASSES.items()):

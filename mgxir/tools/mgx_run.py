@@ -32,11 +32,21 @@ def mgx_run(
     atol: Annotated[float | None, typer.Option("--atol", help="Also require allclose with this atol.")] = None,
     rtol: Annotated[float | None, typer.Option("--rtol", help="Also require allclose with this rtol.")] = None,
     target: Annotated[
-        str, typer.Option(help="Where to run: ref (the numpy reference interpreter), iree (see --device), vulkan.")
+        str,
+        typer.Option(help="Where to run: ref (the numpy reference interpreter), iree (see --device), vulkan, gpu."),
     ] = "ref",
     device: Annotated[
-        str, typer.Option(help="With --target=iree: local-task, local-sync, cuda, hip or vulkan.")
-    ] = "local-task",
+        str | None,
+        typer.Option(help="iree: local-task (default), local-sync, cuda, hip or vulkan; gpu: the GPU's number."),
+    ] = None,
+    perf: Annotated[bool, typer.Option("--perf", help="With --target=gpu: time each instruction.")] = False,
+    exhaustive_tune: Annotated[
+        bool,
+        typer.Option(
+            "--exhaustive-tune",
+            help="With --target=gpu: time kernel launch configurations and library algorithms; keep the fastest.",
+        ),
+    ] = False,
     cache_dir: Annotated[
         str | None,
         typer.Option("--cache-dir", help="With --target=iree: compiled modules' cache (or $MGXIR_CACHE_DIR)."),

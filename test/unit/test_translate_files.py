@@ -183,7 +183,7 @@ def test_every_operator_attribute_round_trips_through_its_value() -> None:
     """Each operator's attributes (every attribute kind) give a value that reads back the same,
     through both encodings."""
     for name, defn in sorted(all_ops().items()):
-        if defn.is_builtin or defn.is_opaque or name == "unknown:":
+        if defn.is_builtin or defn.is_opaque or name == "unknown:" or "::" in name:  # targets' ops (gpu::...)
             continue
         op = defn.make()
         value = operation_to_value(op)

@@ -1,0 +1,303 @@
+"""ResNet-50 and BERT-base (sequence 128) on mgxir's GPU target against PyTorch eager and
+torch.compile, measured in the same run on the same GPU.
+
+Each model is written in plain torch code here (no torchvision or transformers needed), exported
+to ONNX on this machine (opset 14), imported with mgxir's ONNX importer, compiled with the `gpu`
+pipeline and replayed as CUDA graphs. float32 and float16, batch 1 and 32. The rms error (MIGraphX's
+verify rule) is against PyTorch's float32 eager output; PyTorch's own float16 error is printed
+beside it. ResNet-50's batch norms are folded into its convolutions (calibrated on a random batch
+so activations stay in float16's range) before export, and every peer runs that same folded model.
+
+    python bench/bench_models.py [--models resnet50,bert] [--dtypes f16,f32] [--batches 1,32]
+                                 [--exhaustive-tune] [--deadline SECONDS] [--out table.md] [--perf-dir DIR]
+
+Rows are printed as they are measured; configurations that would start after the deadline are
+skipped and listed as such."""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import math
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from mgxir.diagnostics import DiagnosticSink
+from mgxir.targets.gpu.driver import load_on_gpu
+from mgxir.tools.mgx_run import rms_error
+from mgxir.translate.onnx import import_model
+
+# -- the models, in plain torch ---------------------------------------------------------------
+
+
+def resnet50():
+    import torch
+    from torch import nn
+
+    class ConvBn(nn.Module):
+        def __init__(self, cin: int, cout: int, kernel: int, stride: int = 1):
+            super().__init__()
+            self.conv = nn.Conv2d(cin, cout, kernel, stride, kernel // 2, bias=False)
+            self.bn = nn.BatchNorm2d(cout, momentum=1.0)
+
+        def forward(self, x):
+            return self.bn(self.conv(x))
+
+        def fold(self) -> nn.Conv2d:
+            return torch.nn.utils.fusion.fuse_conv_bn_eval(self.conv, self.bn)
+
+    class Bottleneck(nn.Module):
+        def __init__(self, cin: int, width: int, stride: int):
+            super().__init__()
+            cout = width * 4
+            self.a, self.b, self.c = ConvBn(cin, width, 1), ConvBn(width, width, 3, stride), ConvBn(width, cout, 1)
+            self.down = ConvBn(cin, cout, 1, stride) if stride != 1 or cin != cout else None
+
+        def forward(self, x):
+            identity = x if self.down is None else self.down(x)
+            y = torch.relu(self.a(x))
+            y = torch.relu(self.b(y))
+            return torch.relu(self.c(y) + identity)
+
+    class ResNet50(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = ConvBn(3, 64, 7, 2)
+            self.pool = nn.MaxPool2d(3, 2, 1)
+            blocks, cin = [], 64
+            for width, count, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+                for i in range(count):
+                    blocks.append(Bottleneck(cin, width, stride if i == 0 else 1))
+                    cin = width * 4
+            self.blocks = nn.Sequential(*blocks)
+            self.fc = nn.Linear(2048, 1000)
+
+        def forward(self, x):
+            x = self.pool(torch.relu(self.stem(x)))
+            x = self.blocks(x)
+            return self.fc(torch.flatten(torch.mean(x, dim=(2, 3), keepdim=True), 1))
+
+    def fold(module: nn.Module) -> None:
+        for name, child in module.named_children():
+            if isinstance(child, ConvBn):
+                setattr(module, name, child.fold())
+            else:
+                fold(child)
+
+    model = ResNet50()
+    model.train()
+    with torch.no_grad():  # running statistics of one random batch (momentum 1)
+        model(torch.randn(8, 3, 224, 224))
+    model.eval()
+    fold(model)
+    return model, lambda batch: torch.randn(batch, 3, 224, 224)
+
+
+def bert_base(layers: int = 12, hidden: int = 768, heads: int = 12, sequence: int = 128):
+    import torch
+    from torch import nn
+
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = nn.Linear(hidden, 3 * hidden)
+            self.out = nn.Linear(hidden, hidden)
+            self.norm1 = nn.LayerNorm(hidden, eps=1e-12)
+            self.up = nn.Linear(hidden, 4 * hidden)
+            self.down = nn.Linear(4 * hidden, hidden)
+            self.norm2 = nn.LayerNorm(hidden, eps=1e-12)
+
+        def forward(self, x):
+            b, s, _ = x.shape
+            q, k, v = self.qkv(x).view(b, s, 3, heads, hidden // heads).permute(2, 0, 3, 1, 4)
+            scores = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(hidden // heads))
+            context = torch.matmul(torch.softmax(scores, dim=-1), v)
+            x = self.norm1(x + self.out(context.transpose(1, 2).reshape(b, s, hidden)))
+            return self.norm2(x + self.down(torch.nn.functional.gelu(self.up(x))))
+
+    class Bert(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.words = nn.Embedding(30522, hidden)
+            self.positions = nn.Embedding(512, hidden)
+            self.types = nn.Embedding(2, hidden)
+            self.norm = nn.LayerNorm(hidden, eps=1e-12)
+            self.layers = nn.Sequential(*(Layer() for _ in range(layers)))
+            self.register_buffer("position_ids", torch.arange(sequence).unsqueeze(0), persistent=False)
+
+        def forward(self, ids):
+            x = self.words(ids) + self.positions(self.position_ids) + self.types(torch.zeros_like(ids))
+            return self.layers(self.norm(x))
+
+    model = Bert()
+    for p in model.parameters():  # BERT's initialisation scale
+        if p.dim() > 1:
+            torch.nn.init.normal_(p, std=0.02)
+    model.eval()
+    return model, lambda batch: torch.randint(0, 30522, (batch, sequence))
+
+
+MODELS: dict[str, Callable[[], tuple[object, Callable[[int], object]]]] = {"resnet50": resnet50, "bert": bert_base}
+DTYPES = {"f32": "float32", "f16": "float16"}
+
+
+# -- measuring --------------------------------------------------------------------------------
+
+
+def torch_time(fn: Callable[[], object], iterations: int) -> float:
+    import torch
+
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(iterations):
+        fn()
+    stop.record()
+    stop.synchronize()
+    return start.elapsed_time(stop) / iterations
+
+
+def export(model, example, path: Path) -> None:
+    import torch
+
+    kwargs = dict(input_names=["input"], output_names=["output"], opset_version=14, do_constant_folding=True)
+    try:
+        torch.onnx.export(model, (example,), str(path), dynamo=False, **kwargs)
+    except TypeError:  # a torch without the dynamo switch
+        torch.onnx.export(model, (example,), str(path), **kwargs)
+
+
+def measure(
+    name: str, dtype: str, batch: int, tune: bool, log: Callable[[str], None], perf_dir: Path | None = None
+) -> list[str]:
+    import torch
+
+    torch.manual_seed(0)
+    model32, make_input = MODELS[name]()
+    model32 = model32.cuda()
+    model = model32 if dtype == "f32" else copy.deepcopy(model32).half()
+    example = make_input(batch).cuda()
+    if example.is_floating_point() and dtype == "f16":
+        example = example.half()
+    iterations = 50 if batch == 1 else 20
+    with torch.inference_mode():
+        reference = model32(example.float() if example.is_floating_point() else example).float().cpu().numpy()
+        eager_out = model(example).float().cpu().numpy()
+        eager = torch_time(lambda: model(example), iterations)
+    started = time.perf_counter()
+    compiled = torch.compile(model)
+    with torch.inference_mode():
+        compiled(example)
+        inductor_compile = time.perf_counter() - started
+        inductor = torch_time(lambda: compiled(example), iterations)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{name}-{dtype}-{batch}.onnx"
+        with torch.inference_mode():
+            export(model, example, path)
+        started = time.perf_counter()
+        sink = DiagnosticSink()
+        program = import_model(str(path), sink=sink)
+        imported = time.perf_counter() - started
+    started = time.perf_counter()
+    executable = load_on_gpu(program, sink, exhaustive_tune=tune, in_place=True)
+    mgx_compile = time.perf_counter() - started
+    feed = {"input": example.cpu().numpy()}
+    got = np.asarray(executable.run(feed)[0]).astype(np.float32)
+    mgx = executable.time_call(executable.execute, iterations)
+    if perf_dir is not None:
+        perf_dir.mkdir(parents=True, exist_ok=True)
+        (perf_dir / f"{name}-{dtype}-bs{batch}.txt").write_text(executable.perf(20))
+    host = [s.ins.op.defn.name for s in executable.steps if s.on_host]
+    counts: dict[str, int] = {}
+    for step in executable.steps:
+        counts[step.ins.op.defn.name] = counts.get(step.ins.op.defn.name, 0) + 1
+    error = rms_error(got.reshape(reference.shape), reference)
+    torch_error = rms_error(eager_out, reference)
+    log(
+        f"  {name} {dtype} bs{batch}: import {imported:.1f}s, mgxir compile {mgx_compile:.1f}s, "
+        f"inductor compile {inductor_compile:.1f}s; steps {counts}; host steps {host}"
+    )
+    best = min(eager, inductor)
+    return [
+        name,
+        dtype,
+        str(batch),
+        f"{mgx:.3f}",
+        f"{eager:.3f}",
+        f"{inductor:.3f}",
+        f"{best / mgx:.2f}",
+        f"{error:.2e}",
+        f"{torch_error:.2e}",
+    ]
+
+
+HEADER = [
+    "model",
+    "dtype",
+    "batch",
+    "mgxir ms",
+    "eager ms",
+    "compile ms",
+    "torch best / mgxir",
+    "rms mgxir",
+    "rms torch",
+]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="resnet50,bert")
+    parser.add_argument("--dtypes", default="f16,f32")
+    parser.add_argument("--batches", default="1,32")
+    parser.add_argument("--exhaustive-tune", action="store_true")
+    parser.add_argument("--deadline", type=float, default=1e9, help="seconds; later configurations are skipped")
+    parser.add_argument("--out", type=Path, default=None, help="also write the table here (markdown)")
+    parser.add_argument("--perf-dir", type=Path, default=None, help="write each program's --perf report here")
+    args = parser.parse_args(argv)
+    import torch
+
+    start = time.perf_counter()
+    lines = ["| " + " | ".join(HEADER) + " |", "|" + " --- |" * len(HEADER)]
+
+    def log(text: str) -> None:
+        print(text, flush=True)
+
+    def flush() -> None:
+        if args.out is not None:
+            args.out.write_text("\n".join(lines) + "\n")
+
+    log(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    configs = [
+        (b, d, m)
+        for b in (int(x) for x in args.batches.split(","))
+        for d in args.dtypes.split(",")
+        for m in args.models.split(",")
+    ]
+    for batch, dtype, name in configs:
+        if time.perf_counter() - start > args.deadline:
+            lines.append(f"| {name} | {dtype} | {batch} | skipped (deadline) |")
+            continue
+        try:
+            cells = measure(name, dtype, batch, args.exhaustive_tune, log, args.perf_dir)
+            lines.append("| " + " | ".join(cells) + " |")
+        except Exception as e:  # one configuration's failure is reported and the others go on
+            traceback.print_exc()
+            lines.append(f"| {name} | {dtype} | {batch} | failed: {type(e).__name__}: {str(e).splitlines()[0][:160]} |")
+        log(lines[-1])
+        flush()
+        torch.cuda.empty_cache()
+    print("\n".join(lines))
+    flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""MIGraphX's GPU target on NVIDIA (CUDA) and, for its kernel sources, AMD (HIP)."""

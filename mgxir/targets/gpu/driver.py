@@ -1,0 +1,85 @@
+"""The GPU target's entry points: compile a program with the `gpu` pipeline and run it on a GPU.
+
+`run_on_gpu` has the reference runner's signature (`mgx-run --target=gpu`); `gpu_options` holds
+what the command line adds (`--device`, `--perf`, `--exhaustive-tune`)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from mgxir.diagnostics import DiagnosticSink
+from mgxir.ir.operation import RuntimeValue
+from mgxir.ir.program import Program
+from mgxir.passes.manager import PassManager
+from mgxir.passes.registry import parse_pipeline
+from mgxir.targets.gpu.lowering import GPU_PIPELINE, GpuLowering
+from mgxir.targets.gpu.runtime import GpuExecutable, open_device
+from mgxir.targets.gpu.tune import problem_cache, tune_library_calls
+from mgxir.text.parser import parse_program
+from mgxir.text.printer import PrintOptions, print_program
+
+
+@dataclasses.dataclass
+class GpuOptions:
+    device: int = 0
+    perf: bool = False
+    perf_iterations: int = 100
+    exhaustive_tune: bool = False
+
+
+gpu_options = GpuOptions()
+
+
+def copy_program(program: Program) -> Program:
+    """An independent copy (through the lossless text, which keeps every literal bit)."""
+    return parse_program(print_program(program, PrintOptions(lossless=True)))
+
+
+def compile_for_gpu(
+    program: Program,
+    arch: str = "",
+    sink: DiagnosticSink | None = None,
+    exhaustive_tune: bool = False,
+    in_place: bool = False,
+) -> Program:
+    """A lowered copy of `program` (or `program` itself, lowered, with `in_place`: the copy goes
+    through the lossless text and costs seconds per million weights): the `gpu` pipeline (fusion,
+    lowering, memory planning); with `exhaustive_tune`, elementwise kernels are timed in their
+    launch configurations."""
+    lowered = program if in_place else copy_program(program)
+    passes = parse_pipeline(GPU_PIPELINE)
+    for p in passes:
+        if isinstance(p, GpuLowering):
+            p.arch = arch or p.arch
+            p.exhaustive_tune = exhaustive_tune
+    PassManager(passes).run(lowered, sink)
+    return lowered
+
+
+def load_on_gpu(
+    program: Program,
+    sink: DiagnosticSink | None = None,
+    device: int | None = None,
+    exhaustive_tune: bool | None = None,
+    in_place: bool = False,
+) -> GpuExecutable:
+    """`program` compiled and loaded on a GPU; with exhaustive tuning, its library calls' winners
+    are written into the compiled program, which is then loaded again with them."""
+    device = gpu_options.device if device is None else device
+    tuning = gpu_options.exhaustive_tune if exhaustive_tune is None else exhaustive_tune
+    open_device(device)  # one clear line before any compilation where there is no GPU
+    lowered = compile_for_gpu(program, sink=sink, exhaustive_tune=tuning, in_place=in_place)
+    if not tuning:
+        return GpuExecutable(lowered, device, sink)
+    tune_library_calls(GpuExecutable(lowered, device, sink), problem_cache())
+    return GpuExecutable(lowered, device, sink)
+
+
+def run_on_gpu(program: Program, params: dict[str, np.ndarray], sink: DiagnosticSink) -> list[RuntimeValue]:
+    executable = load_on_gpu(program, sink)
+    outputs = executable.run(params)
+    if gpu_options.perf:
+        print(executable.perf(gpu_options.perf_iterations), end="")
+    return outputs

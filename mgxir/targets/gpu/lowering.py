@@ -1,0 +1,501 @@
+"""gpu_lowering: the main module's operators become the GPU target's, as MIGraphX's GPU lowering and
+compile_ops do: `pointwise` and `fused_reduce` modules and data movement (copies, concat, gather,
+pad, pooling) become `gpu::code_object`s of generated, NVRTC-compiled kernels; `dot` becomes
+`gpu::gemm` (cuBLASLt), taking a following bias add and relu into its epilogue; `convolution`
+becomes `gpu::convolution` (cuDNN's graph API) with the pointwise module it feeds fused as its
+epilogue where cuDNN has nodes for its operators (and, where a GPU is present, where cuDNN builds a
+plan for the fused graph, as MIGraphX's compile_miopen finds its solutions); every lowered op
+writes into an `allocate` that memory_coloring then plans into one scratch buffer. Views stay as
+they are (the runtime aliases them). What the lowering has no kernel for (submodule control flow,
+tuples, fp8, ...) stays as it is and runs on the host."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from mgxir.diagnostics import MgxError
+from mgxir.ir.instruction import Instruction
+from mgxir.ir.literal import Literal
+from mgxir.ir.module import Module, compute_shape
+from mgxir.ir.operation import Operation, ShapeError
+from mgxir.ir.program import Program
+from mgxir.ir.registry import make_op
+from mgxir.ir.shape import Shape, find_permutation
+from mgxir.passes.base import Pass, PassContext
+from mgxir.passes.registry import register_pass, register_pipeline
+from mgxir.targets.gpu import dnn, kernels, tune
+from mgxir.targets.gpu.compiler import DEFAULT_ARCH, compile_kernel, device_arch
+from mgxir.targets.gpu.kernels import Kernel, Tensor, Unsupported
+from mgxir.targets.gpu.views import view_offset
+
+VECTOR_ALIGNMENT = 16  # bytes: what memory_coloring must give (the gpu pipeline asks for it)
+
+# MIGraphX's GPU target, shortened to the passes mgxir has: fusion, lowering to kernels and library
+# calls, one scratch buffer (16-byte aligned for vector loads). Registered as `gpu` by name.
+GPU_PIPELINE = (
+    "normalize_ops,eliminate_identity,rewrite_rnn,rewrite_pooling,rewrite_reduce,dead_code_elimination,O,"
+    "fuse_pointwise,fuse_reduce,dead_code_elimination,gpu_lowering,memory_coloring{alignment=16},"
+    "dead_code_elimination"
+)
+
+# where each value lives: (the instruction owning its buffer, element offset in it)
+Placement = dict[Instruction, tuple[Instruction, int]]
+Generator = Callable[[Instruction, list[Tensor], Tensor], Kernel]
+
+
+# operators the lowering turns into target ops that read any input layout (besides GENERATORS)
+LOWERED_OPS = ("pointwise", "fused_reduce", "convolution", "dot")
+
+
+def _concat(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    return kernels.concat_kernel(inputs, ins.op["axis"] % len(output.lens), output)
+
+
+def _gather(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    return kernels.gather_kernel(inputs[0], inputs[1], ins.op["axis"] % len(inputs[0].lens), output)
+
+
+def _pad(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    if ins.op["mode"] != 0:
+        raise Unsupported("only constant padding has a kernel")
+    return kernels.pad_kernel(inputs[0], tuple(ins.op["pads"]), float(ins.op["value"]), output)
+
+
+def _pooling(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    return kernels.pooling_kernel(ins.op, inputs[0], output)
+
+
+def _copy(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    return kernels.copy_kernel(inputs[0], output, f"{ins.op.defn.name}_kernel")
+
+
+# operators with a kernel generator of their own; views that are not views (a reshape of a
+# transposed input) and contiguous are copies
+GENERATORS: dict[str, Generator] = {
+    "concat": _concat,
+    "gather": _gather,
+    "pad": _pad,
+    "pooling": _pooling,
+    "contiguous": _copy,
+    "reshape": _copy,
+    "reshape_lazy": _copy,
+    "flatten": _copy,
+    "squeeze": _copy,
+    "unsqueeze": _copy,
+    "transpose": _copy,
+    "layout": _copy,
+}
+
+
+@dataclasses.dataclass
+class GpuLowering(Pass):
+    name = "gpu_lowering"
+    lowers_to_target = True
+    description = "Lower main to GPU kernels (gpu::code_object), cuBLASLt gemms and allocations; compiles kernels."
+    arch: str = ""  # sm_XY; empty: the GPU's, or sm_90 without one
+    fuse_epilogues: bool = True
+    channels_last: bool = True  # 2-d convolutions in NHWC (cuDNN's fast layout on tensor cores)
+    exhaustive_tune: bool = False  # time launch configurations of elementwise kernels on the GPU
+    _timer: object = dataclasses.field(default=None, repr=False)
+
+    def apply(self, program: Program, context: PassContext) -> None:
+        arch = self.arch or device_arch() or DEFAULT_ARCH
+        module = program.main
+        placement: Placement = {}
+        for ins in list(module):
+            if ins.is_param or ins.is_literal:
+                placement[ins] = (ins, 0)
+            elif ins.is_return or ins.op.defn.name.startswith("gpu::") or ins.op.defn.name in ("allocate", "load"):
+                placement.setdefault(ins, (ins, 0))
+            elif ins.parent is module:
+                self._lower(module, ins, placement, arch, context)
+        _drop_unused_modules(program)
+
+    def _lower(self, module: Module, ins: Instruction, placement: Placement, arch: str, context: PassContext) -> None:
+        source = placement.get(ins.args[0]) if ins.args else None
+        if source is not None:
+            offset = view_offset(ins, source[1])
+            if offset is not None and self._as_view_op(module, ins):
+                placement[ins] = (source[0], offset)
+                return
+        name = ins.op.defn.name
+        if ins.shape.is_tuple or ins.shape.is_dynamic or any(a.shape.is_tuple for a in ins.args):
+            return self._host(ins, placement, context)
+        try:
+            if name in ("dot",):
+                self._gemm(module, ins, placement, arch, context)
+                return
+            if name == "convolution":
+                self._convolution(module, ins, placement, arch, context)
+                return
+            inputs = [self._tensor(a, placement) for a in ins.args]
+            output = Tensor.of(ins.shape)
+            if name == "pointwise" and self.exhaustive_tune and device_arch() is not None:
+                kernel, code = self._tuned_pointwise(ins, inputs, output, arch)
+                self._emit(module, ins, kernel, code, placement, context)
+                context.count("kernels tuned")
+                return
+            if name == "pointwise":
+                kernel = kernels.pointwise_kernel(ins.module_args[0], inputs, output)
+            elif name == "fused_reduce":
+                kernel = kernels.reduce_kernel(ins.module_args[0], ins.op["axes"], inputs, output)
+            elif name in GENERATORS:
+                kernel = GENERATORS[name](ins, inputs, output)
+            else:
+                raise Unsupported(name)
+        except Unsupported:
+            return self._host(ins, placement, context)
+        self._emit(module, ins, kernel, compile_kernel(kernel, arch), placement, context)
+
+    def _emit(
+        self, module: Module, ins: Instruction, kernel: Kernel, code, placement: Placement, context: PassContext
+    ) -> None:
+        op = make_op(
+            "gpu::code_object",
+            code_object=code,
+            symbol_name=kernel.symbol,
+            **{"global": kernel.global_size, "local": kernel.local_size},
+        )
+        self._write_into_allocation(module, ins, op, list(ins.args), placement)
+        context.count("kernels generated")
+
+    def _tuned_pointwise(self, ins: Instruction, inputs: list[Tensor], output: Tensor, arch: str):
+        if self._timer is None:
+            self._timer = tune.Timer()
+        body = ins.module_args[0]
+
+        def make(local: int, per_thread: int) -> Kernel:
+            return kernels.pointwise_kernel(body, inputs, output, local=local, per_thread=per_thread)
+
+        return tune.tune_kernel(make, [*inputs, output], arch, tune.problem_cache(), self._timer)
+
+    def _as_view_op(self, module: Module, ins: Instruction) -> bool:
+        """Whether `ins`, whose result the runtime can alias, is (or now is) an operator that says
+        it is a view: memory_coloring extends its input's lifetime only through views. A reshape
+        becomes `reshape_lazy` (MIGraphX's lowering does the same) where that gives its shape."""
+        if ins.op.defn.is_view:
+            return True
+        if ins.op.defn.name not in ("reshape", "flatten"):
+            return False
+        shape = ins.shape
+        lazy = make_op("reshape_lazy", dims=list(shape.lens))
+        try:
+            if compute_shape(lazy, ins.args, []) != shape:
+                return False
+        except (MgxError, ShapeError):
+            return False
+        module.replace(ins, lazy)
+        return True
+
+    def _host(self, ins: Instruction, placement: Placement, context: PassContext) -> None:
+        placement[ins] = (ins, 0)
+        context.count("left for the host")
+
+    def _tensor(self, ins: Instruction, placement: Placement) -> Tensor:
+        root, offset = placement[ins]
+        if ins.shape.is_tuple or ins.shape.is_dynamic:
+            raise Unsupported("tuple or dynamic argument")
+        return Tensor.of(ins.shape, aligned=(offset * ins.shape.dtype.itemsize) % VECTOR_ALIGNMENT == 0)
+
+    def _write_into_allocation(
+        self, module: Module, ins: Instruction, op, args: list[Instruction], placement: Placement
+    ) -> None:
+        allocation = module.insert(ins, make_op("allocate", shape=ins.shape))
+        placement[allocation] = (allocation, 0)
+        module.replace(ins, op, [*args, allocation], [])
+        placement[ins] = (allocation, 0)
+
+    # -- gemm ---------------------------------------------------------------------------------
+
+    def _gemm(self, module: Module, ins: Instruction, placement: Placement, arch: str, context: PassContext) -> None:
+        a, b = (self._gemm_operand(module, x, placement, arch, context) for x in ins.args)
+        target, epilogue, bias = ins, "none", None
+        if self.fuse_epilogues:
+            target, epilogue, bias = find_epilogue(ins, placement)
+        args = [a, b] if bias is None else [a, b, bias]
+        op = make_op("gpu::gemm", epilogue=epilogue)
+        if target is not ins:
+            self._write_into_allocation(module, target, op, args, placement)
+            module.remove(ins)
+            context.count(f"gemm epilogues fused ({epilogue})")
+        else:
+            self._write_into_allocation(module, ins, op, args, placement)
+        context.count("gemms")
+
+    # -- convolution --------------------------------------------------------------------------
+
+    def _convolution(
+        self, module: Module, ins: Instruction, placement: Placement, arch: str, context: PassContext
+    ) -> None:
+        """A cuDNN graph call; 2-d convolutions run channels-last (NHWC strides, as MIGraphX's
+        layout_convolution arranges for its libraries): inputs in another layout get one copy
+        (weights are re-laid out once, as literals), results keep NHWC strides and views of them
+        read a standard copy."""
+        if ins.op["group"] != 1 or ins.shape.dtype not in dnn.IO_TYPES or ins.op["padding_mode"] != 0:
+            raise Unsupported("convolution: grouped, padding-mode or unsupported type")
+        channels_last = self.channels_last and ins.shape.ndim == 4
+        layout = channels_last_shape if channels_last else (lambda shape: shape)
+        fused = find_conv_epilogue(ins, placement) if self.fuse_epilogues else None
+        x_in, w_in = ins.args
+        if fused is not None:
+            extras_shapes = tuple(_epilogue_operand_shape(e.shape, layout) for e in fused[1])
+            if not conv_plan_available(
+                ins.op, layout(x_in.shape), layout(w_in.shape), layout(fused[0].shape), extras_shapes, fused
+            ):
+                context.count("convolution epilogues cuDNN refused")
+                fused = None
+        x = self._in_layout(module, x_in, layout, placement, arch, context)
+        w = self._in_layout(module, w_in, layout, placement, arch, context)
+        if fused is None:
+            target, extras, module_args, op = ins, [], [], make_op("gpu::convolution", op=ins.op)
+        else:
+            target, extra_ins, conv_arg, names = fused
+            extras = [
+                e if e.shape.broadcasted else self._in_layout(module, e, layout, placement, arch, context)
+                for e in extra_ins
+            ]
+            module_args = [target.module_args[0]]
+            op = make_op("gpu::convolution", op=ins.op, epilogue="_".join(names), conv_arg=conv_arg)
+        allocation = module.insert(target, make_op("allocate", shape=layout(target.shape)))
+        placement[allocation] = (allocation, 0)
+        module.replace(target, op, [x, w, *extras, allocation], module_args)
+        placement[target] = (allocation, 0)
+        if target is not ins:
+            module.remove(ins)
+            context.count("convolution epilogues fused")
+        context.count("convolutions")
+        if channels_last:
+            self._views_read_standard_copies(module, target, placement, arch, context)
+
+    def _in_layout(
+        self,
+        module: Module,
+        x: Instruction,
+        layout: Callable[[Shape], Shape],
+        placement: Placement,
+        arch: str,
+        context: PassContext,
+    ) -> Instruction:
+        """`x` laid out as `layout` wants (and 16-byte aligned): itself, a re-laid-out literal, or a
+        copy."""
+        want = layout(x.shape)
+        where = placed(x, placement)
+        aligned = where is not None and (where[1] * x.shape.dtype.itemsize) % VECTOR_ALIGNMENT == 0
+        if aligned and same_layout(x.shape, want) and not x.shape.broadcasted:
+            return x
+        if x.is_literal and x.literal.data is not None:
+            literal = module.add_literal(Literal(want, x.literal.data))
+            placement[literal] = (literal, 0)
+            context.count("weights laid out")
+            return literal
+        return self._copy_into(module, x, want, _next(x), placement, arch, context)
+
+    def _copy_into(
+        self,
+        module: Module,
+        x: Instruction,
+        shape: Shape,
+        before: Instruction | None,
+        placement: Placement,
+        arch: str,
+        context: PassContext,
+    ) -> Instruction:
+        """A copy of `x` in `shape`'s layout (a generated kernel), inserted before `before`."""
+        op = make_op("layout", permutation=find_permutation(shape)) if not shape.standard else make_op("contiguous")
+        copy = module.insert(before, op, [x])
+        kernel = kernels.copy_kernel(self._tensor(x, placement), Tensor.of(copy.shape), f"{op.defn.name}_kernel")
+        self._emit(module, copy, kernel, compile_kernel(kernel, arch), placement, context)
+        return copy
+
+    def _views_read_standard_copies(
+        self, module: Module, result: Instruction, placement: Placement, arch: str, context: PassContext
+    ) -> None:
+        """Users were shaped for a standard result: those the lowering does not rebuild from their
+        inputs' layouts (views, the return, host ops) read a standard copy."""
+        for user in list(result.users):
+            name = "@return" if user.is_return else user.op.defn.name
+            rebuilt = (name in GENERATORS or name in LOWERED_OPS) and not user.op.defn.is_view
+            if not rebuilt:
+                copy = self._copy_into(module, result, result.shape.as_standard(), user, placement, arch, context)
+                user.replace_arg(result, copy)
+
+    def _gemm_operand(
+        self, module: Module, x: Instruction, placement: Placement, arch: str, context: PassContext
+    ) -> Instruction:
+        return self._dense_operand(module, x, placement, arch, context, lambda s: gemm_layout(s) is not None)
+
+    def _dense_operand(
+        self,
+        module: Module,
+        x: Instruction,
+        placement: Placement,
+        arch: str,
+        context: PassContext,
+        readable: Callable[[Shape], bool],
+    ) -> Instruction:
+        """`x` where the library reads its layout as it is, else a contiguous copy of it."""
+        where = placed(x, placement)
+        if readable(x.shape) and where is not None and (where[1] * x.shape.dtype.itemsize) % VECTOR_ALIGNMENT == 0:
+            return x
+        copy = module.insert(_next(x), make_op("contiguous"), [x])
+        placement[copy] = placement[x]
+        kernel = kernels.copy_kernel(self._tensor(x, placement), Tensor.of(copy.shape))
+        op = make_op(
+            "gpu::code_object",
+            code_object=compile_kernel(kernel, arch),
+            symbol_name=kernel.symbol,
+            **{"global": kernel.global_size, "local": kernel.local_size},
+        )
+        self._write_into_allocation(module, copy, op, [x], placement)
+        context.count("kernels generated")
+        return copy
+
+
+def _next(ins: Instruction) -> Instruction | None:
+    return ins.next
+
+
+def gemm_layout(shape: Shape) -> tuple[bool, int, int, int] | None:
+    """How cuBLASLt reads a matrix operand: (transposed, leading dimension, batch count, batch
+    stride), or None where the batch axes do not collapse into one stride or neither matrix axis
+    is contiguous."""
+    lens, strides = shape.lens, shape.strides
+    rows, cols = lens[-2], lens[-1]
+    if strides[-1] == 1 or cols == 1:
+        transposed, ld = False, max(strides[-2], cols, 1)
+    elif strides[-2] == 1 or rows == 1:
+        transposed, ld = True, max(strides[-1], rows, 1)
+    else:
+        return None
+    if ld < (rows if transposed else cols):
+        return None
+    batch_axes = [(n, s) for n, s in zip(lens[:-2], strides[:-2]) if n != 1]
+    count = 1
+    for n, _ in batch_axes:
+        count *= n
+    if not batch_axes:
+        return transposed, ld, 1, 0
+    stride = batch_axes[-1][1]
+    expected = stride
+    for n, s in reversed(batch_axes):
+        if s != expected:
+            return None
+        expected = s * n
+    return transposed, ld, count, stride
+
+
+def find_epilogue(dot: Instruction, placement: Placement) -> tuple[Instruction, str, Instruction | None]:
+    """A pointwise user of `dot` that only adds a bias along the last axis and/or applies relu:
+    (that user, the epilogue's name, the bias) or (dot, 'none', None)."""
+    if len(dot.users) != 1:
+        return dot, "none", None
+    user = next(iter(dot.users))
+    if user.op.defn.name != "pointwise" or user.shape.dtype != dot.shape.dtype or user.shape.lens != dot.shape.lens:
+        return dot, "none", None
+    body = [i for i in user.module_args[0] if not (i.is_param or i.is_return)]
+    params = sorted((i for i in user.module_args[0] if i.is_param), key=lambda p: p.param_name)
+    bound = dict(zip(params, user.args))
+    names = [i.op.defn.name for i in body]
+    if names not in (["add"], ["add", "relu"], ["relu"]):
+        return dot, "none", None
+    if names == ["relu"]:
+        return (user, "relu", None) if bound.get(body[0].args[0]) is dot else (dot, "none", None)
+    add = body[0]
+    if names == ["add", "relu"] and body[1].args[0] is not add:
+        return dot, "none", None
+    operands = [bound.get(x) for x in add.args]
+    if dot not in operands or len(operands) != 2:
+        return dot, "none", None
+    bias = operands[1] if operands[0] is dot else operands[0]
+    if bias is None or bias is dot:
+        return dot, "none", None
+    strides, lens = bias.shape.strides, bias.shape.lens
+    along_last = strides[-1] == 1 and all(s == 0 for s in strides[:-1])
+    if not along_last or lens[-1] != dot.shape.lens[-1] or bias.shape.dtype != dot.shape.dtype:
+        return dot, "none", None
+    where = placed(bias, placement)
+    if where is None or (where[1] * bias.shape.dtype.itemsize) % VECTOR_ALIGNMENT:
+        return dot, "none", None
+    return user, "relu_bias" if names == ["add", "relu"] else "bias", bias
+
+
+def find_conv_epilogue(
+    conv: Instruction, placement: Placement
+) -> tuple[Instruction, list[Instruction], int, list[str]] | None:
+    """The pointwise user of `conv` that cuDNN can run after it in one graph: (that user, its other
+    operands, the position of the convolution among its operands, its operator names) or None."""
+    if len(conv.users) != 1:
+        return None
+    user = next(iter(conv.users))
+    if user.op.defn.name != "pointwise" or user.shape != conv.shape or list(user.args).count(conv) != 1:
+        return None
+    names = dnn.epilogue_names(user.module_args[0])
+    if not names:
+        return None
+    extras = [a for a in user.args if a is not conv]
+    for extra in extras:
+        if placed(extra, placement) is None or not dnn.epilogue_input_supported(extra.shape, conv.shape):
+            return None
+    return user, extras, list(user.args).index(conv), names
+
+
+def conv_plan_available(
+    conv: Operation,
+    x: Shape,
+    w: Shape,
+    out: Shape,
+    extras: tuple[Shape, ...],
+    fused: tuple[Instruction, list[Instruction], int, list[str]],
+) -> bool:
+    """Whether cuDNN builds a plan for the fused graph; True where that cannot be asked (no GPU or
+    no cuDNN here: the program is then only printed or compiled for later)."""
+    if device_arch() is None or not dnn.available():
+        return True
+    user, _, conv_arg, _ = fused
+    try:
+        dnn.plan_for(conv, x, w, out, extras, user.module_args[0], conv_arg)
+    except MgxError:
+        return False
+    return True
+
+
+NHWC = (0, 2, 3, 1)
+
+
+def same_layout(a: Shape, b: Shape) -> bool:
+    """Lens and strides agree on every axis longer than 1 (the others are never stepped)."""
+    return a.lens == b.lens and all(n == 1 or s == t for n, s, t in zip(a.lens, a.strides, b.strides))
+
+
+def channels_last_shape(shape: Shape) -> Shape:
+    return Shape.from_permutation(shape.dtype, shape.lens, NHWC)
+
+
+def _epilogue_operand_shape(shape: Shape, layout: Callable[[Shape], Shape]) -> Shape:
+    return shape if shape.broadcasted else layout(shape)
+
+
+def placed(ins: Instruction, placement: Placement) -> tuple[Instruction, int] | None:
+    """Where `ins` lives if it is placed already or is a chain of views of something placed."""
+    if ins in placement:
+        return placement[ins]
+    if not ins.args or ins.shape.is_tuple:
+        return None
+    source = placed(ins.args[0], placement)
+    offset = view_offset(ins, source[1]) if source is not None else None
+    if source is None or offset is None:
+        return None
+    placement[ins] = (source[0], offset)
+    return placement[ins]
+
+
+def _drop_unused_modules(program: Program) -> None:
+    reachable = {id(m) for m in program.reachable_modules()}
+    for module in list(program):
+        if id(module) not in reachable and module is not program.main:
+            program.remove_module(module.name)
+
+
+register_pass(GpuLowering)
+register_pipeline("gpu", GPU_PIPELINE)

@@ -1,0 +1,180 @@
+"""The GPU target's lowered operators, printed as MIGraphX prints its compiled programs.
+
+Each writes its result into its last argument (an allocation that memory_coloring turns into a
+`load` of the scratch buffer): `gpu::code_object` (a generated kernel: MIGraphX prints the size of
+its binary, the symbol, and the launch's global and local sizes), `gpu::gemm` (a BLAS-library
+matrix product; `epilogue=` appears only where a bias or activation is fused, which MIGraphX's
+rocBLAS gemm does not have) and `gpu::convolution` (a DNN-library convolution, the inner op as
+MIGraphX prints `gpu::miopen_op`'s).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from mgxir.ir.attributes import BOOL, FLOAT, INT, STRING, Attr, AttributeError_, Kind
+from mgxir.ir.operation import OpDef, Operation
+from mgxir.ir.registry import register
+from mgxir.ir.shape import Shape
+from mgxir.ir.values import OpNode, Value
+from mgxir.ops.common import fail
+
+if TYPE_CHECKING:
+    from mgxir.ir.module import Module
+
+
+@dataclasses.dataclass(frozen=True)
+class CodeObject:
+    """A compiled kernel: the binary (empty when read back from text, which keeps only its size),
+    the source it was compiled from and the architecture it targets."""
+
+    binary: bytes = b""
+    size: int = 0
+    source: str = ""
+    arch: str = ""
+
+    @classmethod
+    def compiled(cls, binary: bytes, source: str, arch: str) -> CodeObject:
+        return cls(binary, len(binary), source, arch)
+
+
+class CodeObjectKind(Kind):
+    description = "a code object (printed as its size in bytes)"
+
+    def read(self, v: Value) -> CodeObject:
+        if not isinstance(v, str) or not v.isdigit():
+            raise AttributeError_("expected the code object's size in bytes")
+        return CodeObject(size=int(v))
+
+    def coerce(self, x: Any) -> CodeObject:
+        if not isinstance(x, CodeObject):
+            raise TypeError("expected a CodeObject")
+        return x
+
+    def format(self, x: CodeObject) -> str:
+        return str(x.size)
+
+
+class OperationKind(Kind):
+    """One operator as a value: `op=convolution[padding={0, 0},...]`."""
+
+    description = "an operator"
+
+    def read(self, v: Value) -> Operation:
+        from mgxir.ir.registry import operation_from_node
+
+        if isinstance(v, str):
+            v = OpNode(v, ())
+        if not isinstance(v, OpNode):
+            raise AttributeError_("expected an operator")
+        return operation_from_node(v)
+
+    def format(self, x: Operation) -> str:
+        return x.text
+
+
+CODE_OBJECT = CodeObjectKind()
+OPERATION = OperationKind()
+
+
+class _WritesOutput(OpDef):
+    """A lowered op: inputs, then the output allocation; its result is that allocation."""
+
+    arity = (1, None)
+    writes_last_argument = True
+
+    def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
+        return inputs[-1]
+
+
+@register
+class CodeObjectOp(_WritesOutput):
+    name = "gpu::code_object"
+    attributes = (
+        Attr("code_object", CODE_OBJECT, CodeObject()),
+        Attr("symbol_name", STRING, ""),
+        Attr("global", INT, 0),
+        Attr("local", INT, 0),
+        Attr("output_arg", INT, -1),
+    )
+
+    def format(self, op: Operation) -> str:
+        code, symbol, global_size, local_size, output_arg = op.values
+        text = f"{self.name}[code_object={code.size},symbol_name={symbol},global={global_size},local={local_size},"
+        if output_arg != -1:
+            text += f"output_arg={output_arg},"
+        return text + "]"
+
+    def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
+        return inputs[op["output_arg"]]
+
+
+# how a gemm's result is finished inside the library call (cuBLASLt / hipBLASLt epilogues)
+EPILOGUES = ("none", "bias", "relu", "relu_bias", "gelu", "gelu_bias")
+
+
+@register
+class Gemm(_WritesOutput):
+    """Inputs (A, B[, bias], output): `output = epilogue(alpha * A @ B)`; the bias is a vector along
+    the last dimension of the output."""
+
+    name = "gpu::gemm"
+    attributes = (
+        Attr("alpha", FLOAT, 1.0),
+        Attr("beta", FLOAT, 0.0),
+        Attr("compute_fp32", BOOL, True),
+        Attr("trans_batch", INT, 0),
+        Attr("solution_idx", INT, 0),
+        Attr("epilogue", STRING, "none"),
+    )
+    arity = (3, 4)
+
+    def format(self, op: Operation) -> str:
+        text = super().format(op)
+        return text.replace(",epilogue=none]", "]")
+
+    def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
+        if op["epilogue"] not in EPILOGUES:
+            raise fail(self.name, f"unknown epilogue '{op['epilogue']}' (one of {', '.join(EPILOGUES)})")
+        with_bias = op["epilogue"].endswith("bias")
+        if len(inputs) != (4 if with_bias else 3):
+            raise fail(self.name, f"epilogue '{op['epilogue']}' takes {4 if with_bias else 3} arguments")
+        a, b, out = inputs[0], inputs[1], inputs[-1]
+        if a.lens[-1] != b.lens[-2] or out.lens[-2:] != (a.lens[-2], b.lens[-1]):
+            raise fail(self.name, f"cannot multiply {a.lens} by {b.lens} into {out.lens}")
+        return out
+
+
+@register
+class QuantGemm(Gemm):
+    name = "gpu::quant_gemm"
+
+
+@register
+class Convolution(_WritesOutput):
+    """Inputs (x, w, epilogue operands..., output): `output = epilogue(convolution(x, w), ...)` in
+    the DNN library. The epilogue, where there is one, is the pointwise module it fused (its
+    parameter number `conv_arg` in name order is the convolution's result; `epilogue=` names its
+    operators). `solution_id` is the library plan chosen by --exhaustive-tune (-1: the library's
+    first choice)."""
+
+    name = "gpu::convolution"
+    attributes = (
+        Attr("op", OPERATION, None),
+        Attr("algo", INT, 0),
+        Attr("solution_id", INT, -1),
+        Attr("epilogue", STRING, "none"),
+        Attr("conv_arg", INT, 0),
+    )
+    arity = (3, None)
+    module_arity = (0, 1)
+
+    def format(self, op: Operation) -> str:
+        return super().format(op).replace(",epilogue=none", "").replace(",conv_arg=0]", "]")
+
+    def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
+        if (op["epilogue"] == "none") != (not modules) or (not modules and len(inputs) != 3):
+            raise fail(self.name, "an epilogue needs its module, and only an epilogue takes extra inputs")
+        return inputs[-1]

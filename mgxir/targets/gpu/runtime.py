@@ -1,0 +1,347 @@
+"""Runs a lowered program on an NVIDIA GPU with cuda-core: parameters and literals in device buffers,
+the scratch buffer allocated once, views as pointers into their inputs, kernels launched from their
+code objects, gemms through cuBLASLt; the device steps between host steps are captured once as
+CUDA graphs and replayed, so a run is a few graph launches whatever the number of kernels.
+
+Instructions the lowering left alone run on the host (their inputs copied down, their result up).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from collections.abc import Callable
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from mgxir.diagnostics import DiagnosticSink, MgxError
+from mgxir.interp import Interpreter
+from mgxir.ir.instruction import Instruction
+from mgxir.ir.operation import RuntimeValue
+from mgxir.ir.program import Program
+from mgxir.ir.shape import Shape
+from mgxir.targets.gpu import dnn
+from mgxir.targets.gpu.blas import WORKSPACE_BYTES, GemmPlan, create_handle
+from mgxir.targets.gpu.dnn import ConvPlan
+from mgxir.targets.gpu.views import view_offset
+from mgxir.text.printer import print_module
+
+
+def _driver():
+    from cuda.bindings import driver
+
+    return driver
+
+
+def _check(result: tuple) -> object:
+    driver = _driver()
+    err = result[0]
+    if err != driver.CUresult.CUDA_SUCCESS:
+        _, name = driver.cuGetErrorName(err)
+        raise MgxError(f"CUDA error: {name.decode() if isinstance(name, bytes) else name}")
+    return result[1] if len(result) == 2 else result[1:]
+
+
+def open_device(index: int):
+    """The cuda-core Device, current; one clear MgxError where there is no GPU or no driver."""
+    try:
+        from cuda.core import Device
+    except ImportError:
+        raise MgxError("the GPU target needs cuda-core: pip install 'mgxir[cuda]'") from None
+    try:
+        count = Device.get_all_devices() if hasattr(Device, "get_all_devices") else None
+        if count is not None and index >= len(count):
+            raise MgxError(f"no GPU {index}: {len(count)} GPU{'s' if len(count) != 1 else ''} visible")
+        device = Device(index)
+        device.set_current()
+    except MgxError:
+        raise
+    except Exception as e:  # cuda-core reports a missing driver or device in several exception types
+        raise MgxError(f"no usable NVIDIA GPU or driver ({type(e).__name__}: {str(e).splitlines()[0]})") from None
+    return device
+
+
+@dataclasses.dataclass
+class Step:
+    ins: Instruction
+    run: Callable[[], None]
+    on_host: bool = False
+
+
+class GpuExecutable:
+    """A lowered program loaded on one GPU: `run(params)` returns the outputs as numpy arrays."""
+
+    def __init__(self, program: Program, device: int = 0, sink: DiagnosticSink | None = None):
+        from cuda.core import EventOptions, LaunchConfig, ObjectCode, launch
+
+        self.program = program
+        self.sink = sink or DiagnosticSink()
+        self.device = open_device(device)
+        self.stream = self.device.create_stream()
+        self.stream_handle = int(self.stream.handle)
+        self._launch, self._config = launch, LaunchConfig
+        self._timing = EventOptions(timing_enabled=True)
+        self._object_code = ObjectCode
+        self.buffers: list[object] = []  # keeps device allocations alive
+        self.pointer: dict[Instruction, int] = {}
+        self.host_values: dict[Instruction, RuntimeValue] = {}
+        self.params: dict[str, Instruction] = {}
+        self.outputs: list[Instruction] = []
+        self.steps: list[Step] = []
+        self._kernels: dict[tuple[bytes, str], object] = {}
+        self._blas: int | None = None
+        self.gemm_plans: dict[Instruction, GemmPlan] = {}
+        self._workspace = 0
+        self._conv_workspace, self._conv_workspace_bytes = 0, 0
+        self._interpreter = Interpreter(program, self.sink)
+        self._load()
+        self.graphs: list[tuple[object, list[Step]] | Step] = []
+        self._capture()
+
+    # -- loading ------------------------------------------------------------------------------
+
+    def _allocate(self, nbytes: int) -> int:
+        buffer = self.device.allocate(max(nbytes, 16), stream=self.stream)
+        self.buffers.append(buffer)
+        return int(buffer.handle)
+
+    def _upload(self, pointer: int, array: np.ndarray, shape: Shape) -> None:
+        staged = np.zeros(max(shape.element_space, 1), shape.dtype.numpy)
+        view = as_strided(staged, shape.lens, [s * staged.itemsize for s in shape.strides])
+        view[...] = np.broadcast_to(array.reshape(view.shape) if array.size == view.size else array, view.shape)
+        _check(_driver().cuMemcpyHtoDAsync(pointer, staged.ctypes.data, staged.nbytes, self.stream_handle))
+        self.stream.sync()
+
+    def _download(self, pointer: int, shape: Shape) -> np.ndarray:
+        staged = np.empty(max(shape.element_space, 1), shape.dtype.numpy)
+        _check(_driver().cuMemcpyDtoHAsync(staged.ctypes.data, pointer, staged.nbytes, self.stream_handle))
+        self.stream.sync()
+        return np.array(as_strided(staged, shape.lens, [s * staged.itemsize for s in shape.strides]))
+
+    def _load(self) -> None:
+        module = self.program.main
+        for ins in module:
+            name = ins.op.defn.name
+            if ins.is_param:
+                self.params[ins.param_name] = ins
+                self.pointer[ins] = self._allocate(ins.shape.bytes)
+            elif ins.is_literal:
+                self.pointer[ins] = self._allocate(ins.shape.bytes)
+                data = self._interpreter._literal_value(module, ins, 0)
+                self._upload(self.pointer[ins], np.asarray(data), ins.shape)
+            elif ins.is_return:
+                self.outputs = list(ins.args)
+                break
+            elif name == "allocate" and not ins.args:
+                self.pointer[ins] = self._allocate(ins.shape.bytes)
+            elif name == "load":
+                offset = ins.op["offset"]
+                self.pointer[ins] = self.pointer[ins.args[0]] + offset
+            elif name == "gpu::code_object":
+                self.steps.append(Step(ins, self._kernel_step(ins)))
+                self.pointer[ins] = self.pointer[ins.args[-1]]
+            elif name in ("gpu::gemm",):
+                self.steps.append(Step(ins, self._gemm_step(ins)))
+                self.pointer[ins] = self.pointer[ins.args[-1]]
+            elif name == "gpu::convolution":
+                self.steps.append(Step(ins, self._conv_step(ins)))
+                self.pointer[ins] = self.pointer[ins.args[-1]]
+            elif ins.args and ins.args[0] in self.pointer and (offset := view_offset(ins, 0)) is not None:
+                self.pointer[ins] = self.pointer[ins.args[0]] + offset * ins.shape.dtype.itemsize
+            else:
+                self.steps.append(Step(ins, self._host_step(ins), on_host=True))
+
+    def _kernel_step(self, ins: Instruction) -> Callable[[], None]:
+        code, symbol, global_size, local_size, _ = ins.op.values
+        if not code.binary:
+            raise MgxError(
+                f"gpu::code_object '{symbol}' holds no binary (a program read from text keeps only its size): "
+                "run the uncompiled program with --target=gpu"
+            )
+        key = (code.binary, symbol)
+        if key not in self._kernels:
+            self._kernels[key] = self._object_code.from_cubin(code.binary).get_kernel(symbol)
+        kernel = self._kernels[key]
+        config = self._config(grid=max(1, global_size // local_size), block=local_size)
+        args = tuple(np.uint64(self.pointer[a]) for a in ins.args)
+        launch, stream = self._launch, self.stream
+        return lambda: launch(stream, config, kernel, *args)
+
+    def _gemm_step(self, ins: Instruction) -> Callable[[], None]:
+        if self._blas is None:
+            self._blas = create_handle()
+            self._workspace = self._allocate(WORKSPACE_BYTES)
+        op = ins.op
+        a, b, out = ins.args[0], ins.args[1], ins.args[-1]
+        plan = GemmPlan(self._blas, a.shape, b.shape, out.shape, op["epilogue"], op["alpha"], op["beta"])
+        plan.choice = min(max(op["solution_idx"], 0), len(plan.algorithms) - 1)
+        self.gemm_plans[ins] = plan
+        return self.gemm_call(ins)
+
+    def gemm_call(self, ins: Instruction) -> Callable[[], None]:
+        plan = self.gemm_plans[ins]
+        a, b, out = ins.args[0], ins.args[1], ins.args[-1]
+        pointers = [self.pointer[a], self.pointer[b], self.pointer[out]]
+        bias = self.pointer[ins.args[2]] if len(ins.args) == 4 else 0
+        stream, workspace = self.stream_handle, self._workspace
+        return lambda: plan(stream, workspace, *pointers, bias)
+
+    def run_conv_plan(self, ins: Instruction, plan: ConvPlan, index: int, workspace: int) -> None:
+        x, w, extras = self.pointer[ins.args[0]], self.pointer[ins.args[1]], [self.pointer[a] for a in ins.args[2:-1]]
+        plan.run_plan(index, self.stream_handle, workspace, x, w, extras, self.pointer[ins.args[-1]])
+
+    def time_call(self, body: Callable[[], None], iterations: int = 20) -> float:
+        return self._time(body, iterations)
+
+    def conv_plan(self, ins: Instruction, plan_index: int | None = None, all_plans: bool = False) -> ConvPlan:
+        op = ins.op
+        x, w, out = ins.args[0], ins.args[1], ins.args[-1]
+        extras = tuple(a.shape for a in ins.args[2:-1])
+        epilogue = ins.module_args[0] if ins.module_args else None
+        index = op["solution_id"] if plan_index is None else plan_index
+        return dnn.plan_for(op["op"], x.shape, w.shape, out.shape, extras, epilogue, op["conv_arg"], index, all_plans)
+
+    def conv_workspace(self, nbytes: int) -> int:
+        """A workspace of at least `nbytes` shared by the convolutions (steps run one at a time)."""
+        if nbytes > self._conv_workspace_bytes:
+            self._conv_workspace = self._allocate(nbytes)
+            self._conv_workspace_bytes = nbytes
+        return self._conv_workspace
+
+    def _conv_step(self, ins: Instruction) -> Callable[[], None]:
+        plan = self.conv_plan(ins)
+        self.conv_workspace(plan.workspace_bytes)
+        x, w, extras = self.pointer[ins.args[0]], self.pointer[ins.args[1]], [self.pointer[a] for a in ins.args[2:-1]]
+        out = self.pointer[ins.args[-1]]
+        stream = self.stream_handle
+        # the workspace is looked up at call time: a later, larger convolution may replace it
+        return lambda: plan(stream, self._conv_workspace, x, w, extras, out)
+
+    def _host_step(self, ins: Instruction) -> Callable[[], None]:
+        shape = ins.shape
+        if not shape.is_tuple and not shape.is_dynamic:
+            self.pointer[ins] = self._allocate(shape.bytes)
+        defn = ins.op.defn
+        if not defn.has_compute:
+            raise MgxError(f"the GPU target has no kernel and no reference compute for '{defn.name}'")
+        run_module = self._interpreter.run_module
+
+        def run() -> None:
+            inputs = [self._host_value(a) for a in ins.args]
+            with np.errstate(all="ignore"):
+                result = defn.compute(ins.op, inputs, ins.module_args, run_module)
+            self.host_values[ins] = result
+            if ins in self.pointer and isinstance(result, np.ndarray):
+                self._upload(self.pointer[ins], result, shape)
+
+        return run
+
+    def _host_value(self, ins: Instruction) -> RuntimeValue:
+        if ins in self.host_values and ins not in self.pointer:
+            return self.host_values[ins]
+        return self._download(self.pointer[ins], ins.shape)
+
+    # -- graphs -------------------------------------------------------------------------------
+
+    def _capture(self) -> None:
+        """Device steps between host steps become one CUDA graph each."""
+        driver = _driver()
+        pending: list[Step] = []
+
+        def close() -> None:
+            if not pending:
+                return
+            _check(
+                driver.cuStreamBeginCapture(
+                    self.stream_handle, driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+                )
+            )
+            for step in pending:
+                step.run()
+            graph = _check(driver.cuStreamEndCapture(self.stream_handle))
+            executable = _check(driver.cuGraphInstantiate(graph, 0))
+            self.graphs.append((executable, list(pending)))
+            pending.clear()
+
+        for step in self.steps:
+            if step.on_host:
+                close()
+                self.graphs.append(step)
+            else:
+                pending.append(step)
+        close()
+
+    def execute(self) -> None:
+        driver = _driver()
+        for item in self.graphs:
+            if isinstance(item, Step):
+                self.stream.sync()
+                item.run()
+            else:
+                _check(driver.cuGraphLaunch(item[0], self.stream_handle))
+
+    def run(self, params: dict[str, np.ndarray]) -> list[RuntimeValue]:
+        for name, ins in self.params.items():
+            if name not in params:
+                raise MgxError(f"no value for parameter '{name}'")
+            self._upload(self.pointer[ins], np.asarray(params[name]), ins.shape)
+        self.host_values.clear()
+        self.execute()
+        self.stream.sync()
+        return [self._host_value(o) for o in self.outputs]
+
+    # -- timing -------------------------------------------------------------------------------
+
+    def _time(self, body: Callable[[], None], iterations: int) -> float:
+        """Milliseconds per call of `body`, by events on the stream."""
+        body()
+        start = self.stream.record(options=self._timing)
+        for _ in range(iterations):
+            body()
+        stop = self.stream.record(options=self._timing)
+        stop.sync()
+        return (stop - start) / iterations
+
+    def perf(self, iterations: int = 100) -> str:
+        """`migraphx-driver perf`'s report: each instruction's time and share, a summary by operator,
+        the rate and the whole program's time (replayed graphs)."""
+        per_step: dict[Instruction, float] = {}
+        for step in self.steps:
+            if step.on_host:
+                self.stream.sync()
+            per_step[step.ins] = self._time(step.run, max(1, iterations // 10 if step.on_host else iterations))
+        runs = []
+        for _ in range(max(3, iterations // 10)):
+            runs.append(self._time(self.execute, 10))
+        total_steps = sum(per_step.values()) or 1e-12
+        lines = [f'module: "{self.program.main.name}"']
+        printed = print_module(self.program.main).splitlines()
+        for ins, text in zip(self.program.main, printed):
+            t = per_step.get(ins, 0.0)
+            lines.append(f"{text}: {t:.5g}ms, {100 * t / total_steps:.0f}%")
+        lines.append("")
+        lines.append("Summary:")
+        by_name: dict[str, list[float]] = {}
+        for ins, t in per_step.items():
+            key = ins.op.defn.name
+            if key == "gpu::code_object":
+                key += "::" + ins.op["symbol_name"]
+            by_name.setdefault(key, []).append(t)
+        for key, times in sorted(by_name.items(), key=lambda kv: -sum(kv[1])):
+            share = 100 * sum(times) / total_steps
+            lines.append(f"{key}: {sum(times):.5g}ms / {len(times)} = {sum(times) / len(times):.5g}ms, {share:.0f}%")
+        lines.append("")
+        mean = statistics.fmean(runs)
+        lines.append("Batch size: 1")
+        lines.append(f"Rate: {1000 / mean:.6g} inferences/sec")
+        lines.append(
+            f"Total time: {mean:.5g}ms (Min: {min(runs):.5g}ms, Max: {max(runs):.5g}ms, "
+            f"Mean: {mean:.5g}ms, Median: {statistics.median(runs):.5g}ms)"
+        )
+        lines.append(f"Total instructions time: {total_steps:.5g}ms")
+        lines.append(f"Overhead time: {mean - total_steps:.5g}ms")
+        graphs = sum(1 for g in self.graphs if not isinstance(g, Step))
+        host = sum(1 for s in self.steps if s.on_host)
+        lines.append(f"Replayed as {graphs} CUDA graph(s); {host} host step(s)")
+        return "\n".join(lines) + "\n"

@@ -1,0 +1,360 @@
+"""The GPU target: lowering, kernel generation and NVRTC compilation run everywhere (NVRTC needs no
+GPU); running on a GPU against the reference interpreter is marked `gpu` and skipped without one."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mgxir.diagnostics import DiagnosticSink
+from mgxir.interp import Interpreter
+from mgxir.targets.gpu import compiler
+from mgxir.targets.gpu.compiler import compile_source, device_arch
+from mgxir.targets.gpu.driver import compile_for_gpu
+from mgxir.text.parser import parse_program
+from mgxir.text.printer import print_program
+from mgxir.verifier import verify
+
+pytest.importorskip("cuda.core")
+
+HAS_GPU = device_arch() is not None
+gpu = pytest.mark.gpu
+needs_gpu = pytest.mark.skipif(not HAS_GPU, reason="no GPU")
+
+# name -> program text: each exercises one kind of kernel or library call
+PROGRAMS: dict[str, str] = {
+    "pointwise_broadcast": """
+x = @param:x -> float_type, {8, 1000}, {1000, 1}
+b = @param:b -> float_type, {1000}, {1}
+@2 = broadcast[axis=1,out_lens={8, 1000}](b)
+@3 = add(x,@2)
+@4 = tanh(@3)
+@5 = mul(@4,x)
+@6 = @return(@5)
+""",
+    "pointwise_transposed_input": """
+x = @param:x -> float_type, {64, 48}, {48, 1}
+y = @param:y -> float_type, {48, 64}, {64, 1}
+@2 = transpose[permutation={1, 0}](y)
+@3 = sub(x,@2)
+@4 = exp(@3)
+@5 = @return(@4)
+""",
+    "pointwise_half_scalar": """
+@0 = @literal{0.5} -> half_type, {1}, {0}
+x = @param:x -> half_type, {4, 130}, {130, 1}
+@2 = multibroadcast[out_lens={4, 130}](@0)
+@3 = mul(x,@2)
+@4 = sigmoid(@3)
+@5 = @return(@4)
+""",
+    "pointwise_int": """
+x = @param:x -> int32_type, {5, 7}, {7, 1}
+y = @param:y -> int32_type, {5, 7}, {7, 1}
+@2 = mul(x,y)
+@3 = sub(@2,x)
+@4 = @return(@3)
+""",
+    "softmax": """
+x = @param:x -> float_type, {16, 300}, {300, 1}
+@1 = softmax[axis=1](x)
+@2 = @return(@1)
+""",
+    "layernorm_like": """
+x = @param:x -> float_type, {6, 768}, {768, 1}
+@1 = reduce_mean[axes={1}](x)
+@2 = multibroadcast[out_lens={6, 768}](@1)
+@3 = sub(x,@2)
+@4 = mul(@3,@3)
+@5 = reduce_mean[axes={1}](@4)
+@6 = multibroadcast[out_lens={6, 768}](@5)
+@7 = div(@3,@6)
+@8 = @return(@7)
+""",
+    "reduce_middle_axis": """
+x = @param:x -> float_type, {3, 50, 7}, {350, 7, 1}
+@1 = reduce_max[axes={1}](x)
+@2 = @return(@1)
+""",
+    "gemm_bias_relu": """
+x = @param:x -> float_type, {32, 64}, {64, 1}
+w = @param:w -> float_type, {64, 48}, {48, 1}
+b = @param:b -> float_type, {48}, {1}
+@3 = dot(x,w)
+@4 = broadcast[axis=1,out_lens={32, 48}](b)
+@5 = add(@3,@4)
+@6 = relu(@5)
+@7 = @return(@6)
+""",
+    "gemm_batched_transposed": """
+a = @param:a -> float_type, {3, 16, 24}, {384, 24, 1}
+b = @param:b -> float_type, {3, 40, 24}, {960, 24, 1}
+@2 = transpose[permutation={0, 2, 1}](b)
+@3 = dot(a,@2)
+@4 = @return(@3)
+""",
+    "gemm_half": """
+a = @param:a -> half_type, {64, 32}, {32, 1}
+b = @param:b -> half_type, {32, 16}, {16, 1}
+@2 = dot(a,b)
+@3 = @return(@2)
+""",
+    "concat_gather_pad": """
+x = @param:x -> float_type, {4, 5}, {5, 1}
+y = @param:y -> float_type, {4, 3}, {3, 1}
+i = @param:i -> int64_type, {6}, {1}
+@3 = concat[axis=1](x,y)
+@4 = gather[axis=1](@3,i)
+@5 = pad[pads={1, 0, 0, 2},value=-1](@4)
+@6 = @return(@5)
+""",
+    "pooling": """
+x = @param:x -> float_type, {2, 3, 9, 9}, {243, 81, 9, 1}
+@1 = pooling[mode=max,padding={1, 1},stride={2, 2},lengths={3, 3}](x)
+@2 = pooling[mode=average,padding={1, 1},stride={1, 1},lengths={3, 3}](x)
+@3 = @return(@1,@2)
+""",
+    "conv_bias_residual_relu": """
+x = @param:x -> float_type, {2, 8, 10, 10}, {800, 100, 10, 1}
+w = @param:w -> float_type, {16, 8, 3, 3}, {72, 9, 3, 1}
+b = @param:b -> float_type, {16}, {1}
+r = @param:r -> float_type, {2, 16, 10, 10}, {1600, 100, 10, 1}
+@4 = convolution[padding={1, 1},stride={1, 1},dilation={1, 1},group=1](x,w)
+@5 = broadcast[axis=1,out_lens={2, 16, 10, 10}](b)
+@6 = add(@4,@5)
+@7 = add(@6,r)
+@8 = relu(@7)
+@9 = @return(@8)
+""",
+    "conv_strided_half": """
+x = @param:x -> half_type, {1, 16, 15, 15}, {3600, 225, 15, 1}
+w = @param:w -> half_type, {32, 16, 1, 1}, {16, 1, 1, 1}
+@2 = convolution[padding={0, 0},stride={2, 2},dilation={1, 1},group=1](x,w)
+@3 = @return(@2)
+""",
+    "conv_then_exp": """
+x = @param:x -> float_type, {1, 4, 9, 9}, {324, 81, 9, 1}
+w = @param:w -> float_type, {8, 4, 3, 3}, {36, 9, 3, 1}
+@2 = convolution[padding={1, 1, 0, 0},stride={1, 1},dilation={2, 2},group=1](x,w)
+@3 = exp(@2)
+@4 = @return(@3)
+""",
+    # a reshape the runtime aliases must stay a view for memory_coloring (as reshape_lazy): the
+    # copy of one slice must not be planned over the product the other slice still reads
+    "qkv_split_reshape_view": """
+x = @param:x -> float_type, {8, 16}, {16, 1}
+w = @param:w -> float_type, {16, 48}, {48, 1}
+@2 = dot(x,w)
+@3 = reshape[dims={8, 3, 16}](@2)
+@4 = transpose[permutation={1, 0, 2}](@3)
+@5 = slice[axes={0},starts={0},ends={1}](@4)
+@6 = slice[axes={0},starts={1},ends={2}](@4)
+@7 = contiguous(@5)
+@8 = exp(@7)
+@9 = contiguous(@6)
+@10 = add(@9,@8)
+@11 = @return(@10)
+""",
+    "transpose_copy_and_host_step": """
+x = @param:x -> float_type, {4, 6}, {6, 1}
+@1 = transpose[permutation={1, 0}](x)
+@2 = contiguous(@1)
+@3 = argmax[axis=1](@2)
+@4 = @return(@2,@3)
+""",
+}
+
+
+def _program(text: str):
+    program = parse_program('module: "main"\n' + text.strip() + "\n")
+    verify(program, DiagnosticSink())
+    return program
+
+
+def _inputs(program, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    values = {}
+    for p in program.main.parameters():
+        shape = p.shape
+        if shape.dtype.is_integral:
+            bound = min(shape.lens) if p.param_name == "i" else 5
+            values[p.param_name] = rng.integers(-2 if p.param_name == "i" else -bound, bound, shape.lens).astype(
+                shape.dtype.numpy
+            )
+        else:
+            values[p.param_name] = rng.uniform(-1, 1, shape.lens).astype(shape.dtype.numpy)
+    return values
+
+
+@pytest.fixture(scope="module")
+def lowered() -> dict[str, object]:
+    return {name: compile_for_gpu(_program(text), arch="sm_90") for name, text in PROGRAMS.items()}
+
+
+def test_every_kernel_compiles_for_sm90(lowered: dict) -> None:
+    kernels = 0
+    for program in lowered.values():
+        for ins in program.main:
+            if ins.op.defn.name == "gpu::code_object":
+                code = ins.op["code_object"]
+                assert code.size > 1000 and code.binary.startswith(b"\x7fELF")
+                ptx = compile_source(code.source, ins.op["symbol_name"], "sm_90", "ptx")
+                assert b".entry " + ins.op["symbol_name"].encode() in ptx
+                kernels += 1
+    assert kernels >= 12
+
+
+def test_lowered_shapes(lowered: dict) -> None:
+    names = {n: [i.op.defn.name for i in p.main] for n, p in lowered.items()}
+    assert names["gemm_bias_relu"].count("gpu::gemm") == 1
+    gemm = next(i for i in lowered["gemm_bias_relu"].main if i.op.defn.name == "gpu::gemm")
+    assert gemm.op["epilogue"] == "relu_bias"
+    assert "gpu::code_object" not in names["gemm_bias_relu"]
+    assert names["softmax"].count("gpu::code_object") == 1  # one fused kernel
+    assert names["transpose_copy_and_host_step"].count("fused_reduce") == 1  # argmax, left for the host
+    # one scratch buffer, every lowered result a load from it
+    for program in lowered.values():
+        allocations = [i for i in program.main if i.op.defn.name == "allocate"]
+        assert len(allocations) <= 1
+
+
+def test_lowered_program_prints_and_reads_back(lowered: dict) -> None:
+    for program in lowered.values():
+        text = print_program(program)
+        assert "gpu::" in text
+        again = parse_program(text)
+        assert print_program(again) == text
+        assert "load[offset=" in text
+
+
+def test_aliased_reshape_becomes_a_view(lowered: dict) -> None:
+    names = [i.op.defn.name for i in lowered["qkv_split_reshape_view"].main]
+    assert "reshape_lazy" in names and "reshape" not in names
+
+
+def test_kernel_cache_on_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(compiler.CACHE_ENV, str(tmp_path))
+    compiler._memory.clear()
+    source = PROGRAMS["pointwise_int"]
+    before = dict(compiler.statistics)
+    compile_for_gpu(_program(source), arch="sm_90")
+    assert compiler.statistics["compiled"] > before["compiled"]
+    assert list(tmp_path.glob("*.cubin"))
+    compiler._memory.clear()
+    middle = dict(compiler.statistics)
+    compile_for_gpu(_program(source), arch="sm_90")
+    assert compiler.statistics["compiled"] == middle["compiled"]
+    assert compiler.statistics["disk hits"] > middle["disk hits"]
+
+
+@pytest.mark.skipif(HAS_GPU, reason="a GPU is present")
+def test_no_gpu_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "p.mgx"
+    path.write_text('module: "main"\n' + PROGRAMS["pointwise_int"].strip() + "\n")
+    run = subprocess.run(
+        [sys.executable, "-m", "mgxir.tools.mgx_run", str(path), "--target=gpu"], capture_output=True, text=True
+    )
+    assert run.returncode == 1
+    assert run.stderr.count("\n") == 1 and run.stderr.startswith("error: no usable NVIDIA GPU")
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_gpu_matches_reference(name: str) -> None:
+    from mgxir.targets.gpu.driver import load_on_gpu
+    from mgxir.tools.mgx_run import flatten_outputs, rms_error
+
+    program = _program(PROGRAMS[name])
+    params = _inputs(program)
+    executable = load_on_gpu(program, DiagnosticSink())
+    got = flatten_outputs(executable.run(params))
+    again = flatten_outputs(executable.run(params))  # a second replay of the same graphs
+    with np.errstate(all="ignore"):
+        want = flatten_outputs(Interpreter(program).run(params))
+    assert got.keys() == want.keys()
+    for key in want:
+        # cuDNN convolves float32 in TF32 on tensor cores, as PyTorch lets it by default
+        tolerance = 1e-2 if want[key].dtype == np.float16 else 2e-3 if name.startswith("conv") else 1e-4
+        assert got[key].shape == want[key].shape
+        assert rms_error(got[key], want[key]) <= tolerance, key
+        assert np.array_equal(got[key], again[key])
+
+
+@gpu
+@needs_gpu
+def test_exhaustive_tune_records_winners(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mgxir.targets.gpu.driver import load_on_gpu
+    from mgxir.tools.mgx_run import rms_error
+
+    monkeypatch.setenv(compiler.CACHE_ENV, str(tmp_path / "kernels"))
+    text = PROGRAMS["conv_bias_residual_relu"].replace("@9 = @return(@8)", "@9 = exp(r)\n@10 = @return(@8,@9)")
+    program = _program(text)
+    params = _inputs(program)
+    executable = load_on_gpu(program, DiagnosticSink(), exhaustive_tune=True)
+    printed = print_program(executable.program)
+    assert "solution_id=-1" not in printed  # the convolution's plan was chosen by timing
+    assert (tmp_path / "problems.json").exists()
+    with np.errstate(all="ignore"):
+        want = Interpreter(program).run(params)
+    for got, expected in zip(executable.run(params), want):
+        assert rms_error(np.asarray(got), expected) <= 2e-3
+    again = load_on_gpu(program, DiagnosticSink(), exhaustive_tune=True)  # winners from the problem cache
+    assert print_program(again.program) == printed
+
+
+@gpu
+@needs_gpu
+def test_mgx_run_target_gpu_verify_and_perf(tmp_path: Path) -> None:
+    path = tmp_path / "p.mgx"
+    path.write_text('module: "main"\n' + PROGRAMS["gemm_bias_relu"].strip() + "\n")
+    run = subprocess.run(
+        [sys.executable, "-m", "mgxir.tools.mgx_run", str(path), "--target=gpu", "--verify", "--perf", "-q"],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == 0, run.stderr
+    assert "out0: ok" in run.stdout
+    assert "gpu::gemm" in run.stdout and "Summary:" in run.stdout and "Rate:" in run.stdout
+
+
+# what hiprtc's built-in HIP headers give a kernel, declared for plain clang (clang's own HIP wrapper
+# gives the math functions)
+HIP_SHIM = """
+struct mgx_hip_dim { unsigned x; };
+#define threadIdx (mgx_hip_dim{__builtin_amdgcn_workitem_id_x()})
+#define blockIdx (mgx_hip_dim{__builtin_amdgcn_workgroup_id_x()})
+#define blockDim (mgx_hip_dim{__builtin_amdgcn_workgroup_size_x()})
+#define __launch_bounds__(n) __attribute__((amdgpu_flat_work_group_size(1, n)))
+__device__ void __syncthreads();
+template <class T> __device__ T __shfl_xor(T v, int lane);
+__device__ float __uint_as_float(unsigned);
+__device__ unsigned __float_as_uint(float);
+"""
+CLANG = next((c for c in ("clang++", "clang++-19", "clang++-18", "clang++-17", "clang++-14") if shutil.which(c)), None)
+
+
+@pytest.mark.skipif(CLANG is None, reason="no clang with the AMDGPU target")
+def test_kernel_sources_compile_as_hip_for_gfx90a(lowered: dict, tmp_path: Path) -> None:
+    """The HIP flavour of every kernel source (as hiprtc would see it) passes clang's checks for an
+    MI200 (gfx90a); no ROCm is needed, so nothing runs."""
+    shim = tmp_path / "hiprtc_shim.h"
+    shim.write_text(HIP_SHIM)
+    sources = {
+        ins.op["symbol_name"]: ins.op["code_object"].source
+        for program in lowered.values()
+        for ins in program.main
+        if ins.op.defn.name == "gpu::code_object"
+    }
+    for symbol, source in sources.items():
+        path = tmp_path / f"{symbol}.hip"
+        path.write_text(source)
+        command = [CLANG, "-x", "hip", "--cuda-device-only", "--offload-arch=gfx90a", "-nogpulib", "-nogpuinc"]
+        command += ["-D__HIPCC_RTC__", "-include", "__clang_hip_runtime_wrapper.h", "-include", str(shim)]
+        run = subprocess.run([*command, "-fsyntax-only", "-std=c++17", str(path)], capture_output=True, text=True)
+        assert run.returncode == 0, f"{symbol}: {run.stderr[:2000]}"
