@@ -1,5 +1,5 @@
 """Mutation testing of the modules a change touches: `python scripts/mutation.py [--base main]
-[--tests test/unit/test_x.py ...] [MODULE.py ...]`.
+[--tests 'test/unit/test_x.py -k name'] [MODULE.py ...]`.
 
 The modules are the files under mgxir/{ops,passes,text,interp,drivers} that differ from `--base`
 (or those named). mutmut (pyproject: [tool.mutmut]) runs in a scratch copy of the tracked files, so
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -58,7 +59,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("modules", nargs="*", help="files to mutate (default: those changed since --base)")
     parser.add_argument("--base", default="main", help="git revision to diff against")
-    parser.add_argument("--tests", nargs="*", default=["test/unit"], help="tests mutmut runs")
+    parser.add_argument("--tests", default="test/unit", help="pytest arguments choosing the tests mutmut runs")
     parser.add_argument("--min-score", type=float, default=90.0, help="percent of mutants that must be killed")
     parser.add_argument("--keep", action="store_true", help="keep the scratch copy (its path is printed)")
     args = parser.parse_args()
@@ -66,7 +67,7 @@ def main() -> int:
     if not modules:
         print(f"no module under {', '.join(MUTATED_PACKAGES)} changed since {args.base}")
         return 0
-    root = scratch_copy(modules, args.tests)
+    root = scratch_copy(modules, shlex.split(args.tests))
     print(f"mutating {', '.join(modules)} in {root}", flush=True)
     mutmut = Path(sys.executable).with_name("mutmut")
     try:
