@@ -17,7 +17,15 @@ config.test_exec_root = os.environ.get("MGXIR_LIT_OUTPUT") or os.path.join(confi
 repo = os.path.dirname(config.test_source_root)
 shared = os.path.join(os.path.dirname(repo), "shared")
 config.environment["PATH"] = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
-for key in ("HOME", "TMPDIR", "MGXIR_TRACEBACK", "MGXIR_CACHE_DIR"):
+# COVERAGE_*: `coverage run` (pyproject: patch = subprocess) measures the tools that the tests run
+for key in (
+    "HOME",
+    "TMPDIR",
+    "MGXIR_TRACEBACK",
+    "MGXIR_CACHE_DIR",
+    "COVERAGE_PROCESS_CONFIG",
+    "COVERAGE_PROCESS_START",
+):
     if key in os.environ:
         config.environment[key] = os.environ[key]
 

@@ -1165,7 +1165,8 @@ def _compute_common_dim(cd_dims: list[int], state1: _CommonDimState, state2: _Co
     n = math.prod(dims)
     if has_remainder:
         n = n // dims[0] * (dims[0] // state1.rem)
-    if d2 % n != 0:
+    # n is 0 when the remainder exceeds the first dimension (MIGraphX's `d2 % n` divides by zero there)
+    if n == 0 or d2 % n != 0:
         return False
     rem = d2 // n
     start_pos = len(cd_dims)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from mgxir.ir.dtype import DType
 from mgxir.ir.registry import make_op
 
 pytest.importorskip("onnxruntime")
@@ -202,7 +203,9 @@ def test_multinomial_int4_fp4_and_introspection() -> None:
     assert packed.shape == (1, 2) and packed.view(np.uint8)[0, 0] == 0x78
     np.testing.assert_array_equal(run("unpack_int4", [packed]), x)
     floats = np.array([0.5, -6.0, 1.4, 2.6], np.float32)
-    np.testing.assert_array_equal(run("unpack_fp4", [run("pack_fp4", [floats])]), [0.5, -6.0, 1.5, 3.0])
+    np.testing.assert_array_equal(
+        run("unpack_fp4", [run("pack_fp4", [floats])], input_types=[DType.fp4x2]), [0.5, -6.0, 1.5, 3.0]
+    )
     np.testing.assert_array_equal(run("dimensions_of", [np.zeros((2, 3, 4))], start=1, end=3), [3, 4])
     np.testing.assert_array_equal(run("fill", [np.array([2.0]), np.zeros(3)]), [2.0, 2.0, 2.0])
 

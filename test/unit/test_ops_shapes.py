@@ -22,11 +22,10 @@ def shape_of(op_name: str, inputs: list[Shape], **attributes) -> Shape:
 @settings(max_examples=60, deadline=None)
 @given(lens_strategy, st.data())
 def test_reduce_matches_numpy(lens: list[int], data: st.DataObject) -> None:
-    axes = data.draw(st.lists(st.integers(-len(lens), len(lens) - 1), min_size=1, max_size=len(lens), unique=True))
-    if len({a % len(lens) for a in axes}) != len(axes):
-        return
+    axes = data.draw(st.lists(st.integers(-len(lens), len(lens) - 1), min_size=1, max_size=len(lens) + 1))
     x = np.zeros(lens, np.float32)
-    want = np.sum(x, axis=tuple(axes), keepdims=True).shape
+    # MIGraphX sets each named axis to 1, so an axis named twice (as 1 and 1 - rank) is one axis
+    want = np.sum(x, axis=tuple({a % len(lens) for a in axes}), keepdims=True).shape
     assert shape_of("reduce_sum", [Shape.make(DType.float, lens)], axes=tuple(axes)).lens == want
 
 

@@ -93,4 +93,5 @@ def test_permuted_shapes_match_numpy(lens, rnd):
     t = Shape.make(DType.float, [lens[p] for p in perm], [s.strides[p] for p in perm])
     assert tuple(x // 4 for x in view.strides) == t.strides
     assert t.packed
-    assert t.standard == view.flags["C_CONTIGUOUS"] or 1 in t.lens
+    # numpy, like MIGraphX, ignores the strides of size-1 axes when it calls an array contiguous
+    assert t.standard == view.flags["C_CONTIGUOUS"]

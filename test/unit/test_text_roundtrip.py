@@ -3,6 +3,8 @@ random damage to valid text gives a clean error or a valid program, never a cras
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -170,9 +172,32 @@ def test_damaged_text_gives_a_clean_error(edits):
         verify(program)
         print_program(program)
     except MgxError as e:
-        rendered = e.render()
-        assert rendered.startswith("fuzz.mgx:") or rendered.startswith("error:"), rendered
-        assert "\n" not in rendered.split("\n")[0]
+        check_rendered_error(e.render(), text)
+
+
+def check_rendered_error(rendered: str, text: str) -> None:
+    """`fuzz.mgx:L:C: error: message`, then line L of the text and a caret under column C; or,
+    with no place to point at, `error: message` alone."""
+    lines = rendered.split("\n")
+    head = re.fullmatch(r"fuzz\.mgx:(\d+):(\d+): error: \S.*", lines[0])
+    if head is None:
+        assert re.fullmatch(r"error: \S.*", lines[0]) and len(lines) == 1, rendered
+        return
+    line, column = int(head[1]), int(head[2])
+    source = text.split("\n")
+    assert 1 <= line <= len(source), rendered
+    if len(lines) > 1:
+        assert len(lines) == 3, rendered
+        assert lines[1] == source[line - 1].expandtabs(1), rendered
+        assert lines[2] == " " * (column - 1) + "^" and column <= len(lines[1]) + 1, rendered
+
+
+def test_rendered_error_points_at_the_place():
+    text = VALID.replace("@3 = add(x,@0)", "@3 = add(x,@9)")
+    with pytest.raises(MgxError) as caught:
+        parse_program(text, "fuzz.mgx")
+    check_rendered_error(caught.value.render(), text)
+    assert caught.value.render().startswith("fuzz.mgx:5:12: error: use of undefined value '@9'")
 
 
 @pytest.mark.parametrize("bad", ["", "\n\n", "// only a comment\n"])
