@@ -20,9 +20,9 @@ from collections.abc import Callable
 import numpy as np
 
 from mgxir.diagnostics import DiagnosticSink
+from mgxir.drivers.run import rms_error
 from mgxir.targets.gpu.driver import load_on_gpu
 from mgxir.text.parser import parse_program
-from mgxir.tools.mgx_run import rms_error
 from mgxir.verifier import verify
 
 

@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from mgxir.diagnostics import DiagnosticSink
+from mgxir.drivers.run import rms_error
 from mgxir.targets.gpu.driver import load_on_gpu
-from mgxir.tools.mgx_run import rms_error
 from mgxir.translate.onnx import import_model
 
 # -- the models, in plain torch ---------------------------------------------------------------

@@ -267,8 +267,8 @@ def test_no_gpu_is_one_line(tmp_path: Path) -> None:
 @needs_gpu
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_gpu_matches_reference(name: str) -> None:
+    from mgxir.drivers.run import flatten_outputs, rms_error
     from mgxir.targets.gpu.driver import load_on_gpu
-    from mgxir.tools.mgx_run import flatten_outputs, rms_error
 
     program = _program(PROGRAMS[name])
     params = _inputs(program)
@@ -289,8 +289,8 @@ def test_gpu_matches_reference(name: str) -> None:
 @gpu
 @needs_gpu
 def test_exhaustive_tune_records_winners(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mgxir.drivers.run import rms_error
     from mgxir.targets.gpu.driver import load_on_gpu
-    from mgxir.tools.mgx_run import rms_error
 
     monkeypatch.setenv(compiler.CACHE_ENV, str(tmp_path / "kernels"))
     text = PROGRAMS["conv_bias_residual_relu"].replace("@9 = @return(@8)", "@9 = exp(r)\n@10 = @return(@8,@9)")
