@@ -17,6 +17,6 @@ def import_model(path: str, options: ImportOptions | None = None, sink: Diagnost
     try:
         return parser.parse_model(model)
     except ParseError as e:
-        raise MgxError(f"{path}: {e}") from None
+        raise MgxError(f"{path}: " + " ".join(str(e).split())) from None
     except RecursionError:
         raise MgxError(f"{path}: the model nests its graphs too deeply") from None
