@@ -104,6 +104,7 @@ def check_model(path: str, seed: int = 0) -> Result:
     import onnxruntime as ort
 
     from mgxir.diagnostics import DiagnosticSink, MgxError
+    from mgxir.drivers.run import rms_error
     from mgxir.interp import Interpreter
     from mgxir.translate.onnx import import_model
     from mgxir.verifier import verify
@@ -197,16 +198,6 @@ def check_model(path: str, seed: int = 0) -> Result:
             return result
     result.status = "match"
     return result
-
-
-def rms_error(target: np.ndarray, ref: np.ndarray) -> float:
-    """MIGraphX's verify rule (tools/mgx_run.py has the same)."""
-    t = target.astype(np.float64).reshape(-1)
-    r = ref.astype(np.float64).reshape(-1)
-    if t.size == 0:
-        return 0.0
-    scale = max(float(np.max(np.abs(t))), float(np.max(np.abs(r))), np.finfo(np.float64).tiny)
-    return float(np.sqrt(np.sum((t - r) ** 2)) / (np.sqrt(t.size) * scale))
 
 
 def _worker(tasks: mp.Queue, results: mp.Queue) -> None:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.ir.program import Program
+from mgxir.ops import register_all_ops
 from mgxir.translate.onnx import parsers  # noqa: F401  (importing the parsers fills their table)
 from mgxir.translate.onnx.importer import ImportOptions, OnnxParser, ParseError, load_model
 
 
 def import_model(path: str, options: ImportOptions | None = None, sink: DiagnosticSink | None = None) -> Program:
     """The program MIGraphX's ONNX parser builds for the model at `path`."""
+    register_all_ops()
     options = options or ImportOptions()
     sink = sink or DiagnosticSink()
     model = load_model(path)
