@@ -28,6 +28,20 @@ def register_target_ops() -> None:
         importlib.import_module(module)
 
 
+# The optional dependencies (pyproject's extras) by top-level package: a format or target whose
+# package is not installed is a user's one-line error naming the extra, not an internal error.
+OPTIONAL_PACKAGES: dict[str, str] = {
+    "iree": "mlir",
+    "onnx": "onnx",
+    "onnxruntime": "onnx",
+    "vulkan": "vulkan",
+    "cmeel": "spirv",
+    "cuda": "cuda",
+    "nvmath": "cuda",
+    "cudnn": "cuda",
+}
+
+
 def run_guarded(body: Callable[[DiagnosticSink], int | None]) -> int:
     """Runs a tool's body: user errors print `file:line:col: error: ...` and give exit code 1;
     a bug in mgxir prints one line (the traceback only with MGXIR_TRACEBACK=1) and exit code 2."""
@@ -50,19 +64,27 @@ def run_guarded(body: Callable[[DiagnosticSink], int | None]) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except ModuleNotFoundError as e:
+        extra = OPTIONAL_PACKAGES.get((e.name or "").split(".")[0])
+        if extra is None:
+            return _internal_error(e, sink)
+        sink.flush()
+        print(f"error: this needs the '{e.name}' package: pip install 'mgxir[{extra}]'", file=sys.stderr)
+        return 1
     except RecursionError:
         sink.flush()
         print("error: the program nests too deeply for mgxir (modules inside modules)", file=sys.stderr)
         return 1
     except Exception as e:  # a bug in mgxir, not in the input
-        if os.environ.get("MGXIR_TRACEBACK"):
-            raise
-        sink.flush()
-        print(
-            f"internal error: {type(e).__name__}: {e} (set MGXIR_TRACEBACK=1 for the traceback)",
-            file=sys.stderr,
-        )
-        return 2
+        return _internal_error(e, sink)
+
+
+def _internal_error(e: Exception, sink: DiagnosticSink) -> int:
+    if os.environ.get("MGXIR_TRACEBACK"):
+        raise e
+    sink.flush()
+    print(f"internal error: {type(e).__name__}: {e} (set MGXIR_TRACEBACK=1 for the traceback)", file=sys.stderr)
+    return 2
 
 
 # Modules nest (`if` branches inside `if` branches) and the verifier, printer and interpreter walk

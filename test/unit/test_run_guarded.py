@@ -53,3 +53,15 @@ def test_interrupt_and_closed_pipe(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().err.endswith("interrupted\n")
     assert run_guarded(raising(BrokenPipeError())) == 0
     assert run_guarded(lambda sink: None) == 0
+
+
+def test_missing_optional_package_names_its_extra(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_guarded(raising(ModuleNotFoundError("No module named 'iree'", name="iree"))) == 1
+    err = capsys.readouterr().err
+    assert "error: this needs the 'iree' package: pip install 'mgxir[mlir]'" in err
+    assert "internal error" not in err
+
+
+def test_missing_module_of_mgxir_itself_is_a_bug(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_guarded(raising(ModuleNotFoundError("No module named 'mgxir.nowhere'", name="mgxir.nowhere"))) == 2
+    assert "internal error: ModuleNotFoundError" in capsys.readouterr().err
