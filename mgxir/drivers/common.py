@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.ops import register_all_ops
-from mgxir.text.writer import write_atomically
 
 T = TypeVar("T")
 
@@ -142,20 +141,6 @@ def check_output_path(output: str | None) -> None:
         raise MgxError(f"cannot write {output}: folder '{folder}' does not exist")
     if Path(output).is_dir():
         raise MgxError(f"cannot write {output}: it is a folder")
-
-
-def write_output(data: str | bytes, output: str | None) -> None:
-    """Standard output (`output` None or `-`), or the file, written atomically."""
-    if output is None or output == "-":
-        if isinstance(data, bytes):
-            sys.stdout.flush()
-            sys.stdout.buffer.write(data)
-            sys.stdout.buffer.flush()
-        else:
-            sys.stdout.write(data)
-            sys.stdout.flush()
-    else:
-        write_atomically(output, data)
 
 
 def load_entry(reference: str) -> Any:

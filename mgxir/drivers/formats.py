@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from mgxir.diagnostics import DiagnosticSink
-from mgxir.drivers.common import write_output
 from mgxir.ir.program import Program
+from mgxir.text.writer import write_output
 
 Options = Mapping[str, Any]
 

@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
-from mgxir.drivers.common import check_output_path, read_text, run_guarded, write_output
+from mgxir.drivers.common import check_output_path, read_text, run_guarded
 from mgxir.drivers.diagnostics_check import SPLIT_MARKER, Chunk, check, expectations, split_input
 from mgxir.ir.program import Program
 from mgxir.text.parser import parse_program, read_program
-from mgxir.text.writer import render, write_program
+from mgxir.text.writer import render, write_output, write_program
 from mgxir.verifier import verify
 
 if TYPE_CHECKING:

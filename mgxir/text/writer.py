@@ -39,6 +39,20 @@ def write_atomically(path: str | Path, data: str | bytes) -> None:
         raise
 
 
+def write_output(data: str | bytes, output: str | None) -> None:
+    """Standard output (`output` None or `-`), or the file, written atomically."""
+    if output is None or output == "-":
+        if isinstance(data, bytes):
+            sys.stdout.flush()
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+        else:
+            sys.stdout.write(data)
+            sys.stdout.flush()
+    else:
+        write_atomically(output, data)
+
+
 def _remove(path: str) -> None:
     try:
         os.unlink(path)

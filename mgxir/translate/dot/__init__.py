@@ -18,7 +18,7 @@ from mgxir.ir.module import Module
 from mgxir.ir.program import Program
 from mgxir.text.literals import format_migraphx
 from mgxir.text.printer import undefined_name
-from mgxir.translate.output import write_output
+from mgxir.text.writer import write_output
 
 __all__ = ["program_to_dot", "program_to_svg", "write_dot", "write_svg"]
 

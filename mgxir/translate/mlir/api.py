@@ -12,7 +12,6 @@ from mgxir.diagnostics import DiagnosticSink, Location, MgxError
 from mgxir.ir.program import Program
 from mgxir.text.parser import parse_program
 from mgxir.text.split import SPLIT_MARKER, split_input
-from mgxir.text.writer import write_atomically
 from mgxir.translate.mlir.bytecode import check_readable, is_bytecode, write_bytecode
 from mgxir.translate.mlir.lower import to_mlir
 from mgxir.translate.mlir.readback import from_mlir
@@ -43,19 +42,6 @@ def mlir_text_of_chunks(text: str, filename: str, sink: DiagnosticSink) -> str:
         verify(program, sink)
         outputs.append(mlir_text(program, sink))
     return f"{SPLIT_MARKER}\n".join(outputs)
-
-
-def write_output(data: str | bytes, output: str | None) -> None:
-    """To standard output (`None` or `-`), or atomically to a file."""
-    if output is None or output == "-":
-        if isinstance(data, bytes):
-            sys.stdout.buffer.write(data)
-            sys.stdout.buffer.flush()
-        else:
-            sys.stdout.write(data)
-            sys.stdout.flush()
-    else:
-        write_atomically(output, data)
 
 
 def read_bytes(path: str) -> tuple[bytes, str]:

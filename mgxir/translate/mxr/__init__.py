@@ -14,6 +14,7 @@ from pathlib import Path
 
 from mgxir.diagnostics import DiagnosticSink, Location, MgxError
 from mgxir.ir.program import Program
+from mgxir.text.writer import write_output
 from mgxir.translate.mxr.encoding import from_json, from_msgpack, to_json, to_msgpack
 from mgxir.translate.mxr.program import (
     FILE_VERSION,
@@ -22,7 +23,6 @@ from mgxir.translate.mxr.program import (
     program_from_value,
     program_to_value,
 )
-from mgxir.translate.output import write_output
 
 __all__ = [
     "FILE_VERSION",

@@ -23,8 +23,8 @@ from mgxir.ir.module import Module
 from mgxir.ir.operation import Operation
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape, standard_strides
+from mgxir.text.writer import write_output
 from mgxir.translate.mxr.values import EMPTY_OBJECT, Binary, Double, op_name, operation_to_value
-from mgxir.translate.output import write_output
 
 DECIMAL_LIMIT = 1024  # MIGraphX's --py writes values up to this many elements
 API_IMPORT = "from mgxir.translate.py import migraphx"
