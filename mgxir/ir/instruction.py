@@ -101,11 +101,13 @@ class Instruction:
 
     def set_args(self, args: Iterable[Instruction], module_args: Sequence[Module] | None = None) -> None:
         """Replaces the arguments (and module arguments), keeping every use list right."""
-        self._unlink_args()
-        self.args = list(args)
+        for a in self.args:
+            a.users.pop(self, None)
+        self.args = args = list(args)
         if module_args is not None:
             self.module_args = list(module_args)
-        self._link_args()
+        for a in args:
+            a.users[self] = None
 
     def replace_arg(self, old: Instruction, new: Instruction) -> None:
         if old is new:

@@ -96,7 +96,8 @@ class Module:
             shape = compute_shape(op, args, module_args)
         ins = Instruction(op, args, shape, module_args)
         self._link_before(ins, pos)
-        ins._link_args()
+        for a in ins.args:
+            a.users[ins] = None
         return ins
 
     def add_instruction(

@@ -21,7 +21,8 @@ def eliminate_dead_code(module: Module, context: PassContext | None = None) -> i
     last = module.last
     removed = 0
     for ins in reversed(module):
-        if ins is last or not is_removable(ins):
+        # is_removable, inlined: this loop runs after every pass
+        if ins.users or ins is last or ins.op.defn.name == "@param" or ins.op.defn.has_side_effects:
             continue
         module.remove(ins)
         removed += 1

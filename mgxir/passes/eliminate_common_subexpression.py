@@ -20,9 +20,15 @@ class EliminateCommonSubexpression(ModulePass):
         merged = 0
         for ins in module:
             # instructions without arguments (@param, @literal) are distinct values
-            if not ins.args or ins.is_return or ins.op.defn.has_side_effects or ins.op.defn.is_opaque:
+            args = ins.args
+            if not args:
                 continue
-            key = (ins.op, tuple(map(id, ins.args)), tuple(map(id, ins.module_args)))
+            op = ins.op
+            defn = op.defn
+            if defn.name == "@return" or defn.has_side_effects or defn.is_opaque:
+                continue
+            # arguments and module arguments are live objects, so their ids cannot be confused
+            key = (op, *map(id, args), *map(id, ins.module_args))
             earlier = seen.get(key)
             if earlier is None:
                 seen[key] = ins

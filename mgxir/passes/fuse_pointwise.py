@@ -17,6 +17,7 @@ import dataclasses
 from collections.abc import Sequence
 
 from mgxir.ir.builtin import make_param, make_return
+from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module, compute_shape
 from mgxir.ir.operation import Operation
@@ -39,17 +40,26 @@ class _Builder:
     it built or grew."""
 
     def __init__(self) -> None:
-        self.params: dict[str, Operation] = {}
+        self.params: dict[int, Operation] = {}
         self.params_of: dict[Module, list[Instruction]] = {}
         self.return_op = make_return()
         self.shapes: dict[tuple, Shape] = {}
+        self.scalar_shapes: dict[DType, Shape] = {}
 
-    def param(self, module: Module, name: str, shape: Shape) -> Instruction:
-        op = self.params.get(name)
+    def param(self, module: Module, index: int, dtype: DType) -> Instruction:
+        """Parameter x<index> of `module`, a scalar of `dtype`."""
+        op = self.params.get(index)
         if op is None:
-            op = self.params[name] = make_param(name)
+            op = self.params[index] = make_param(param_name(index))
+        shape = self.scalar_shapes.get(dtype)
+        if shape is None:
+            shape = self.scalar_shapes[dtype] = Shape.scalar_of(dtype)
         param = module.insert(module.first, op, (), (), shape)
-        self.params_of.setdefault(module, []).append(param)
+        found = self.params_of.get(module)
+        if found is None:
+            self.params_of[module] = [param]
+        else:
+            found.append(param)
         return param
 
     def parameters(self, module: Module) -> list[Instruction]:
@@ -68,7 +78,7 @@ class _Builder:
         module_args: Sequence[Module] = (),
     ) -> Instruction:
         key = (op, *[a.shape for a in args])
-        shape = self.shapes.get(key) if not module_args else None
+        shape = None if module_args else self.shapes.get(key)
         if shape is None:
             shape = compute_shape(op, args, module_args)
             if not module_args:
@@ -84,13 +94,11 @@ def _fused(rewriter: Rewriter, ins: Instruction, op: Operation, inputs: list[Ins
     shapes). Without broadcast inputs that is the shape the instruction had: the body computes what
     the op (or the merged pair) computed, so only then is the body walked."""
     shape = ins.shape
-    if any(arg.shape.broadcasted for arg in inputs):
-        shape = compute_shape(op, inputs, [body])
+    for arg in inputs:
+        if arg.shape.broadcasted:
+            shape = compute_shape(op, inputs, [body])
+            break
     rewriter.rebind(ins, op, inputs, [body], shape)
-
-
-def _is_dead(ins: Instruction) -> bool:
-    return not ins.users and not ins.is_return
 
 
 @dataclasses.dataclass
@@ -129,13 +137,15 @@ class FusePointwise(ModulePass):
     def create_pointwise_modules(module: Module, program: Program, builder: _Builder, context: PassContext) -> None:
         pointwise = make_op("pointwise")
         rewriter = Rewriter(module)
+        prefix = f"{module.name}:pointwise"
+        modules = program.modules
         counter = 0
         created = 0
         for ins in module:
             defn = ins.op.defn
             if not defn.pointwise or defn.name == "layout":
                 continue
-            name = f"{module.name}:pointwise{counter}"
+            name = f"{prefix}{counter}"
             counter += 1
             body = Module(name, program)
             body.bypass = True
@@ -146,7 +156,7 @@ class FusePointwise(ModulePass):
                     continue
                 scalar = scalar_constant(arg)
                 if scalar is None:
-                    inner[arg] = builder.param(body, param_name(len(outer_inputs)), Shape.scalar_of(arg.shape.dtype))
+                    inner[arg] = builder.param(body, len(outer_inputs), arg.shape.dtype)
                     outer_inputs.append(arg)
                 else:
                     inner[arg] = body.add_literal(scalar)
@@ -154,7 +164,7 @@ class FusePointwise(ModulePass):
                 continue
             result = builder.insert(body, None, ins.op, [inner[a] for a in ins.args])
             builder.add_return(body, result)
-            program.modules[name] = body
+            modules[name] = body
             # in place, as MIGraphX's replace_instruction: users keep using `ins`
             _fused(rewriter, ins, pointwise, outer_inputs, body)
             created += 1
@@ -167,25 +177,22 @@ class FusePointwise(ModulePass):
     ) -> bool:
         merged = 0
         last = module.last
+        rewriter = Rewriter(module)
         for ins in module:
-            if ins is not last and _is_dead(ins):
+            # a dead pointwise is skipped (a pointwise is never the @return)
+            if ins.op.defn.name != "pointwise" or (not ins.users and ins is not last):
                 continue
-            if ins.op.defn.name != "pointwise":
-                continue
-            producer = next(
-                (a for a in ins.args if a.op.defn.name == "pointwise" and len(a.users) == 1 and a.parent is module),
-                None,
-            )
-            if producer is None:
-                continue
-            self.merge_instruction(module, program, builder, producer, ins, uses)
-            merged += 1
+            for producer in ins.args:
+                if producer.op.defn.name == "pointwise" and len(producer.users) == 1 and producer.parent is module:
+                    self.merge_instruction(rewriter, program, builder, producer, ins, uses)
+                    merged += 1
+                    break
         context.count("pointwise instructions fused", merged)
         return merged > 0
 
     @staticmethod
     def merge_instruction(
-        module: Module,
+        rewriter: Rewriter,
         program: Program,
         builder: _Builder,
         producer: Instruction,
@@ -206,7 +213,7 @@ class FusePointwise(ModulePass):
             uses[id(body)] = 1
         inner_of_outer: dict[Instruction, Instruction] = {}
         inputs: list[Instruction] = []
-        for param, outer in zip(builder.parameters(body), producer.args):
+        for param, outer in zip(builder.params_of.get(body) or builder.parameters(body), producer.args):
             inner_of_outer.setdefault(outer, param)
             inputs.append(outer)
         ret = body.last
@@ -214,23 +221,24 @@ class FusePointwise(ModulePass):
         inner_of_outer[producer] = ret.args[0]
         for arg in consumer.args:
             if arg not in inner_of_outer:
-                inner_of_outer[arg] = builder.param(body, param_name(len(inputs)), Shape.scalar_of(arg.shape.dtype))
+                inner_of_outer[arg] = builder.param(body, len(inputs), arg.shape.dtype)
                 inputs.append(arg)
         consumer_params = builder.parameters(consumer_body)
         moved: dict[Instruction, Instruction] = {p: inner_of_outer[a] for p, a in zip(consumer_params, consumer.args)}
         shared_consumer = uses.get(id(consumer_body), 1) > 1
         results: list[Instruction] = []
         for sub in consumer_body:
-            if sub.is_param:
+            kind = sub.op.defn.name
+            if kind == "@param":
                 continue
-            if sub.is_return:
+            if kind == "@return":
                 results = [moved.get(a, a) for a in sub.args]
                 if not shared_consumer:
-                    sub.set_args([])
+                    sub.set_args(())
                 break
             args = [moved.get(a, a) for a in sub.args]
             if shared_consumer:
-                if sub.is_literal:
+                if kind == "@literal":
                     moved[sub] = body.add_literal(sub.literal)
                 else:
                     moved[sub] = body.insert(ret, sub.op, args, sub.module_args, sub.shape)
@@ -238,14 +246,13 @@ class FusePointwise(ModulePass):
             # moved rather than copied: the consumer's module is dropped, and a scalar op keeps
             # its shape; literals go to the front, as MIGraphX's add_literal puts its copies
             sub.set_args(args)
-            body.adopt(sub, body.first if sub.is_literal else ret)
+            body.adopt(sub, body.first if kind == "@literal" else ret)
         ret.set_args(results)
         ret.shape = results[0].shape if len(results) == 1 else Shape.tuple_of([r.shape for r in results])
-        rewriter = Rewriter(module)
         _fused(rewriter, consumer, consumer.op, inputs, body)
         rewriter.remove(producer)
-        uses[id(consumer_body)] = uses.get(id(consumer_body), 1) - 1
-        if uses[id(consumer_body)] <= 0:
+        left = uses[id(consumer_body)] = uses.get(id(consumer_body), 1) - 1
+        if left <= 0:
             builder.params_of.pop(consumer_body, None)
             if program.modules.get(consumer_body.name) is consumer_body:
                 program.remove_module(consumer_body.name)

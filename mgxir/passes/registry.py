@@ -8,66 +8,78 @@ import os
 import re
 import typing
 
+import importlib
+from collections.abc import Iterator, Mapping
+
 from mgxir.diagnostics import MgxError
-from mgxir.passes.auto_contiguous import AutoContiguous
 from mgxir.passes.base import Pass
-from mgxir.passes.dead_code_elimination import DeadCodeElimination
-from mgxir.passes.eliminate_common_subexpression import EliminateCommonSubexpression
-from mgxir.passes.eliminate_concat import EliminateConcat
-from mgxir.passes.eliminate_contiguous import EliminateContiguous
-from mgxir.passes.eliminate_convert import EliminateConvert
-from mgxir.passes.eliminate_identity import EliminateIdentity
-from mgxir.passes.eliminate_pad import EliminatePad
-from mgxir.passes.fuse_pointwise import FusePointwise
-from mgxir.passes.fuse_reduce import FuseReduce
-from mgxir.passes.inline_module import InlineModule
-from mgxir.passes.insert_pad import InsertPad
-from mgxir.passes.memory_coloring import MemoryColoring
-from mgxir.passes.normalize_ops import NormalizeOps
-from mgxir.passes.optimize_module import OptimizeModule
-from mgxir.passes.propagate_constant import PropagateConstant
-from mgxir.passes.ref_lowering import RefLowering
-from mgxir.passes.rewrite_gelu import RewriteGelu
-from mgxir.passes.rewrite_pooling import RewritePooling
-from mgxir.passes.rewrite_reduce import RewriteReduce
-from mgxir.passes.rewrite_rnn import RewriteRnn
-from mgxir.passes.simplify_algebra import SimplifyAlgebra
-from mgxir.passes.simplify_reshapes import SimplifyReshapes
-from mgxir.passes.split_reduce import SplitReduce
 from mgxir.passes.testing import TEST_PASSES_ENV, TestFail
 
-PASSES: dict[str, type[Pass]] = {
-    cls.name: cls
-    for cls in (
-        AutoContiguous,
-        DeadCodeElimination,
-        EliminateCommonSubexpression,
-        EliminateConcat,
-        EliminateIdentity,
-        EliminateContiguous,
-        EliminateConvert,
-        EliminatePad,
-        FusePointwise,
-        FuseReduce,
-        InlineModule,
-        InsertPad,
-        MemoryColoring,
-        NormalizeOps,
-        OptimizeModule,
-        PropagateConstant,
-        RefLowering,
-        RewriteGelu,
-        RewritePooling,
-        RewriteReduce,
-        RewriteRnn,
-        SimplifyAlgebra,
-        SimplifyReshapes,
-        SplitReduce,
-    )
-}
+
+class PassTable(Mapping[str, type[Pass]]):
+    """Pass classes by name. A pass is filed as "module:Class" and its module imported only when
+    the pass is looked up, so a command pays only for the passes it runs (`--list-passes` and
+    iterating over the values import all of them)."""
+
+    def __init__(self, places: Mapping[str, str]):
+        self._places = dict(places)
+        self._loaded: dict[str, type[Pass]] = {}
+
+    def __getitem__(self, name: str) -> type[Pass]:
+        cls = self._loaded.get(name)
+        if cls is None:
+            module, _, attribute = self._places[name].partition(":")
+            cls = self._loaded[name] = getattr(importlib.import_module(module), attribute)
+        return cls
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._places)
+
+    def __len__(self) -> int:
+        return len(self._places)
+
+    def file(self, name: str, place: str) -> None:
+        """Files the pass `place` ("module:Class") under `name`."""
+        self._places[name] = place
+        self._loaded.pop(name, None)
+
+    def register(self, cls: type[Pass]) -> None:
+        """Files a pass class already imported."""
+        self.file(cls.name, f"{cls.__module__}:{cls.__qualname__}")
+        self._loaded[cls.name] = cls
+
+
+PASSES = PassTable(
+    {
+        "auto_contiguous": "mgxir.passes.auto_contiguous:AutoContiguous",
+        "dead_code_elimination": "mgxir.passes.dead_code_elimination:DeadCodeElimination",
+        "eliminate_common_subexpression": "mgxir.passes.eliminate_common_subexpression:EliminateCommonSubexpression",
+        "eliminate_concat": "mgxir.passes.eliminate_concat:EliminateConcat",
+        "eliminate_contiguous": "mgxir.passes.eliminate_contiguous:EliminateContiguous",
+        "eliminate_convert": "mgxir.passes.eliminate_convert:EliminateConvert",
+        "eliminate_identity": "mgxir.passes.eliminate_identity:EliminateIdentity",
+        "eliminate_pad": "mgxir.passes.eliminate_pad:EliminatePad",
+        "fuse_pointwise": "mgxir.passes.fuse_pointwise:FusePointwise",
+        "fuse_reduce": "mgxir.passes.fuse_reduce:FuseReduce",
+        "inline_module": "mgxir.passes.inline_module:InlineModule",
+        "insert_pad": "mgxir.passes.insert_pad:InsertPad",
+        "memory_coloring": "mgxir.passes.memory_coloring:MemoryColoring",
+        "normalize_ops": "mgxir.passes.normalize_ops:NormalizeOps",
+        "optimize_module": "mgxir.passes.optimize_module:OptimizeModule",
+        "propagate_constant": "mgxir.passes.propagate_constant:PropagateConstant",
+        "ref_lowering": "mgxir.passes.ref_lowering:RefLowering",
+        "rewrite_gelu": "mgxir.passes.rewrite_gelu:RewriteGelu",
+        "rewrite_pooling": "mgxir.passes.rewrite_pooling:RewritePooling",
+        "rewrite_reduce": "mgxir.passes.rewrite_reduce:RewriteReduce",
+        "rewrite_rnn": "mgxir.passes.rewrite_rnn:RewriteRnn",
+        "simplify_algebra": "mgxir.passes.simplify_algebra:SimplifyAlgebra",
+        "simplify_reshapes": "mgxir.passes.simplify_reshapes:SimplifyReshapes",
+        "split_reduce": "mgxir.passes.split_reduce:SplitReduce",
+    }
+)
 
 if os.environ.get(TEST_PASSES_ENV):
-    PASSES[TestFail.name] = TestFail
+    PASSES.file(TestFail.name, "mgxir.passes.testing:TestFail")
 
 ALIASES: dict[str, str] = {"dce": "dead_code_elimination", "cse": "eliminate_common_subexpression"}
 
@@ -92,7 +104,7 @@ PIPELINES: dict[str, str] = {
 
 def register_pass(cls: type[Pass]) -> None:
     """Files a pass that a later layer defines (a target's lowering) under its name."""
-    PASSES[cls.name] = cls
+    PASSES.register(cls)
 
 
 def register_pipeline(name: str, text: str) -> None:

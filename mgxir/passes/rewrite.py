@@ -75,7 +75,7 @@ class Rewriter:
         cost a walk of a body module); if the shape changes, its users' shapes follow."""
         ins.op = op
         ins.set_args(args, module_args)
-        if shape != ins.shape:
+        if shape is not ins.shape and shape != ins.shape:
             ins.shape = shape
             self.recompute_shapes(list(ins.users))
 
