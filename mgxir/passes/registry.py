@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
 import re
 import typing
-
-import importlib
 from collections.abc import Iterator, Mapping
 
 from mgxir.diagnostics import MgxError
