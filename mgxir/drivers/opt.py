@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.drivers.common import check_output_path, read_text, run_guarded
-from mgxir.drivers.diagnostics_check import SPLIT_MARKER, Chunk, check, expectations, split_input
 from mgxir.ir.program import Program
 from mgxir.text.parser import parse_program, read_program
 from mgxir.text.writer import render, write_output, write_program
 from mgxir.verifier import verify
 
 if TYPE_CHECKING:
+    from mgxir.drivers.diagnostics_check import Chunk
     from mgxir.passes.base import Pass
     from mgxir.passes.manager import Instrumentation
 
@@ -86,14 +86,17 @@ def _opt(options: OptOptions, sink: DiagnosticSink) -> int:
     assert text is not None
     filename = "<stdin>" if options.input == "-" else options.input
     base_dir = None if options.input == "-" else Path(options.input).parent
-    chunks = split_input(text) if options.split else None
-    if options.verify_diagnostics:
-        return _verify_diagnostics(chunks or [Chunk(text, 1)], filename, base_dir, transform, options.lossless)
-    if chunks is None:
+    if not options.split and not options.verify_diagnostics:
         program = parse_program(text, filename, base_dir=base_dir, sink=sink)
         transform(program, sink, _reader(text, filename, base_dir))
         write_program(program, options.output, lossless=options.lossless, sidecar=options.sidecar)
         return 0
+    # chunks of the input, and their expected diagnostics: imported only by the commands that ask
+    from mgxir.drivers.diagnostics_check import SPLIT_MARKER, Chunk, split_input
+
+    chunks = split_input(text) if options.split else []
+    if options.verify_diagnostics:
+        return _verify_diagnostics(chunks or [Chunk(text, 1)], filename, base_dir, transform, options.lossless)
     outputs = []
     for chunk in chunks:
         program = parse_program(chunk.text, filename, base_dir=base_dir, sink=sink, line_map=chunk.line_map())
@@ -212,6 +215,8 @@ def _verify_diagnostics(
     chunks: list[Chunk], filename: str, base_dir: Path | None, transform: Transform, lossless: bool
 ) -> int:
     """`--verify-diagnostics`: each chunk's errors and warnings against its `expected-*` lines."""
+    from mgxir.drivers.diagnostics_check import SPLIT_MARKER, check, expectations
+
     problems: list[str] = []
     outputs: list[str] = []
     for chunk in chunks:

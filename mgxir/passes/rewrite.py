@@ -5,6 +5,7 @@ that tries them in order on each instruction. The matcher helpers patterns share
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Concatenate, ParamSpec, TypeVar
 
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
@@ -29,6 +30,43 @@ class _MatchedUnchanged:
 MATCHED_UNCHANGED = _MatchedUnchanged()
 
 
+EditArgs = ParamSpec("EditArgs")
+Result = TypeVar("Result")
+
+
+def _on_module(
+    edit: Callable[Concatenate[Module, EditArgs], Result],
+) -> Callable[Concatenate[Rewriter, EditArgs], Result]:
+    """A rewriter method that is the module's own edit `edit`, done on the rewriter's module."""
+
+    def on_module(rewriter: Rewriter, *args: EditArgs.args, **kwargs: EditArgs.kwargs) -> Result:
+        return edit(rewriter.module, *args, **kwargs)
+
+    on_module.__name__ = edit.__name__
+    on_module.__qualname__ = f"Rewriter.{edit.__name__}"
+    return on_module
+
+
+def _users_follow(
+    edit: Callable[Concatenate[Module, Instruction, EditArgs], Instruction],
+) -> Callable[Concatenate[Rewriter, Instruction, EditArgs], Instruction]:
+    """A rewriter method doing the module's in-place edit `edit` of an instruction, after which,
+    if the instruction's shape changed, its users' shapes follow."""
+
+    def edit_then_follow(
+        rewriter: Rewriter, ins: Instruction, *args: EditArgs.args, **kwargs: EditArgs.kwargs
+    ) -> Instruction:
+        old_shape = ins.shape
+        edit(rewriter.module, ins, *args, **kwargs)
+        if ins.shape != old_shape:
+            rewriter.recompute_shapes(list(ins.users))
+        return ins
+
+    edit_then_follow.__name__ = edit.__name__
+    edit_then_follow.__qualname__ = f"Rewriter.{edit.__name__}"
+    return edit_then_follow
+
+
 class Rewriter:
     """The one way rewrites edit a module (MLIR's PatternRewriter), behaving as MIGraphX's module
     methods do so that pass output matches its text: use lists stay right, and after an argument
@@ -40,33 +78,20 @@ class Rewriter:
     def __init__(self, module: Module):
         self.module = module
 
-    def insert(
-        self,
-        pos: Instruction | None,
-        op: Operation,
-        args: Sequence[Instruction] = (),
-        module_args: Sequence[Module] = (),
-    ) -> Instruction:
-        """`op(args)` inserted before `pos` (at the end when None), its shape by the op's rule."""
-        return self.module.insert(pos, op, args, module_args)
+    # the module's own edits, on the rewriter's module: `insert(pos, op, args, module_args)` puts
+    # `op(args)` before `pos` (at the end for None), its shape by the op's rule; `remove(ins)` takes
+    # out an instruction nothing uses; `move_before(ins, pos)`
+    insert = _on_module(Module.insert)
+    remove = _on_module(Module.remove)
+    move_before = _on_module(Module.move_before)
 
     def insert_after(self, ins: Instruction, op: Operation, args: Sequence[Instruction]) -> Instruction:
         """`op(args)` inserted just after `ins`, in `ins`'s module."""
         return (ins.parent or self.module).insert(ins.next, op, args)
 
-    def replace(
-        self,
-        ins: Instruction,
-        op: Operation,
-        args: Sequence[Instruction] | None = None,
-        module_args: Sequence[Module] | None = None,
-    ) -> Instruction:
-        """`ins` becomes `op(args)` in place; if its shape changes, its users' shapes follow."""
-        old_shape = ins.shape
-        self.module.replace(ins, op, args, module_args)
-        if ins.shape != old_shape:
-            self.recompute_shapes(list(ins.users))
-        return ins
+    # `ins` becomes `op(args)` in place, as Module.replace does it; if its shape changes, its users'
+    # shapes follow
+    replace = _users_follow(Module.replace)
 
     def rebind(
         self, ins: Instruction, op: Operation, args: Sequence[Instruction], module_args: Sequence[Module], shape: Shape
@@ -101,13 +126,6 @@ class Rewriter:
         """`ins` takes these arguments; its shape and those downstream follow."""
         ins.set_args(args, module_args)
         self.recompute_shapes([ins])
-
-    def remove(self, ins: Instruction) -> None:
-        """Removes an instruction nothing uses."""
-        self.module.remove(ins)
-
-    def move_before(self, ins: Instruction, pos: Instruction | None) -> None:
-        self.module.move_before(ins, pos)
 
     @staticmethod
     def recompute_shapes(start: Sequence[Instruction]) -> None:

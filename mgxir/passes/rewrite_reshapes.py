@@ -19,7 +19,7 @@ from mgxir.passes.base import PassContext
 from mgxir.passes.dead_code_elimination import eliminate_dead_code
 from mgxir.passes.eliminate_common_subexpression import EliminateCommonSubexpression
 from mgxir.passes.matchers import is_broadcast_or_contiguous, is_shape_transform_or_contiguous, used_once
-from mgxir.passes.rewrite import Rewriter
+from mgxir.passes.rewrite import MATCHED_UNCHANGED, Outcome, Pattern, Rewriter, RootDispatch, find_matches
 from mgxir.passes.simplify_reshapes import SimplifyReshapes
 
 AxesMap = Sequence[Sequence[int]]
@@ -55,19 +55,20 @@ def _find_input_if(start: Instruction, last: Instruction, predicate: Callable[[I
     return last
 
 
-class FindOpReshapeOp:
+class FindOpReshapeOp(Pattern):
     """`find_op_reshape_op{op1, op2}`: an `op2` instruction with an argument that is a chain of
-    single-use reshapes over a single-use `op1` instruction."""
+    single-use reshapes over a single-use `op1` instruction; both are rebuilt on the common
+    dimensions. Once matched, no later pattern is tried on the instruction, rebuilt or not."""
 
     def __init__(self, fusion: ReshapeFusion, op1: str, op2: str):
+        super().__init__()
+        self.__name__ = "find_op_reshape_op"
+        self.roots = (op2,)
         self.fusion = fusion
         self.op1 = op1
-        self.op2 = op2
 
-    def match(self, ins: Instruction) -> tuple[Instruction, Instruction] | None:
+    def match(self, ins: Instruction, *args: object) -> tuple[Instruction, Instruction] | None:
         """(input, x): the argument taken and the op1 instruction behind it."""
-        if ins.op.defn.name != self.op2:
-            return None
         for arg in ins.args:
             if not _is_reshape(arg) or not arg.args:
                 continue
@@ -83,7 +84,10 @@ class FindOpReshapeOp:
             return rewriter.insert(ins, ins.op, inputs, ins.module_args)
         return self.fusion.insert(rewriter, ins, inputs, axes_map)
 
-    def apply(self, rewriter: Rewriter, ins: Instruction, input_ins: Instruction, x_ins: Instruction) -> bool:
+    def rewrite(self, rewriter: Rewriter, ins: Instruction, binding: object) -> Outcome:
+        return True if self.rebuild(rewriter, ins, *binding) else MATCHED_UNCHANGED  # type: ignore[misc]
+
+    def rebuild(self, rewriter: Rewriter, ins: Instruction, input_ins: Instruction, x_ins: Instruction) -> bool:
         if _find_input_if(input_ins, x_ins, lambda i: not is_broadcast_or_contiguous(i.op.defn)) is x_ins:
             return False  # only broadcasts between them
         dims1 = self.fusion.base_dims(ins)
@@ -134,16 +138,7 @@ def rewrite_reshapes(module: Module, fusion: ReshapeFusion, context: PassContext
             FindOpReshapeOp(fusion, fusion.name, "pointwise"),
             FindOpReshapeOp(fusion, fusion.name, fusion.name),
         ]
-    changed = False
-    rewriter = Rewriter(module)
-    for ins in module:
-        for matcher in matchers:
-            found = matcher.match(ins)
-            if found is not None:
-                if matcher.apply(rewriter, ins, *found):
-                    changed = True
-                    context.count(f"{fusion.name} rebuilt around reshapes")
-                break
+    changed = find_matches(module, RootDispatch(matchers), context)
     SimplifyReshapes(depth=1).apply_module(module, context)
     EliminateCommonSubexpression().apply_module(module, context)
     eliminate_dead_code(module, context)
