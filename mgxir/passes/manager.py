@@ -91,12 +91,10 @@ class PassManager:
             stage = "failed"
             try:
                 p.apply(program, context)
-                if verified is not None:
-                    now = _fingerprint(program)
-                    if now != verified:
-                        stage = "left invalid IR"
-                        verify(program, sink)
-                        verified = now
+                if verified is not None and not _unchanged(program, verified):
+                    stage = "left invalid IR"
+                    verify(program, sink)
+                    verified = _fingerprint(program)
             except Exception as e:
                 message = e.message if isinstance(e, MgxError) else f"{type(e).__name__}: {e}"
                 text = f"pass '{p.name}' {stage}: {message.splitlines()[0] if message else ''}"
@@ -193,6 +191,21 @@ def _fingerprint(program: Program) -> tuple[object, ...]:
     """What the verifier reads, held by reference (so no identity is reused while it is kept)."""
     modules = program.modules.values()
     return tuple((m, m.name, [(i, i.op, i.shape, *i.args, *i.module_args) for i in m]) for m in modules)
+
+
+def _unchanged(program: Program, fingerprint: tuple[object, ...]) -> bool:
+    """Whether `_fingerprint(program)` would equal `fingerprint`, found without building it (each
+    instruction's entry is made, compared and dropped at once: cheaper than holding them all)."""
+    modules = list(program.modules.values())
+    if len(modules) != len(fingerprint):
+        return False
+    for module, (known, name, entries) in zip(modules, fingerprint):  # type: ignore[misc]
+        if module is not known or module.name != name or len(module) != len(entries):
+            return False
+        for i, entry in zip(module, entries):
+            if entry != (i, i.op, i.shape, *i.args, *i.module_args):
+                return False
+    return True
 
 
 def _instruction_count(program: Program) -> int:

@@ -181,11 +181,12 @@ def find_transpose_slice(rewriter: Rewriter, ins: Instruction) -> object:
     return True
 
 
-def find_slice_transpose(rewriter: Rewriter, ins: Instruction) -> object:
-    def split_then_transpose(out: Instruction) -> bool:
-        return out.op.defn.name == "slice" and len(out.users) == 1 and first_user(out).op.defn.name == "transpose"
+def _split_then_transpose(out: Instruction) -> bool:
+    return out.op.defn.name == "slice" and len(out.users) == 1 and first_user(out).op.defn.name == "transpose"
 
-    splits = [out for out in ins.users if split_then_transpose(out)]
+
+def find_slice_transpose(rewriter: Rewriter, ins: Instruction) -> object:
+    splits = [out for out in ins.users if _split_then_transpose(out)]
     if not splits:
         return False
     if len(splits) < 2:
