@@ -361,10 +361,6 @@ def _in_layout(x: Shape, dtype: DType) -> Shape:
     return x.with_lens(x.lens, dtype)
 
 
-def _quantize_round(x: np.ndarray) -> np.ndarray:
-    return np.rint(x)
-
-
 @register
 class Quantizelinear(OpDef):
     name = "quantizelinear"
@@ -382,10 +378,16 @@ class Quantizelinear(OpDef):
         return _in_layout(x, out)
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
-        x = inputs[0].astype(np.float64)
-        scale = inputs[1].astype(np.float64)
         out = self.shape(op, [_runtime_shape(a) for a in inputs], modules).dtype
-        q = _quantize_round(x / scale)
+        x, scale = inputs[0], inputs[1]
+        if out.is_float:
+            # a float result (MX types: rounded later by pack_fp4) is x / scale unrounded, in double
+            q = x.astype(np.float64) / scale.astype(np.float64)
+        else:
+            # x / scale in x's own type, then rounded half to even: a quotient that is a tie only in
+            # float rounds as MIGraphX's does
+            with np.errstate(divide="ignore", invalid="ignore"):
+                q = np.rint(np.true_divide(x, scale.astype(x.dtype))).astype(np.float64)
         if len(inputs) == 3:
             q = q + inputs[2].astype(np.float64)
         if out.is_float:
