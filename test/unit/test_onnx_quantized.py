@@ -289,12 +289,15 @@ def test_matmulnbits(name: str) -> None:
 # -- where MIGraphX differs from onnxruntime --------------------------------------------------------
 
 
-def _bnb4_as_migraphx(a: np.ndarray, b: np.ndarray, absmax: np.ndarray, n: int, quant_type: int) -> np.ndarray:
+def _bnb4_as_migraphx(
+    a: np.ndarray, b: np.ndarray, absmax: np.ndarray, n: int, quant_type: int, block_size: int = 16
+) -> np.ndarray:
     """MIGraphX's MatMulBnb4: the low nibble first; FP4 read as the 4-bit value over 8, NF4 through
-    the code book; each block of 16 scaled by its absmax."""
-    nibbles = np.stack([b & 15, b >> 4], axis=1).reshape(-1)
+    the code book; each block scaled by its absmax (the last block may be a runt)."""
+    k = a.shape[-1]
+    nibbles = np.stack([b & 15, b >> 4], axis=1).reshape(-1)[: n * k]
     values = nibbles / np.float32(8) if quant_type == 0 else np.asarray(NF4_VALUES, np.float32)[nibbles]
-    weights = (values * np.repeat(absmax, 16)).astype(np.float32).reshape(n, -1)
+    weights = (values * np.repeat(absmax, block_size)[: n * k]).astype(np.float32).reshape(n, k)
     return a @ weights.T
 
 
@@ -420,6 +423,32 @@ REFUSALS = [
         "QLINEARCONV: inconsistent strides k-dims: 2 attribute size: 1",
     ),
     (
+        _qlinear_model(
+            "QLinearAveragePool", [("x", U8, [1, 1, 2, 2]), ("x_s", F, SCALAR), ("x_z", I8, SCALAR), ("y_s", F, SCALAR)]
+        ),
+        "QLinearAveragePool: mismatched type: input zero point",
+    ),
+    (
+        _qlinear_model(
+            "QLinearAveragePool", [*_q("x", U8, [1, 1, 2, 2]), ("y_s", F, SCALAR)], channel_last=1, channels_last=1
+        ),
+        "QLinearAveragePool: channels_last (N x D1..Dn x C) is not supported",
+    ),
+    (
+        _qlinear_model(
+            "QLinearConv",
+            [
+                ("x", U8, [1, 1, 3, 3]),
+                ("x_s", I8, SCALAR),
+                ("x_z", U8, SCALAR),
+                *_q("w", U8, [1, 1, 1, 1]),
+                *_q("y")[1:],
+            ],
+        ),
+        "QLINEARCONV x scale type should be float",
+    ),
+    (_qlinear_model("QLinearMatMul", _q("a") + _q("b")), "QLINEARMATMUL: missing inputs"),
+    (
         _qlinear_model("QLinearMatMul", _q("a", U8, [2, 3]) + _q("b", U8, [2, 3]) + _q("y")[1:]),
         "QLINEARMATMUL: mismatched input dimensions",
     ),
@@ -469,3 +498,121 @@ def test_qlinearconv_bias_and_auto_pad(tmp_path: Path) -> None:
     (got,) = _mgxir(model, {"x": x}, tmp_path)
     (want,) = _ort(model, {"x": x})
     _close_quantized(got, want)
+
+
+def test_matmulbnb4_runt_block_is_refused(tmp_path: Path) -> None:
+    """N * K = 24 elements in blocks of 16: the absmax repeated over 32 elements does not reshape to
+    24, and MIGraphX's parser (which slices only after that reshape) refuses the model too."""
+    n, k, block_size = 3, 8, 16
+    node = helper.make_node("MatMulBnb4", ["A", "B", "absmax"], ["Y"], K=k, N=n, block_size=block_size, quant_type=1)
+    inputs = [
+        helper.make_tensor_value_info("A", F, [2, k]),
+        helper.make_tensor_value_info("B", U8, [(n * k + 1) // 2]),
+        helper.make_tensor_value_info("absmax", F, [2]),
+    ]
+    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("Y", F, None)])
+    with pytest.raises(MgxError) as caught:
+        _save_and_import(tmp_path, helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)]))
+    assert "MatMulBnb4 node: reshape: {24} has 24 elements but the input {2, 16} has 32" in caught.value.message
+
+
+def _save_and_import(tmp_path: Path, model: onnx.ModelProto):
+    path = tmp_path / "m.onnx"
+    path.write_bytes(model.SerializeToString())
+    return import_model(str(path))
+
+
+def test_qlinearsigmoid_without_output_zero_point(tmp_path: Path) -> None:
+    """Four inputs: the result quantized with a broadcast scale alone (uint8, as quantizelinear gives)."""
+    inits = [
+        numpy_helper.from_array(np.float32(0.05), "x_s"),
+        numpy_helper.from_array(np.uint8(128), "x_z"),
+        numpy_helper.from_array(np.float32(1 / 256), "y_s"),
+    ]
+    node = helper.make_node("QLinearSigmoid", ["x", "x_s", "x_z", "y_s"], ["y"])
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", U8, [16])],
+        [helper.make_tensor_value_info("y", U8, None)],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    x = _random_int8((16,), np.uint8, np.random.default_rng(14))
+    (got,) = _mgxir(model, {"x": x}, tmp_path)
+    # onnxruntime 1.32 aborts the process on this model: numpy instead
+    dequantized = ((x.astype(np.float64) - 128) * np.float32(0.05)).astype(np.float32)
+    sigmoid = (1 / (1 + np.exp(-dequantized.astype(np.float64)))).astype(np.float32)
+    want = np.clip(np.rint(sigmoid / np.float32(1 / 256)), 0, 255)
+    _close_quantized(got, want)
+
+
+def test_qlinearmatmul_with_a_vector_b(tmp_path: Path) -> None:
+    """B 1-D: unsqueezed on axis 1 and the product squeezed there."""
+    inputs = [
+        helper.make_tensor_value_info("a", U8, [2, 8]),
+        helper.make_tensor_value_info("b", U8, [8]),
+    ]
+    inits = [
+        numpy_helper.from_array(np.float32(0.02), "a_s"),
+        numpy_helper.from_array(np.uint8(100), "a_z"),
+        numpy_helper.from_array(np.float32(0.03), "b_s"),
+        numpy_helper.from_array(np.uint8(120), "b_z"),
+        numpy_helper.from_array(np.float32(0.2), "y_s"),
+        numpy_helper.from_array(np.uint8(128), "y_z"),
+    ]
+    node = helper.make_node("QLinearMatMul", ["a", "a_s", "a_z", "b", "b_s", "b_z", "y_s", "y_z"], ["y"])
+    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("y", U8, None)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    rng = np.random.default_rng(15)
+    feeds = {"a": _random_int8((2, 8), np.uint8, rng), "b": _random_int8((8,), np.uint8, rng)}
+    (got,) = _mgxir(model, feeds, tmp_path)
+    (want,) = _ort(model, feeds)
+    _close_quantized(got, want)
+
+
+def test_qlinearconv_pads_of_odd_length_are_dropped(tmp_path: Path) -> None:
+    """Five pads on a 2-D convolution pass the size check (5 // 2 == 2) and are then replaced by
+    zeros, as MIGraphX's recalc_conv_attributes does."""
+    inputs = _q("x", U8, [1, 1, 4, 4]) + _q("w", U8, [1, 1, 3, 3]) + _q("y")[1:]
+    program = _save_and_import(tmp_path, _qlinear_model("QLinearConv", inputs, pads=[1, 1, 1, 1, 1]))
+    conv = next(i for i in program.main if i.op.name == "convolution")
+    assert list(conv.op["padding"]) == [0, 0]
+
+
+MX_NODES = {
+    "DynamicScale": {
+        "group_dim": 0,
+        "group_size": 32,
+        "output_dtype": TensorProto.FLOAT4E2M1,
+        "scale_selection_method": "floor",
+        "zero_point_selection_method": "None",
+    },
+    "MXQuantizeDequantize": {"axis": 0, "block_size": 32, "element_dtype": "fp4_e2m1", "rounding_mode": 2},
+}
+MX_REFUSALS = [
+    ("DynamicScale", {"group_size": 16}, 1, "DynamicScale: only group_size of 32 is supported"),
+    ("DynamicScale", {"output_dtype": TensorProto.FLOAT}, 1, "DynamicScale: only support MXFP4 type"),
+    ("DynamicScale", {"scale_selection_method": "ceil"}, 1, "DynamicScale: only support floor scale selection"),
+    ("DynamicScale", {"zero_point_selection_method": "int"}, 1, "DynamicScale: zero_point not supported"),
+    ("DynamicScale", {}, 2, "DynamicScale: must have only 1 input"),
+    ("DynamicScale", {"group_size": None}, 1, "DynamicScale: attribute 'group_size' is required"),
+    ("MXQuantizeDequantize", {"block_size": 16}, 1, "MXQuantizeDequantize: only block_size of 32 is supported"),
+    ("MXQuantizeDequantize", {"element_dtype": "fp8_e4m3"}, 1, "MXQuantizeDequantize: only support MXFP4 type"),
+    ("MXQuantizeDequantize", {"rounding_mode": 0}, 1, "MXQuantizeDequantize: only round ties to even is supported"),
+    ("MXQuantizeDequantize", {}, 2, "MXQuantizeDequantize: must have only 1 input"),
+]
+
+
+@pytest.mark.parametrize(("op_type", "changes", "n_inputs", "message"), MX_REFUSALS, ids=[m for *_, m in MX_REFUSALS])
+def test_mx_refusals(tmp_path: Path, op_type: str, changes: dict, n_inputs: int, message: str) -> None:
+    attributes = {**MX_NODES[op_type], **changes}
+    attributes = {name: value for name, value in attributes.items() if value is not None}
+    names = [f"x{i}" for i in range(n_inputs)]
+    node = helper.make_node(op_type, names, ["y"], **attributes)
+    inputs = [helper.make_tensor_value_info(name, F, [40, 2]) for name in names]
+    graph = helper.make_graph([node], "g", inputs, [helper.make_tensor_value_info("y", F, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    with pytest.raises(MgxError) as caught:
+        _save_and_import(tmp_path, model)
+    assert caught.value.message.endswith(message), caught.value.message

@@ -191,9 +191,7 @@ def _check_qlinearmatmul(args: Args) -> None:
     a, b = args[0].shape, args[3].shape
     _check_int8(a.dtype, "QLINEARMATMUL: unsupported input type")
     _check_int8(b.dtype, "QLINEARMATMUL: unsupported input type")
-    lens_a, lens_b = list(a.lens), list(b.lens)
-    if not lens_a or not lens_b:
-        raise ParseError("QLINEARMATMUL: empty input")
+    lens_a, lens_b = list(a.lens), list(b.lens)  # never empty: an ONNX scalar is a {1} parameter
     if len(lens_a) == 1:
         lens_a.insert(0, 1)
     if len(lens_b) == 1:
