@@ -616,3 +616,42 @@ def test_mx_refusals(tmp_path: Path, op_type: str, changes: dict, n_inputs: int,
     with pytest.raises(MgxError) as caught:
         _save_and_import(tmp_path, model)
     assert caught.value.message.endswith(message), caught.value.message
+
+
+@needs_models
+@pytest.mark.parametrize(
+    "name",
+    [
+        "matmulinteger_uns_test",
+        "matmulinteger_int8_uint8_test",
+        "matmulinteger_int8_uint8_one_zp_test",
+        "convinteger_no_bias_uint8_test",
+        "convinteger_mismatched_input_types_test",
+    ],
+)
+def test_integer_ops_shift_uint8_without_zero_point(name: str) -> None:
+    """MIGraphX runs MatMulInteger and ConvInteger on int8: a uint8 operand is shifted by -128 and
+    its zero point with it, but an operand without a zero point is shifted with nothing to take the
+    shift back, so MIGraphX computes the op with a zero point of 128 for it where ONNX has 0. mgxir
+    computes what MIGraphX does: onnxruntime on the model with those zero points written in."""
+    model = _load(name)
+    node = model.graph.node[0]
+    shapes = {v.name: v.type.tensor_type.elem_type for v in model.graph.input}
+    shapes.update({i.name: i.data_type for i in model.graph.initializer})
+    as_migraphx = onnx.ModelProto.FromString(model.SerializeToString())
+    inputs = list(node.input) + [""] * (4 - len(node.input))
+    for index in (0, 1):
+        if not inputs[index + 2]:
+            zero = np.uint8(128) if shapes[inputs[index]] == U8 else np.int8(0)
+            inputs[index + 2] = f"zero_point_{index}"
+            as_migraphx.graph.initializer.append(numpy_helper.from_array(zero, inputs[index + 2]))
+    del as_migraphx.graph.node[0].input[:]
+    as_migraphx.graph.node[0].input.extend(inputs[:4])
+    feeds = _feeds(model, np.random.default_rng(16))
+    # int8 data within [-4, 123]: MIGraphX subtracts an int8 zero point in int8, which wraps around
+    feeds = {k: (v // 2 + 60 if v.dtype == np.int8 else v) for k, v in feeds.items()}
+    (got,) = _mgxir(name, feeds)
+    (want,) = _ort(as_migraphx, feeds)
+    assert np.array_equal(got, want)
+    (onnx_meaning,) = _ort(model, feeds)
+    assert not np.array_equal(got, onnx_meaning)
