@@ -655,3 +655,13 @@ def test_integer_ops_shift_uint8_without_zero_point(name: str) -> None:
     assert np.array_equal(got, want)
     (onnx_meaning,) = _ort(model, feeds)
     assert not np.array_equal(got, onnx_meaning)
+
+
+def test_gpu_quantize_expression_rounds_integers_only() -> None:
+    """The GPU kernel's quantizelinear: rint before an integer result, none before a float one."""
+    from mgxir.targets.gpu.kernels import POINT_OPS
+
+    to_int = POINT_OPS["quantizelinear"](make_op("quantizelinear"), ["x", "s", "z"], "int")
+    to_float = POINT_OPS["quantizelinear"](make_op("quantizelinear", out_type=DType.float), ["x", "s"], "float")
+    assert to_int == "((int)(rint((float)(x) / (float)(s)) + (float)(z)))"
+    assert to_float == "((float)((float)(x) / (float)(s)))"
