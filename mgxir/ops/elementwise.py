@@ -370,7 +370,10 @@ class Quantizelinear(OpDef):
     pointwise = True
 
     def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
+        same_dims(self.name, inputs)
         x = inputs[0]
+        if x.dtype != inputs[1].dtype:
+            raise fail(self.name, "Scales and input must be the same type")
         if len(inputs) == 3:
             out = inputs[2].dtype
         else:
@@ -404,6 +407,7 @@ class Dequantizelinear(OpDef):
     pointwise = True
 
     def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
+        same_dims(self.name, inputs)
         if len(inputs) == 3 and inputs[0].dtype != inputs[2].dtype:
             raise fail(self.name, "Zero point and input should be the same type.")
         return _in_layout(inputs[0], inputs[1].dtype)

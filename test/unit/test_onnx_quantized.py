@@ -464,18 +464,13 @@ def test_qlinear_refusals(tmp_path: Path, model: onnx.ModelProto, message: str) 
     assert caught.value.message.endswith(message), caught.value.message
 
 
-def test_qlinearconv_bias_and_auto_pad(tmp_path: Path) -> None:
-    """An int32 bias dequantized with x_scale * w_scale; SAME_UPPER padding computed from the weights."""
-    rng = np.random.default_rng(12)
-    x = _random_int8((1, 2, 5, 5), np.uint8, rng)
-    w = _random_int8((3, 2, 3, 3), np.int8, rng)
-    bias = rng.integers(-500, 500, 3).astype(np.int32)
+def _qlinearconv_with_bias(w_scale: np.ndarray, w: np.ndarray, bias: np.ndarray) -> onnx.ModelProto:
     inits = [
         numpy_helper.from_array(np.float32(0.02), "x_s"),
         numpy_helper.from_array(np.uint8(120), "x_z"),
         numpy_helper.from_array(w, "w"),
-        numpy_helper.from_array(np.float32(0.01), "w_s"),
-        numpy_helper.from_array(np.int8(0), "w_z"),
+        numpy_helper.from_array(w_scale, "w_s"),
+        numpy_helper.from_array(np.zeros(w_scale.shape, np.int8), "w_z"),
         numpy_helper.from_array(np.float32(0.05), "y_s"),
         numpy_helper.from_array(np.uint8(128), "y_z"),
         numpy_helper.from_array(bias, "b"),
@@ -487,17 +482,35 @@ def test_qlinearconv_bias_and_auto_pad(tmp_path: Path) -> None:
         auto_pad="SAME_UPPER",
         strides=[2, 2],
     )
-    graph = helper.make_graph(
-        [node],
-        "g",
-        [helper.make_tensor_value_info("x", U8, [1, 2, 5, 5])],
-        [helper.make_tensor_value_info("y", U8, None)],
-        inits,
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    x = helper.make_tensor_value_info("x", U8, [1, 2, 5, 5])
+    graph = helper.make_graph([node], "g", [x], [helper.make_tensor_value_info("y", U8, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+
+
+def test_qlinearconv_bias_and_auto_pad(tmp_path: Path) -> None:
+    """An int32 bias dequantized with x_scale * w_scale (per output channel); SAME_UPPER padding
+    computed from the weights."""
+    rng = np.random.default_rng(12)
+    x = _random_int8((1, 2, 5, 5), np.uint8, rng)
+    w = _random_int8((3, 2, 3, 3), np.int8, rng)
+    bias = rng.integers(-500, 500, 3).astype(np.int32)
+    model = _qlinearconv_with_bias(np.array([0.01, 0.02, 0.005], np.float32), w, bias)
     (got,) = _mgxir(model, {"x": x}, tmp_path)
     (want,) = _ort(model, {"x": x})
     _close_quantized(got, want)
+
+
+def test_qlinearconv_bias_with_one_weight_scale_is_refused(tmp_path: Path) -> None:
+    """MIGraphX dequantizes the bias with x_scale * w_scale broadcast to w_scale's lens only: with one
+    weight scale and several output channels dequantizelinear's dims differ, and MIGraphX refuses."""
+    rng = np.random.default_rng(12)
+    w = _random_int8((3, 2, 3, 3), np.int8, rng)
+    model = _qlinearconv_with_bias(np.float32(0.01), w, np.zeros(3, np.int32))
+    with pytest.raises(MgxError) as caught:
+        _save_and_import(tmp_path, model)
+    assert caught.value.message.endswith(
+        "QLinearConv node: dequantizelinear: input 1 has lens {1}, input 0 has {3} (dimension 0: 1 vs 3)"
+    )
 
 
 def test_matmulbnb4_runt_block_is_refused(tmp_path: Path) -> None:

@@ -18,7 +18,9 @@ Parser = Callable[[OnnxParser, NodeInfo, Args], Instruction]
 _INT8_TYPES = (DType.int8, DType.uint8)
 
 
-def bcast_qdq(op_name: str, x: Instruction, scale: Instruction, zero_point: Instruction, info: NodeInfo, axis: int = 0):
+def bcast_qdq(
+    op_name: str, x: Instruction, scale: Instruction, zero_point: Instruction, info: NodeInfo, axis: int = 0
+) -> Instruction:
     """MIGraphX's bcast_qdq_instr: scale and zero point broadcast to x (a vector of more than one
     element along `axis`, anything else to every element), then `op_name(x, scale, zero_point)`."""
     lens = list(x.shape.lens)
