@@ -85,16 +85,37 @@ def _ort_input(value: np.ndarray, elem_type: int) -> np.ndarray:
     return value.astype(want)
 
 
+CONTRIB_DOMAIN = "com.microsoft"
+
+
+def contrib_operators() -> frozenset[str]:
+    """The operators onnxruntime has in its contrib domain."""
+    from onnxruntime.capi import onnxruntime_pybind11_state as state
+
+    schemas = getattr(state, "get_all_operator_schema", lambda: [])()
+    return frozenset(s.name for s in schemas if s.domain == CONTRIB_DOMAIN)
+
+
 def repaired_for_ort(model: object) -> bytes:
     """The model as onnxruntime accepts it where MIGraphX's test models use a spelling onnxruntime
-    refuses but whose meaning is plain: `clip=0` on recurrent ops (MIGraphX: no clipping)."""
+    refuses but whose meaning is plain: `clip=0` on recurrent ops (MIGraphX: no clipping), and
+    onnxruntime's contrib operators (QLinearAdd, MatMulBnb4, ...) written in the default domain
+    (MIGraphX's parsers ignore the domain)."""
+    import onnx
+
     changed = False
+    contrib = contrib_operators()
     for node in model.graph.node:  # type: ignore[attr-defined]
         if node.op_type in ("RNN", "GRU", "LSTM"):
             for attr in list(node.attribute):
                 if attr.name == "clip" and (attr.f if attr.type == 1 else attr.i) <= 0:
                     node.attribute.remove(attr)
                     changed = True
+        if node.domain in ("", "ai.onnx") and not onnx.defs.has(node.op_type) and node.op_type in contrib:
+            node.domain = CONTRIB_DOMAIN
+            if all(o.domain != CONTRIB_DOMAIN for o in model.opset_import):  # type: ignore[attr-defined]
+                model.opset_import.append(onnx.helper.make_opsetid(CONTRIB_DOMAIN, 1))  # type: ignore[attr-defined]
+            changed = True
     return model.SerializeToString() if changed else b""  # type: ignore[attr-defined]
 
 

@@ -361,10 +361,6 @@ def _in_layout(x: Shape, dtype: DType) -> Shape:
     return x.with_lens(x.lens, dtype)
 
 
-def _quantize_round(x: np.ndarray) -> np.ndarray:
-    return np.rint(x)
-
-
 @register
 class Quantizelinear(OpDef):
     name = "quantizelinear"
@@ -374,7 +370,10 @@ class Quantizelinear(OpDef):
     pointwise = True
 
     def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
+        same_dims(self.name, inputs)
         x = inputs[0]
+        if x.dtype != inputs[1].dtype:
+            raise fail(self.name, "Scales and input must be the same type")
         if len(inputs) == 3:
             out = inputs[2].dtype
         else:
@@ -382,10 +381,16 @@ class Quantizelinear(OpDef):
         return _in_layout(x, out)
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
-        x = inputs[0].astype(np.float64)
-        scale = inputs[1].astype(np.float64)
         out = self.shape(op, [_runtime_shape(a) for a in inputs], modules).dtype
-        q = _quantize_round(x / scale)
+        x, scale = inputs[0], inputs[1]
+        if out.is_float:
+            # a float result (MX types: rounded later by pack_fp4) is x / scale unrounded, in double
+            q = x.astype(np.float64) / scale.astype(np.float64)
+        else:
+            # x / scale in x's own type, then rounded half to even: a quotient that is a tie only in
+            # float rounds as MIGraphX's does
+            with np.errstate(divide="ignore", invalid="ignore"):
+                q = np.rint(np.true_divide(x, scale.astype(x.dtype))).astype(np.float64)
         if len(inputs) == 3:
             q = q + inputs[2].astype(np.float64)
         if out.is_float:
@@ -402,6 +407,7 @@ class Dequantizelinear(OpDef):
     pointwise = True
 
     def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
+        same_dims(self.name, inputs)
         if len(inputs) == 3 and inputs[0].dtype != inputs[2].dtype:
             raise fail(self.name, "Zero point and input should be the same type.")
         return _in_layout(inputs[0], inputs[1].dtype)

@@ -176,7 +176,10 @@ def _convert(op: Operation, a: list[str], t: str) -> str:
 
 
 def _quantize(op: Operation, a: list[str], t: str) -> str:
-    q = f"rint((float)({a[0]}) / (float)({a[1]}))" + (f" + (float)({a[2]})" if len(a) == 3 else "")
+    q = f"(float)({a[0]}) / (float)({a[1]})"
+    if t not in ("float", "double"):  # integer results are rounded; a float one (MX types) is not
+        q = f"rint({q})"
+    q += f" + (float)({a[2]})" if len(a) == 3 else ""
     return f"(({t})({q}))"
 
 

@@ -679,9 +679,12 @@ def _bit_cast(em: ScalarEmitter, call: Call) -> Value:
 
 @lowers("quantizelinear")
 def _quantizelinear(em: ScalarEmitter, call: Call) -> Value:
-    # numpy (in float64): rint(x / scale) + zero point, then saturated into the output type
+    # rint(x / scale) + zero point, then saturated into the output type; a float result (MX types)
+    # is not rounded
     x, scale = em.to_float(call.args[0]), em.to_float(call.args[1])
-    q = em.glsl("RoundEven", "f", em.op("OpFDiv", "f", x, scale))
+    q = em.op("OpFDiv", "f", x, scale)
+    if call.result.kind == "i":
+        q = em.glsl("RoundEven", "f", q)
     if len(call.args) == 3:
         q = em.op("OpFAdd", "f", q, em.to_float(call.args[2]))
     converted = convert_value(em, q, call.result)

@@ -248,7 +248,9 @@ def _where(s: Scalars, op: Operation, args: Values, types: Types, out: DType) ->
 def _quantize(s: Scalars, op: Operation, args: Values, types: Types, out: DType) -> ir.Value:
     work = types[1] if types[1].is_float else DType.float
     x = s.to_float(args[0], types[0], work)
-    q = math.roundeven(arith.divf(x, s.to_float(args[1], types[1], work)))
+    q = arith.divf(x, s.to_float(args[1], types[1], work))
+    if not out.is_float:  # a float result (MX types) is not rounded
+        q = math.roundeven(q)
     if len(args) == 3:
         q = arith.addf(q, s.to_float(args[2], types[2], work))
     return s.convert(q, work, out)

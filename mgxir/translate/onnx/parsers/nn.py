@@ -177,7 +177,7 @@ POOLING = {
 }
 
 
-def _check_size(kdims: int, size: int, message: str) -> None:
+def check_attr_size(kdims: int, size: int, message: str) -> None:
     if kdims != size:
         raise ParseError(f"{message} k-dims: {kdims} attribute size: {size}")
 
@@ -197,13 +197,13 @@ def pooling(info: NodeInfo, x: Instruction, mode: str) -> Instruction:
         values["ceil_mode"] = bool(info.attributes["ceil_mode"].i)
     if info.has("strides"):
         values["stride"] = info.attr_ints("strides")
-        _check_size(kdims, len(values["stride"]), "PARSE_POOLING: inconsistent strides")
+        check_attr_size(kdims, len(values["stride"]), "PARSE_POOLING: inconsistent strides")
     if info.has("kernel_shape"):
         values["lengths"] = info.attr_ints("kernel_shape")
-        _check_size(kdims, len(values["lengths"]), "PARSE_POOLING: inconsistent lengths")
+        check_attr_size(kdims, len(values["lengths"]), "PARSE_POOLING: inconsistent lengths")
     if info.has("dilations"):
         values["dilations"] = info.attr_ints("dilations")
-        _check_size(kdims, len(values["dilations"]), "PARSE_POOLING: inconsistent dilations")
+        check_attr_size(kdims, len(values["dilations"]), "PARSE_POOLING: inconsistent dilations")
     if info.has("p"):
         values["lp_order"] = info.attributes["p"].i
     check_padding_mode(info)
@@ -216,7 +216,7 @@ def pooling(info: NodeInfo, x: Instruction, mode: str) -> Instruction:
     paddings: list[int] = []
     if info.has("pads"):
         paddings = info.attr_ints("pads") or []
-        _check_size(kdims, len(paddings) // 2, "PARSE_POOLING: inconsistent explicit paddings")
+        check_attr_size(kdims, len(paddings) // 2, "PARSE_POOLING: inconsistent explicit paddings")
     if len(paddings) != 2 * kdims:
         paddings = [0] * (2 * kdims)
     values.setdefault("stride", [1] * kdims)
@@ -518,7 +518,7 @@ def parse_conv_transpose(parser: OnnxParser, info: NodeInfo, args: Args) -> Inst
         half = len(padding) // 2
         asymmetric = any(padding[i] != padding[i + half] for i in range(half))
         if not asymmetric:
-            _check_size(kdims, half, "PARSE_CONV_TRANSPOSE: inconsistent paddings")
+            check_attr_size(kdims, half, "PARSE_CONV_TRANSPOSE: inconsistent paddings")
             values["padding"] = padding[:half]
         elif x.shape.is_dynamic:
             raise ParseError(
@@ -528,10 +528,10 @@ def parse_conv_transpose(parser: OnnxParser, info: NodeInfo, args: Args) -> Inst
             values["padding"] = [0] * half
     if info.has("strides"):
         values["stride"] = info.attr_ints("strides")
-        _check_size(kdims, len(values["stride"]), "PARSE_CONV_TRANSPOSE: inconsistent strides")
+        check_attr_size(kdims, len(values["stride"]), "PARSE_CONV_TRANSPOSE: inconsistent strides")
     if info.has("dilations"):
         values["dilation"] = info.attr_ints("dilations")
-        _check_size(kdims, len(values["dilation"]), "PARSE_CONV_TRANSPOSE: inconsistent dilations")
+        check_attr_size(kdims, len(values["dilation"]), "PARSE_CONV_TRANSPOSE: inconsistent dilations")
     auto_pad = (info.attr_str("auto_pad") or "NOTSET").upper()
     if info.has("auto_pad") and auto_pad != "NOTSET":
         if x.shape.is_dynamic:
@@ -560,14 +560,14 @@ def parse_conv_transpose(parser: OnnxParser, info: NodeInfo, args: Args) -> Inst
     if info.has("output_padding") and not info.has("output_shape"):
         non_kdims = out.shape.ndim * 2 - kdims
         extra = info.attr_ints("output_padding") or []
-        _check_size(kdims, len(extra), "PARSE_CONV_TRANSPOSE: inconsistent output padding")
+        check_attr_size(kdims, len(extra), "PARSE_CONV_TRANSPOSE: inconsistent output padding")
         out = info.add("pad", out, pads=[0] * non_kdims + extra)
     if info.has("output_shape"):
         if out.shape.is_dynamic:
             raise ParseError("PARSE_CONV_TRANSPOSE: output_shape attribute and dynamic shapes not supported")
         dims = out.shape.lens
         wanted = info.attr_ints("output_shape") or []
-        _check_size(kdims, len(wanted), "PARSE_CONV_TRANSPOSE: inconsistent output shape")
+        check_attr_size(kdims, len(wanted), "PARSE_CONV_TRANSPOSE: inconsistent output shape")
         current = list(dims[2:])
         if current != wanted:
             pads = [0] * (len(dims) * 2 - kdims) + [w - c for w, c in zip(wanted, current)]

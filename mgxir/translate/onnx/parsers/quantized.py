@@ -269,3 +269,108 @@ def parse_matmul_integer(parser: OnnxParser, info: NodeInfo, args: Args) -> Inst
     if appended:
         out = info.add("squeeze", out, axes=[ndim - 1])
     return out
+
+
+@onnx_op("DynamicQuantizeLinear")
+def parse_dynamicquantizelinear(parser: OnnxParser, info: NodeInfo, args: Args) -> list[Instruction]:
+    """uint8 quantization with a scale and zero point computed from x's range (widened to hold 0)."""
+    x = args[0]
+    if x.shape.is_dynamic:
+        raise ParseError("DYNAMICQUANTIZELINEAR: dynamic shapes are not supported")
+    dtype = x.shape.dtype
+    zero = info.add_literal(0, dtype)
+    axes = list(range(x.shape.ndim))
+    max_x = info.add_common_op("max", zero, info.add("reduce_max", x, axes=axes))
+    min_x = info.add_common_op("min", zero, info.add("reduce_min", x, axes=axes))
+    lens = list(max_x.shape.lens)
+    uint8 = np.iinfo(np.uint8)
+    q_range = info.add_literal(int(uint8.max) - int(uint8.min), dtype, lens)
+    q_min = info.add_literal(int(uint8.min), dtype, lens)
+    q_max = info.add_literal(int(uint8.max), dtype, lens)
+    y_scale = info.add_common_op("div", info.add_common_op("sub", max_x, min_x), q_range)
+    zero_point = info.add_common_op("sub", q_min, info.add_common_op("div", min_x, y_scale))
+    zero_point = info.add("clip", zero_point, q_min, q_max)
+    zero_point = info.add("convert", info.add("nearbyint", zero_point), target_type=DType.uint8)
+    lens = list(x.shape.lens)
+    quantized = info.add(
+        "quantizelinear",
+        x,
+        info.add("multibroadcast", y_scale, out_lens=lens),
+        info.add("multibroadcast", zero_point, out_lens=lens),
+    )
+    return [quantized, y_scale, zero_point]
+
+
+def _required(info: NodeInfo, name: str) -> None:
+    if not info.has(name):
+        raise ParseError(f"{info.op_type}: attribute '{name}' is required")
+
+
+def _mx_block_scales(info: NodeInfo, x: Instruction, axis: int) -> tuple[Instruction, list[int], list[int]]:
+    """MX block scales over blocks of 32 along `axis` (a runt block padded):
+    2^floor(log2(max |x| of the block)) / 4, the largest power of two of fp4e2m1. Returns the scales
+    (the block axis kept as 1), the padded lens and the lens with the axis split into blocks."""
+    block_size = 32
+    lens = list(x.shape.lens)
+    padding = -lens[axis] % block_size
+    padded = x
+    if padding:
+        pads = [0] * (2 * len(lens))
+        pads[axis + len(lens)] = padding
+        padded = info.add("pad", x, pads=pads)
+    padded_lens = list(padded.shape.lens)
+    blocks = list(padded_lens)
+    blocks[axis] = block_size
+    blocks.insert(axis, padded_lens[axis] // block_size)
+    magnitude = info.add("abs", info.add("reshape", padded, dims=blocks))
+    block_max = info.add("reduce_max", magnitude, axes=[axis + 1])
+    exponent = info.add("floor", info.add("log2", block_max))
+    max_lens = list(block_max.shape.lens)
+    two = info.add("multibroadcast", info.add_literal(np.float32(2.0)), out_lens=max_lens)
+    power = info.add("pow", two, exponent)
+    four = info.add("multibroadcast", info.add_literal(np.float32(4.0)), out_lens=max_lens)
+    return info.add("div", power, four), padded_lens, blocks
+
+
+@onnx_op("DynamicScale")
+def parse_dynamicscale(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    """Brevitas' DynamicScale: the MXFP4 block scales of the input."""
+    if len(args) != 1:
+        raise ParseError("DynamicScale: must have only 1 input")
+    for name in ("group_dim", "group_size", "output_dtype", "scale_selection_method"):
+        _required(info, name)
+    axis = tune_axis(args[0].shape.ndim, info.attr_int("group_dim") or 0, "DynamicScale")
+    if info.attr_int("group_size") != 32:
+        raise ParseError("DynamicScale: only group_size of 32 is supported")
+    if onnx_type(info.attr_int("output_dtype") or 0) is not DType.fp4x2:
+        raise ParseError("DynamicScale: only support MXFP4 type")
+    if info.attr_str("scale_selection_method") != "floor":
+        raise ParseError("DynamicScale: only support floor scale selection")
+    if info.attr_str("zero_point_selection_method", "None") != "None":
+        raise ParseError("DynamicScale: zero_point not supported")
+    scales, _, _ = _mx_block_scales(info, args[0], axis)
+    return info.add("squeeze", scales, axes=[axis + 1])
+
+
+@onnx_op("MXQuantizeDequantize", "MXFixNeuron")
+def parse_mxquantizedequantize(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    """x rounded to MXFP4 (block scales of 32 along `axis`, fp4e2m1 elements) and back to float."""
+    x = args[0]
+    if len(args) != 1:
+        raise ParseError("MXQuantizeDequantize: must have only 1 input")
+    for name in ("axis", "block_size", "element_dtype", "rounding_mode"):
+        _required(info, name)
+    axis = tune_axis(x.shape.ndim, info.attr_int("axis") or 0, "MXQuantizeDequantize")
+    if info.attr_int("block_size") != 32:
+        raise ParseError("MXQuantizeDequantize: only block_size of 32 is supported")
+    if info.attr_str("element_dtype") != "fp4_e2m1":
+        raise ParseError("MXQuantizeDequantize: only support MXFP4 type")
+    if info.attr_int("rounding_mode") != 2:
+        raise ParseError("MXQuantizeDequantize: only round ties to even is supported")
+    scales, padded_lens, blocks = _mx_block_scales(info, x, axis)
+    scales = info.add("multibroadcast", scales, out_lens=blocks)
+    scales = info.add("reshape", scales, dims=padded_lens)
+    lens = list(x.shape.lens)
+    if padded_lens != lens:
+        scales = info.add("slice", scales, axes=[axis], starts=[0], ends=[lens[axis]])
+    return info.add("dequantizelinear", _quantize_fp4(info, [x, scales]), scales)
