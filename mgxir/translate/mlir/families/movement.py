@@ -1,0 +1,250 @@
+"""Data movement outside the views of `layout.py`: fill, scalar, step, as_shape, broadcast_for_dot,
+scan_slice, fixed_pad, 4-bit packing, the KV-cache update and rotary embedding of group-query
+attention; and the ops that have no meaning outside MIGraphX's runtime, which keep a clear error."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from iree.compiler import ir
+from iree.compiler.dialects import arith, tensor
+
+from mgxir.ir.dtype import DType
+from mgxir.ir.instruction import Instruction
+from mgxir.translate.mlir.emitter import PARALLEL
+from mgxir.translate.mlir.families.indexed import IndexMath, indexed
+from mgxir.translate.mlir.registry import lowers
+from mgxir.translate.mlir.scalar import CannotLower
+
+if TYPE_CHECKING:
+    from mgxir.translate.mlir.lower import Lowering
+
+Values = list[ir.Value]
+
+
+def _axis(ins: Instruction, rank: int, name: str = "axis") -> int:
+    axis = ins.op[name]
+    return axis + rank if axis < 0 else axis
+
+
+@lowers("fill", "scalar", to="linalg.generic broadcasting the one element")
+def _fill(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
+    source = ins.args[0].shape
+    return lowering.emitter.elementwise([(args[0], source.lens)], ins.shape.dtype, ins.shape.lens, lambda xs: [xs[0]])
+
+
+@lowers("step", to="tensor.extract_slice with strides")
+def _step(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
+    source = ins.args[0].shape
+    rank = source.ndim
+    strides = [1] * rank
+    for axis, step in zip(ins.op["axes"], ins.op["steps"]):
+        strides[axis + rank if axis < 0 else axis] = step
+    result = lowering.types.of_shape(ins.shape)
+    return tensor.extract_slice(result, args[0], [], [], [], [0] * rank, list(ins.shape.lens), strides)
+
+
+@lowers(
+    "as_shape",
+    to="linalg.generic reading the flattened input at each element's strided offset (arith.bitcast "
+    "first where the type changes at the same width)",
+)
+def _as_shape(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
+    source, target = ins.args[0].shape, ins.shape
+    e, x = lowering.emitter, IndexMath(lowering)
+    flat = e.reshape(args[0], source.lens, [source.elements])
+    if source.dtype is not target.dtype:
+        if source.dtype.itemsize != target.dtype.itemsize:
+            raise CannotLower(f"reinterpreting {source.dtype.type_name} as {target.dtype.type_name} has no lowering")
+        flat = arith.bitcast(lowering.types.tensor(target.dtype, [source.elements]), flat)
+
+    def body(coords: Values, scalars: Values) -> Values:
+        offset = x.const(0)
+        for c, stride in zip(coords, target.strides):
+            offset = x.add(offset, x.mul(c, stride))
+        return [tensor.extract(flat, [offset])]
+
+    return indexed(lowering, target.dtype, target.lens, body)
+
+
+@lowers("broadcast_for_dot", to="tensor.collapse_shape + linalg.broadcast over the batch dimensions")
+def _broadcast_for_dot(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
+    source = ins.args[0].shape
+    out = ins.shape.lens
+    offset = len(out) - source.ndim
+    placement = [offset + i for i in range(source.ndim)]
+    return lowering.emitter.broadcast(args[0], source.dtype, source.lens, out, placement)
+
+
+@lowers("fixed_pad", to="nothing for a static input (its value; a dynamic one is padded at run time)")
+def _fixed_pad(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
+    return args[0]
+
+
+@lowers("scan_slice", to="linalg.generic reading the slice the index input names with tensor.extract")
+def _scan_slice(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
+    source, index_shape = ins.args[0].shape, ins.args[1].shape
+    e, x = lowering.emitter, IndexMath(lowering)
+    axis = _axis(ins, source.ndim)
+    n = source.lens[axis]
+    index = e.reshape(args[1], index_shape.lens, [index_shape.elements])
+
+    def body(coords: Values, scalars: Values) -> Values:
+        i = x.from_element(tensor.extract(index, [x.const(0)]), index_shape.dtype)
+        if ins.op["direction"]:
+            i = x.sub(x.const(n - 1), i)
+        at = list(coords)
+        at[axis] = x.clamp(i, 0, n - 1)
+        return [tensor.extract(args[0], at)]
+
+    return indexed(lowering, ins.shape.dtype, ins.shape.lens, body)
+
+
+# -- 4-bit packing --------------------------------------------------------------------------------
+
+
+@lowers("pack_int4", to="linalg.generic: arith.shli/andi/ori of the even and odd elements (strided maps)")
+def _pack_int4(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
+    e, s = lowering.emitter, lowering.scalars
+    rank = ins.shape.ndim
+    axis = _axis(ins, rank)
+    t = ins.shape.dtype
+    d = [ir.AffineDimExpr.get(i) for i in range(rank)]
+    maps = []
+    for parity in (0, 1):
+        exprs = list(d)
+        exprs[axis] = d[axis] * 2 + parity
+        maps.append(ir.AffineMapAttr.get(ir.AffineMap.get(rank, 0, exprs)))
+    init = e.empty(t, ins.shape.lens)
+
+    def body(scalars: Values) -> Values:
+        low, high, _ = scalars
+        nibble = arith.andi(low, s.const(0xF, t))
+        return [arith.ori(arith.shli(high, s.const(4, t)), nibble)]
+
+    return e.generic([(args[0], maps[0]), (args[0], maps[1])], [(init, e.identity_map(rank))], [PARALLEL] * rank, body)[
+        0
+    ]
+
+
+@lowers("unpack_int4", to="linalg.generic: tensor.extract of the byte, arith.shrui/andi (int8: sign-extended)")
+def _unpack_int4(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
+    s, x = lowering.scalars, IndexMath(lowering)
+    rank = ins.shape.ndim
+    axis = _axis(ins, rank)
+    t = ins.shape.dtype
+
+    def body(coords: Values, scalars: Values) -> Values:
+        at = list(coords)
+        at[axis] = x.div(coords[axis], 2)
+        byte = tensor.extract(args[0], at)
+        high = x.eq(x.rem(coords[axis], 2), 1)
+        nibble = arith.select(high, arith.shrui(byte, s.const(4, t)), arith.andi(byte, s.const(0xF, t)))
+        if t is DType.int8:
+            nibble = arith.shrsi(arith.shli(nibble, s.const(4, t)), s.const(4, t))
+        return [nibble]
+
+    return indexed(lowering, t, ins.shape.lens, body)
+
+
+# -- group-query attention ------------------------------------------------------------------------
+
+
+def _position(x: IndexMath, seqlens: ir.Value, seqlens_t: DType, batch: ir.Value, row: ir.Value, sequence: int):
+    """The cache row of a new row: itself for a prompt (sequence > 1), else seqlens_k[batch]."""
+    if sequence != 1:
+        return row
+    return x.from_element(tensor.extract(seqlens, [batch]), seqlens_t)
+
+
+@lowers(
+    "concat_past_present",
+    to="linalg.generic over the cache: rows at the past length take the new rows (tensor.extract)",
+)
+def _concat_past_present(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
+    new_shape, seqlens_shape, cache_shape = (a.shape for a in ins.args)
+    e, x = lowering.emitter, IndexMath(lowering)
+    sequence = new_shape.lens[2]
+    seqlens = e.reshape(args[1], seqlens_shape.lens, [seqlens_shape.elements])
+    rank = cache_shape.ndim
+
+    def body(coords: Values, scalars: Values) -> Values:
+        old, _ = scalars
+        b, h, r, d = coords
+        past = x.const(0) if sequence != 1 else x.from_element(tensor.extract(seqlens, [b]), seqlens_shape.dtype)
+        row = x.sub(r, past)
+        inside = arith.andi(x.le(past, r), x.lt(row, sequence))
+        fresh = tensor.extract(args[0], [b, h, x.clamp(row, 0, sequence - 1), d])
+        return [arith.select(inside, fresh, old)]
+
+    return indexed(lowering, ins.shape.dtype, ins.shape.lens, body, inputs=[(args[2], e.identity_map(rank))])
+
+
+@lowers(
+    "gqa_rotary_embedding",
+    to="linalg.generic: query and key channels rotated by the cos/sin rows of their position (f32)",
+)
+def _gqa_rotary_embedding(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
+    if len(args) != 4:
+        raise CannotLower(f"needs qkv, seqlens_k, cos and sin caches, got {len(args)} inputs")
+    qkv_shape, seqlens_shape, cos_shape, _ = (a.shape for a in ins.args)
+    e, s, x = lowering.emitter, lowering.scalars, IndexMath(lowering)
+    t = qkv_shape.dtype
+    if not t.is_float:
+        raise CannotLower(f"rotary embedding of {t.type_name} has no lowering (floating-point types only)")
+    sequence, head_size = qkv_shape.lens[2], qkv_shape.lens[3]
+    half = cos_shape.lens[1]
+    rotary = 2 * half
+    if rotary > head_size:
+        raise CannotLower(f"rotary width {rotary} exceeds head size {head_size}")
+    rotated_heads = ins.op["num_heads"] + ins.op["kv_num_heads"]
+    interleaved = ins.op["interleaved"]
+    seqlens = e.reshape(args[1], seqlens_shape.lens, [seqlens_shape.elements])
+    f32 = DType.float
+    cache_t = cos_shape.dtype
+    rows = cos_shape.lens[0]
+
+    def body(coords: Values, scalars: Values) -> Values:
+        value, _ = scalars
+        b, h, r, d = coords
+        position = x.clamp(_position(x, seqlens, seqlens_shape.dtype, b, r, sequence), 0, rows - 1)
+        if interleaved:
+            j = x.div(d, 2)
+            odd = x.eq(x.rem(d, 2), 1)
+            partner_channel = x.select(odd, x.sub(d, 1), x.add(d, 1))
+            sign = odd  # the odd channel adds its partner's sine term
+        else:
+            upper = x.le(half, d)
+            j = x.select(upper, x.sub(d, half), d)
+            partner_channel = x.select(upper, x.sub(d, half), x.add(d, half))
+            sign = upper
+        rotated = arith.andi(x.lt(h, rotated_heads), x.lt(d, rotary))
+        j = x.min(j, half - 1)
+        partner_channel = x.min(partner_channel, head_size - 1)
+        cos = s.to_float(tensor.extract(args[2], [position, j]), cache_t, f32)
+        sin = s.to_float(tensor.extract(args[3], [position, j]), cache_t, f32)
+        own = s.to_float(value, t, f32)
+        partner = s.to_float(tensor.extract(args[0], [b, h, r, partner_channel]), t, f32)
+        term = arith.mulf(partner, sin)
+        out = arith.select(sign, arith.addf(arith.mulf(own, cos), term), arith.subf(arith.mulf(own, cos), term))
+        return [arith.select(rotated, s.convert(out, f32, t), value)]
+
+    return indexed(lowering, t, ins.shape.lens, body, inputs=[(args[0], e.identity_map(qkv_shape.ndim))])
+
+
+# -- ops of MIGraphX's runtime --------------------------------------------------------------------
+
+RUNTIME_ONLY = {
+    "allocate": "a buffer of MIGraphX's memory planning (tensors are values in MLIR)",
+    "load": "a view into MIGraphX's scratch buffer (memory planning has no meaning in MLIR)",
+    "capture": "calls MIGraphX's int8 calibration callback at run time",
+    "outline": "a placeholder without a value",
+    "undefined": "a placeholder without a value",
+    "random_seed": "draws entropy at run time (not deterministic)",
+    "split_fused_reduce": "partial reductions combined by MIGraphX's GPU runtime (assign_add, ...)",
+}
+
+
+@lowers(*RUNTIME_ONLY, to=lambda name: f"no: {RUNTIME_ONLY[name]}")
+def _runtime_only(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
+    raise CannotLower(f"no lowering to MLIR: {RUNTIME_ONLY[ins.op.name]}")
