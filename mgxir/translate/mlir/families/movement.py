@@ -232,6 +232,11 @@ def _gqa_rotary_embedding(lowering: Lowering, ins: Instruction, args: Values) ->
     return indexed(lowering, t, ins.shape.lens, body, inputs=[(args[0], e.identity_map(qkv_shape.ndim))])
 
 
+@lowers("undefined", to="tensor.empty (contents unspecified; rnn/gru/lstm read it as an absent input)")
+def _undefined(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
+    return lowering.emitter.empty(ins.shape.dtype, ins.shape.lens)
+
+
 # -- ops of MIGraphX's runtime --------------------------------------------------------------------
 
 RUNTIME_ONLY = {
@@ -239,7 +244,6 @@ RUNTIME_ONLY = {
     "load": "a view into MIGraphX's scratch buffer (memory planning has no meaning in MLIR)",
     "capture": "calls MIGraphX's int8 calibration callback at run time",
     "outline": "a placeholder without a value",
-    "undefined": "a placeholder without a value",
     "random_seed": "draws entropy at run time (not deterministic)",
     "split_fused_reduce": "partial reductions combined by MIGraphX's GPU runtime (assign_add, ...)",
 }
