@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from iree.compiler import ir
-from iree.compiler.dialects import arith, tensor
+from iree.compiler.dialects import arith, func, tensor
 
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
@@ -235,6 +235,55 @@ def _gqa_rotary_embedding(lowering: Lowering, ins: Instruction, args: Values) ->
 @lowers("undefined", to="tensor.empty (contents unspecified; rnn/gru/lstm read it as an absent input)")
 def _undefined(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     return lowering.emitter.empty(ins.shape.dtype, ins.shape.lens)
+
+
+@lowers(
+    "multinomial",
+    to="linalg.generic counting, in f64, the classes whose cdf is at most the scaled sample (searchsorted right)",
+)
+def _multinomial(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
+    cdf_shape, sample_shape = ins.args[0].shape, ins.args[1].shape
+    s, x = lowering.scalars, IndexMath(lowering)
+    wide = DType.double
+    out_t = ins.shape.dtype
+    classes = cdf_shape.lens[1]
+    last_row = sample_shape.lens[0] - 1
+
+    def count(coords: Values, scalars: Values) -> Values:
+        (acc,) = scalars
+        b, j, c = coords
+        total = s.to_float(tensor.extract(args[0], [b, x.const(classes - 1)]), cdf_shape.dtype, wide)
+        sample = s.to_float(tensor.extract(args[1], [x.min(b, last_row), j]), sample_shape.dtype, wide)
+        bound = s.to_float(tensor.extract(args[0], [b, c]), cdf_shape.dtype, wide)
+        below = s.cmp("le", bound, arith.mulf(sample, total), wide)
+        return [arith.select(below, s.add(acc, s.const(1, out_t), out_t), acc)]
+
+    init = lowering.emitter.filled(out_t, ins.shape.lens, 0)
+    return indexed(lowering, out_t, ins.shape.lens, count, init=init, reduced=[classes])
+
+
+@lowers("group", to="func.call of a private func.func holding the module")
+def _group(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
+    body = ins.module_args[0]
+    fn = lowering.function(body, body.name, public=False)
+    return func.CallOp(fn, args).result
+
+
+NOT_WRITTEN = {
+    "random_uniform": "MIGraphX draws from std::mt19937 (the reference from numpy's MT19937); a Mersenne "
+    "twister in MLIR is not written",
+    "roialign": "not written yet (bilinear sampling over a data-dependent region per box)",
+    "nonmaxsuppression": "greedy suppression is sequential and its count is data-dependent (not written)",
+    "unique": "its four results have data-dependent lengths (a tuple of dynamic shapes)",
+    "pack_fp4": "fp4x2_type has no MLIR element type here (not written)",
+    "unpack_fp4": "fp4x2_type has no MLIR element type here (not written)",
+    "unknown:": "stands for an ONNX operator MIGraphX's parser did not support",
+}
+
+
+@lowers(*NOT_WRITTEN, to=lambda name: f"no: {NOT_WRITTEN[name]}")
+def _not_written(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
+    raise CannotLower(f"no lowering to MLIR: {NOT_WRITTEN[ins.op.name]}")
 
 
 # -- ops of MIGraphX's runtime --------------------------------------------------------------------
