@@ -214,7 +214,7 @@ def _gqa_rotary_embedding(lowering: Lowering, ins: Instruction, args: Values) ->
             partner_channel = x.select(odd, x.sub(d, 1), x.add(d, 1))
             sign = odd  # the odd channel adds its partner's sine term
         else:
-            upper = x.le(half, d)
+            upper = x.le(x.const(half), d)
             j = x.select(upper, x.sub(d, half), d)
             partner_channel = x.select(upper, x.sub(d, half), x.add(d, half))
             sign = upper
