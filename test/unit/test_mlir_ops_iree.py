@@ -159,11 +159,15 @@ def test_vision_ops_run_on_iree(tmp_path: Path, size: tuple[int, int], scales: t
         "x": rng.standard_normal((1, 4, h, w)).astype(np.float32),
         "k": rng.standard_normal((2, 4, 2, 2)).astype(np.float32),
         "kt": rng.standard_normal((4, 3, 3, 2)).astype(np.float32),
+        "rois": (rng.random((3, 4)) * [w, h, w, h] * 1.5 - 1).astype(np.float32),
+        "bi": np.array([0, 0, 0], np.int64),
     }
     params = [
         _param("x", "float_type", (1, 4, h, w)),
         _param("k", "float_type", (2, 4, 2, 2)),
         _param("kt", "float_type", (4, 3, 3, 2)),
+        _param("rois", "float_type", (3, 4)),
+        _param("bi", "int64_type", (3,)),
     ]
     sy, sx = scales
     resize = "resize[scales={{1, 1, {}, {}}},mode={},coordinate_transformation_mode={},nearest_mode={}]"
@@ -175,6 +179,9 @@ def test_vision_ops_run_on_iree(tmp_path: Path, size: tuple[int, int], scales: t
         "@col = im2col[padding={1, 0},stride={2, 1},dilation={1, 2}](x,k)",
         f"@deconv = convolution_backwards[padding={{1, 0}},stride={{2, 3}},dilation={{1, 2}},group={group}](x,kt)",
     ]
+    roialign = "roialign[coordinate_transformation_mode={},mode={},output_height=2,output_width=3,sampling_ratio={}]"
+    body.append("@roi = " + roialign.format("half_pixel", "average", 0) + "(x,rois,bi)")
+    body.append("@roimax = " + roialign.format("output_half_pixel", "max", 2) + "(x,rois,bi)")
     if group == 1:
         body.append("@deconv1 = convolution_backwards[padding={1},stride={2},dilation={1},group=1](@sq,@kt1)")
         body.insert(0, "@kt1 = reshape[dims={4, 3, 6}](kt)")

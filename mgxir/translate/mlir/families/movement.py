@@ -272,7 +272,6 @@ def _group(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
 NOT_WRITTEN = {
     "random_uniform": "MIGraphX draws from std::mt19937 (the reference from numpy's MT19937); a Mersenne "
     "twister in MLIR is not written",
-    "roialign": "not written yet (bilinear sampling over a data-dependent region per box)",
     "nonmaxsuppression": "greedy suppression is sequential and its count is data-dependent (not written)",
     "unique": "its four results have data-dependent lengths (a tuple of dynamic shapes)",
     "pack_fp4": "fp4x2_type has no MLIR element type here (not written)",

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from iree.compiler import ir
-from iree.compiler.dialects import arith, linalg, math, tensor
+from iree.compiler.dialects import arith, linalg, math, scf, tensor
 
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
@@ -246,3 +246,130 @@ def _convolution_backwards(lowering: Lowering, ins: Instruction, args: Values) -
     if list(ins.shape.lens) == [n, c_out, *full]:
         return out
     return tensor.extract_slice(result, out, [], [], [], [0, 0, *low], list(ins.shape.lens), [1] * (k + 2))
+
+
+# -- roialign -------------------------------------------------------------------------------------
+
+
+@lowers(
+    "roialign",
+    to="linalg.generic over the output whose body loops (scf.for) over the bin's samples, each a bilinear "
+    "read of four pixels with tensor.extract (f64)",
+)
+def _roialign(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
+    x_shape, roi_shape, index_shape = (a.shape for a in ins.args)
+    t = x_shape.dtype
+    if not t.is_float:
+        raise CannotLower(f"roialign of {t.type_name} has no lowering (floating-point types only)")
+    s, ix = lowering.scalars, IndexMath(lowering)
+    op = ins.op
+    f64 = DType.double
+    height, width = x_shape.lens[2:]
+    oh, ow = op["output_height"], op["output_width"]
+    half_pixel = op["coordinate_transformation_mode"] == "half_pixel"
+    use_max = op["mode"] == 1
+    ratio = op["sampling_ratio"]
+    f64_type = lowering.types.element(f64)
+
+    def real(v: float) -> ir.Value:
+        return s.const(v, f64)
+
+    def to_real(i: ir.Value) -> ir.Value:
+        return arith.sitofp(f64_type, arith.index_cast(lowering.types.element(DType.int64), i))
+
+    def to_index(v: ir.Value) -> ir.Value:
+        return arith.index_cast(ix.index_type, arith.fptosi(lowering.types.element(DType.int64), v))
+
+    def body(coords: Values, scalars: Values) -> Values:
+        r, c, ph, pw = coords
+        image = ix.from_element(tensor.extract(args[2], [r]), index_shape.dtype)
+        corner = [
+            arith.subf(
+                arith.mulf(
+                    s.to_float(tensor.extract(args[1], [r, ix.const(k)]), roi_shape.dtype, f64),
+                    real(op["spatial_scale"]),
+                ),
+                real(0.5 if half_pixel else 0.0),
+            )
+            for k in range(4)
+        ]
+        x1, y1, x2, y2 = corner
+        roi_w, roi_h = arith.subf(x2, x1), arith.subf(y2, y1)
+        if not half_pixel:
+            roi_w, roi_h = s.max(roi_w, real(1.0), f64), s.max(roi_h, real(1.0), f64)
+        bin_h, bin_w = arith.divf(roi_h, real(oh)), arith.divf(roi_w, real(ow))
+        if ratio:
+            grid_h = grid_w = ix.const(ratio)
+        else:
+            grid_h, grid_w = (
+                to_index(math.ceil(arith.divf(roi_h, real(oh)))),
+                to_index(math.ceil(arith.divf(roi_w, real(ow)))),
+            )
+        start_y = arith.addf(y1, arith.mulf(to_real(ph), bin_h))
+        start_x = arith.addf(x1, arith.mulf(to_real(pw), bin_w))
+        step_y, step_x = arith.divf(bin_h, to_real(grid_h)), arith.divf(bin_w, to_real(grid_w))
+        initial = real(-np.inf if use_max else 0.0)
+        rows = scf.ForOp(ix.const(0), ix.max(grid_h, 0), ix.const(1), [initial])
+        with ir.InsertionPoint(rows.body):
+            iy = rows.induction_variable
+            yy = arith.addf(start_y, arith.mulf(arith.addf(to_real(iy), real(0.5)), step_y))
+            cols = scf.ForOp(ix.const(0), ix.max(grid_w, 0), ix.const(1), [rows.inner_iter_args[0]])
+            with ir.InsertionPoint(cols.body):
+                xx = arith.addf(start_x, arith.mulf(arith.addf(to_real(cols.induction_variable), real(0.5)), step_x))
+                terms = _bilinear(lowering, args[0], t, image, c, yy, xx, height, width)
+                acc = cols.inner_iter_args[0]
+                if use_max:
+                    for term in terms:
+                        acc = s.max(acc, term, f64)
+                else:
+                    acc = arith.addf(acc, arith.addf(arith.addf(terms[0], terms[1]), arith.addf(terms[2], terms[3])))
+                scf.YieldOp([acc])
+            scf.YieldOp([cols.results[0]])
+        total = rows.results[0]
+        if not use_max:
+            count = ix.max(ix.mul(ix.max(grid_h, 0), ix.max(grid_w, 0)), 1)
+            total = arith.divf(total, to_real(count))
+        return [s.convert(total, f64, t)]
+
+    return indexed(lowering, t, ins.shape.lens, body)
+
+
+def _bilinear(
+    lowering: Lowering,
+    image: ir.Value,
+    t: DType,
+    n: ir.Value,
+    c: ir.Value,
+    y: ir.Value,
+    x: ir.Value,
+    height: int,
+    width: int,
+) -> Values:
+    """The four weighted corner values (f64) of one sample of image n, channel c: zeros outside."""
+    s, ix = lowering.scalars, IndexMath(lowering)
+    f64 = DType.double
+    zero, one = s.const(0.0, f64), s.const(1.0, f64)
+    outside = arith.ori(
+        arith.ori(s.cmp("lt", y, s.const(-1.0, f64), f64), s.cmp("gt", y, s.const(float(height), f64), f64)),
+        arith.ori(s.cmp("lt", x, s.const(-1.0, f64), f64), s.cmp("gt", x, s.const(float(width), f64), f64)),
+    )
+    i64 = lowering.types.element(DType.int64)
+    f64_type = lowering.types.element(f64)
+
+    def axis(v: ir.Value, n_pixels: int) -> tuple[ir.Value, ir.Value, ir.Value]:
+        v = s.max(v, zero, f64)
+        low = ix.min(arith.index_cast(ix.index_type, arith.fptosi(i64, v)), n_pixels - 1)
+        at_edge = ix.le(ix.const(n_pixels - 1), arith.index_cast(ix.index_type, arith.fptosi(i64, v)))
+        high = ix.select(at_edge, low, ix.add(low, 1))
+        v = arith.select(at_edge, arith.sitofp(f64_type, arith.index_cast(i64, low)), v)
+        return low, high, arith.subf(v, arith.sitofp(f64_type, arith.index_cast(i64, low)))
+
+    y_low, y_high, ly = axis(y, height)
+    x_low, x_high, lx = axis(x, width)
+    hy, hx = arith.subf(one, ly), arith.subf(one, lx)
+    terms = []
+    for yy, wy in ((y_low, hy), (y_high, ly)):
+        for xx, wx in ((x_low, hx), (x_high, lx)):
+            pixel = s.to_float(tensor.extract(image, [n, c, yy, xx]), t, f64)
+            terms.append(arith.select(outside, zero, arith.mulf(arith.mulf(wy, wx), pixel)))
+    return terms
