@@ -109,6 +109,7 @@ def test_movement_ops_run_on_iree(tmp_path: Path, rows: int, cols: int) -> None:
         "sin": rng.standard_normal((cache_rows, head // 2)).astype(np.float32),
         "cdf": np.cumsum(rng.random((2, cols)), axis=1).astype(np.float32),
         "draws": rng.random((1, 7)).astype(np.float32),
+        "f": (rng.standard_normal((rows, 2 * cols)) * 4).astype(np.float32),
     }
     params = [
         _param("x", "float_type", (rows, cols)),
@@ -125,6 +126,7 @@ def test_movement_ops_run_on_iree(tmp_path: Path, rows: int, cols: int) -> None:
         _param("sin", "float_type", (cache_rows, head // 2)),
         _param("cdf", "float_type", (2, cols)),
         _param("draws", "float_type", (1, 7)),
+        _param("f", "float_type", (rows, 2 * cols)),
     ]
     body = [
         "@fill = fill(v,x)",
@@ -144,6 +146,8 @@ def test_movement_ops_run_on_iree(tmp_path: Path, rows: int, cols: int) -> None:
         "@rope = gqa_rotary_embedding[num_heads=2,kv_num_heads=1,interleaved=0](qkv,lens,cos,sin)",
         "@ropei = gqa_rotary_embedding[num_heads=2,kv_num_heads=1,interleaved=1](qkv,lens,cos,sin)",
         "@draw = multinomial[dtype=int64_type](cdf,draws)",
+        "@fp4 = pack_fp4[axis=1](f)",
+        "@unfp4 = unpack_fp4[axis=1](@fp4)",
     ]
     _check(tmp_path, _program(params, body), inputs)
 

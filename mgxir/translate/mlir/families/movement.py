@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
 from iree.compiler import ir
-from iree.compiler.dialects import arith, func, tensor
+from iree.compiler.dialects import arith, func, math, tensor
 
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
@@ -147,6 +148,79 @@ def _unpack_int4(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value
     return indexed(lowering, t, ins.shape.lens, body)
 
 
+# fp4 e2m1: the midpoints between neighbouring magnitudes (0, 0.5, 1, 1.5, 2, 3, 4, 6); a value exactly
+# between two takes the lower, as the reference's argmin does
+FP4_MIDPOINTS = (0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0)
+
+
+@lowers(
+    "pack_fp4",
+    to="linalg.generic: each value's fp4 code (comparisons with the midpoints, the sign bit), pairs packed "
+    "with arith.shli/ori into a byte (fp4x2 is i8)",
+)
+def _pack_fp4(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
+    e, s = lowering.emitter, lowering.scalars
+    source = ins.args[0].shape
+    t = source.dtype
+    if not t.is_float:
+        raise CannotLower(f"pack_fp4 of {t.type_name} has no lowering (floating-point types only)")
+    w = DType.double if t is DType.double else DType.float
+    bits_t = DType.int64 if w is DType.double else DType.int32
+    rank = ins.shape.ndim
+    axis = _axis(ins, rank)
+    byte = DType.fp4x2
+    d = [ir.AffineDimExpr.get(i) for i in range(rank)]
+    maps = []
+    for parity in (0, 1):
+        exprs = list(d)
+        exprs[axis] = d[axis] * 2 + parity
+        maps.append(ir.AffineMapAttr.get(ir.AffineMap.get(rank, 0, exprs)))
+
+    def code(value: ir.Value) -> ir.Value:
+        wide = s.to_float(value, t, w)
+        magnitude = math.absf(wide)
+        count = s.const(0, byte)
+        for midpoint in FP4_MIDPOINTS:
+            above = s.cmp("gt", magnitude, s.const(midpoint, w), w)
+            count = arith.select(above, arith.addi(count, s.const(1, byte)), count)
+        count = arith.select(s.is_inf(wide, w), s.const(0, byte), count)  # the reference's argmin of inf distances
+        negative = s.cmp("lt", arith.bitcast(lowering.types.element(bits_t), wide), s.const(0, bits_t), bits_t)
+        return arith.ori(count, arith.select(negative, s.const(8, byte), s.const(0, byte)))
+
+    def body(scalars: Values) -> Values:
+        low, high, _ = scalars
+        return [arith.ori(arith.shli(code(high), s.const(4, byte)), code(low))]
+
+    init = e.empty(byte, ins.shape.lens)
+    return e.generic([(args[0], maps[0]), (args[0], maps[1])], [(init, e.identity_map(rank))], [PARALLEL] * rank, body)[
+        0
+    ]
+
+
+@lowers(
+    "unpack_fp4",
+    to="linalg.generic: each nibble indexes a constant table of the 16 fp4 values in fp8e4m3fn (tensor.extract)",
+)
+def _unpack_fp4(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
+    s, x = lowering.scalars, IndexMath(lowering)
+    rank = ins.shape.ndim
+    axis = _axis(ins, rank)
+    t = ins.shape.dtype
+    magnitudes = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0])
+    table = lowering.emitter.constant(np.concatenate([magnitudes, -magnitudes]).astype(t.numpy), t)
+    byte = DType.fp4x2
+
+    def body(coords: Values, scalars: Values) -> Values:
+        at = list(coords)
+        at[axis] = x.div(coords[axis], 2)
+        packed = tensor.extract(args[0], at)
+        high = x.eq(x.rem(coords[axis], 2), 1)
+        nibble = arith.select(high, arith.shrui(packed, s.const(4, byte)), arith.andi(packed, s.const(0xF, byte)))
+        return [tensor.extract(table, [x.from_element(nibble, DType.uint8)])]
+
+    return indexed(lowering, t, ins.shape.lens, body)
+
+
 # -- group-query attention ------------------------------------------------------------------------
 
 
@@ -274,8 +348,6 @@ NOT_WRITTEN = {
     "twister in MLIR is not written",
     "nonmaxsuppression": "greedy suppression is sequential and its count is data-dependent (not written)",
     "unique": "its four results have data-dependent lengths (a tuple of dynamic shapes)",
-    "pack_fp4": "fp4x2_type has no MLIR element type here (not written)",
-    "unpack_fp4": "fp4x2_type has no MLIR element type here (not written)",
     "unknown:": "stands for an ONNX operator MIGraphX's parser did not support",
 }
 
