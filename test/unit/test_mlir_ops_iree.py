@@ -1,6 +1,7 @@
 """The ops lowered by the scatter, movement, vision and recurrent families run through IREE on the
 CPU (local-task) and give what the reference interpreter gives, by MIGraphX's rms rule, on random
-inputs of several shapes. Several ops share one program so that each shape costs one IREE compile."""
+inputs of several shapes, and come back from MLIR (--from-mlir) computing the same. Several ops
+share one program so that each shape costs one IREE compile."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from mgxir import DiagnosticSink, parse_program, verify
 from mgxir.drivers.run import flatten_outputs, rms_error
 from mgxir.interp import Interpreter
 from mgxir.targets.iree import IreeOptions, run_on_iree, using
+from mgxir.translate.mlir.api import mlir_text, program_from_mlir
 
 Inputs = dict[str, np.ndarray]
 
@@ -27,9 +29,15 @@ def _check(tmp_path: Path, text: str, inputs: Inputs) -> None:
         expected = flatten_outputs(Interpreter(program).run(inputs))
     with using(IreeOptions(device="local-task", cache_dir=tmp_path)):
         got = flatten_outputs(run_on_iree(program, inputs, DiagnosticSink()))
+    # and the program comes back from its MLIR computing the same on the reference interpreter
+    back = program_from_mlir(mlir_text(program, DiagnosticSink()).encode(), "ops.mlir")
+    verify(back)
+    with np.errstate(all="ignore"):
+        again = flatten_outputs(Interpreter(back).run(inputs))
     ret = program.main.return_instruction
     assert ret is not None
     for (key, want), ins in zip(expected.items(), ret.args):
+        assert np.array_equal(again[key], want, equal_nan=True), f"{key} ({ins.op.text}) differs after --from-mlir"
         error = rms_error(got[key], want)
         assert got[key].shape == want.shape, f"{key} ({ins.op.text}): shape {got[key].shape} vs {want.shape}"
         assert error < 1e-3, f"{key} ({ins.op.text}): rms error {error:g}"

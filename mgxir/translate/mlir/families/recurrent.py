@@ -282,20 +282,21 @@ def _recurrent(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
             return [arith.select(x.lt(row, steps), value, s.const(0, w))]
 
         outputs.append(indexed(lowering, w, [seq, 1, batch, hidden], place))
-        last_h.append(e.reshape(state["h"], [batch, hidden], [1, batch, hidden]))
-        last_c.append(e.reshape(state["c"], [batch, hidden], [1, batch, hidden]))
+        last_h.append(state["h"])
+        last_c.append(state["c"])
 
-    def joined(values: Values, lens: list[int], axis: int) -> ir.Value:
-        value = values[0] if len(values) == 1 else tensor.concat(lowering.types.tensor(w, lens), axis, values)
-        if w is t:
-            return value
-        return e.elementwise([(value, lens)], t, lens, lambda v: [s.convert(v[0], w, t)])
+    # the final states, made where rnn_last_hs_output / rnn_last_cell_output asks for them (after this op)
+    lowering.function_values[(LAST_STATES, ins)] = (last_h, last_c, w, t)
+    return _joined(lowering, outputs, [seq, dirs, batch, hidden], 1, w, t)
 
-    lowering.function_values[(LAST_STATES, ins)] = (
-        joined(last_h, [dirs, batch, hidden], 0),
-        joined(last_c, [dirs, batch, hidden], 0),
-    )
-    return joined(outputs, [seq, dirs, batch, hidden], 1)
+
+def _joined(lowering: Lowering, values: Values, lens: list[int], axis: int, w: DType, t: DType) -> ir.Value:
+    """Values concatenated along `axis`, converted from the working type `w` to `t`."""
+    e, s = lowering.emitter, lowering.scalars
+    value = values[0] if len(values) == 1 else tensor.concat(lowering.types.tensor(w, lens), axis, values)
+    if w is t:
+        return value
+    return e.elementwise([(value, lens)], t, lens, lambda v: [s.convert(v[0], w, t)])
 
 
 @lowers(
@@ -307,7 +308,11 @@ def _last_state(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     found = lowering.function_values.get((LAST_STATES, ins.args[0]))
     if found is None:
         raise CannotLower("its argument must be an rnn, gru or lstm instruction of the same module")
-    return found[0 if ins.op.name == "rnn_last_hs_output" else 1]
+    last_h, last_c, w, t = found
+    states = last_h if ins.op.name == "rnn_last_hs_output" else last_c
+    dirs, batch, hidden = ins.shape.lens
+    rows = [lowering.emitter.reshape(v, [batch, hidden], [1, batch, hidden]) for v in states]
+    return _joined(lowering, rows, [dirs, batch, hidden], 0, w, t)
 
 
 def _lengths(lowering: Lowering, ins: Instruction, args: Values) -> Callable[[ir.Value], ir.Value]:
