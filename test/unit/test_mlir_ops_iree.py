@@ -250,3 +250,28 @@ g:@1 = exp(g:x)
 g:@2 = @return(g:@1)
 """
     _check(tmp_path, text, {"x": np.arange(6, dtype=np.float32).reshape(2, 3) / 6})
+
+
+@pytest.mark.parametrize("batches,classes,boxes", [(2, 3, 7)])
+def test_nonmaxsuppression_runs_on_iree(tmp_path: Path, batches: int, classes: int, boxes: int) -> None:
+    rng = np.random.default_rng(boxes)
+    corners = rng.random((batches, boxes, 2)) * 4
+    sizes = rng.random((batches, boxes, 2)) * 3 + 0.5
+    inputs = {
+        "boxes": np.concatenate([corners, corners + sizes], axis=2).astype(np.float32),
+        "centers": np.concatenate([corners, sizes], axis=2).astype(np.float32),
+        "scores": rng.random((batches, classes, boxes)).astype(np.float32),
+        "limit": np.array([3], np.int64),
+    }
+    params = [
+        _param("boxes", "float_type", (batches, boxes, 4)),
+        _param("centers", "float_type", (batches, boxes, 4)),
+        _param("scores", "float_type", (batches, classes, boxes)),
+        _param("limit", "int64_type", (1,)),
+    ]
+    before = ("@iou = @literal{0.3} -> float_type, {1}, {1}", "@floor = @literal{0.2} -> float_type, {1}, {1}")
+    body = [
+        "@corner = nonmaxsuppression[center_point_box=0,use_dyn_output=0](boxes,scores,limit,@iou,@floor)",
+        "@center = nonmaxsuppression[center_point_box=1,use_dyn_output=0](centers,scores,limit,@iou)",
+    ]
+    _check(tmp_path, _program(params, body, before), inputs)
