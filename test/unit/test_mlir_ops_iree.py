@@ -48,10 +48,11 @@ def _param(name: str, t: str, lens: tuple[int, ...]) -> str:
     return f"{name} = @param:{name} -> {t}, {{{', '.join(map(str, lens))}}}, {{{', '.join(map(str, strides))}}}"
 
 
-def _program(params: list[str], body: list[str], before: tuple[str, ...] = ()) -> str:
-    """`body`'s instructions are the outputs; `before`'s are not."""
+def _program(params: list[str], body: list[str], before: tuple[str, ...] = (), modules: str = "") -> str:
+    """`body`'s instructions are the outputs; `before`'s are not; `modules` follow main."""
     outputs = ",".join(line.split(" = ")[0] for line in body)
-    return "\n".join(['module: "main"', *params, *before, *body, f"@ret = @return({outputs})"]) + "\n"
+    main = "\n".join(['module: "main"', *params, *before, *body, f"@ret = @return({outputs})"]) + "\n"
+    return main + modules
 
 
 SHAPES = [(4, 5), (6, 3)]
@@ -156,8 +157,15 @@ def test_movement_ops_run_on_iree(tmp_path: Path, rows: int, cols: int) -> None:
         "@draw = multinomial[dtype=int64_type](cdf,draws)",
         "@fp4 = pack_fp4[axis=1](f)",
         "@unfp4 = unpack_fp4[axis=1](@fp4)",
+        f"@group = group[tag=attention](x), [g] -> float_type, {{{rows}, {cols}}}, {{{cols}, 1}}",
     ]
-    _check(tmp_path, _program(params, body), inputs)
+    called = f"""
+module: "g"
+g:x = @param:x -> float_type, {{{rows}, {cols}}}, {{{cols}, 1}}
+g:@1 = exp(g:x)
+g:@2 = @return(g:@1)
+"""
+    _check(tmp_path, _program(params, body, modules=called), inputs)
 
 
 @pytest.mark.parametrize(
@@ -236,20 +244,6 @@ def test_recurrent_ops_run_on_iree(tmp_path: Path) -> None:
         "@seq = rnn_var_sl_shift_sequence(x,sl)",
     ]
     _check(tmp_path, _program(params, body, before=("@u = undefined",)), inputs)
-
-
-def test_group_calls_its_module(tmp_path: Path) -> None:
-    text = """module: "main"
-x = @param:x -> float_type, {2, 3}, {3, 1}
-@1 = group[tag=attention](x), [g] -> float_type, {2, 3}, {3, 1}
-@2 = @return(@1)
-
-module: "g"
-g:x = @param:x -> float_type, {2, 3}, {3, 1}
-g:@1 = exp(g:x)
-g:@2 = @return(g:@1)
-"""
-    _check(tmp_path, text, {"x": np.arange(6, dtype=np.float32).reshape(2, 3) / 6})
 
 
 @pytest.mark.parametrize("batches,classes,boxes", [(2, 3, 7)])
