@@ -237,6 +237,7 @@ def test_recurrent_ops_run_on_iree(tmp_path: Path) -> None:
         "@gru1 = gru[hidden_size=4,actv_func={sigmoid, tanh},direction=bidirectional,clip=3,"
         "linear_before_reset=1](x,w3,r3,b3,@u,h0)",
         "@lstm = lstm[hidden_size=4,direction=forward,clip=0,input_forget=1](x,w4,r4,b4,sl,@u,@u,p)",
+        "@lstmclip = lstm[hidden_size=4,direction=forward,clip=0.5,input_forget=0](x,w4,r4,b4,@u,@u,@u,p)",
         "@last = rnn_last_hs_output(@gru)",
         "@cell = rnn_last_cell_output(@lstm)",
         "@vlast = rnn_var_sl_last_output[direction=bidirectional](@gru,sl)",

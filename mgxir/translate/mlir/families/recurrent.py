@@ -13,7 +13,7 @@ from iree.compiler.dialects import arith, tensor
 
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
-from mgxir.ir.operation import Operation
+from mgxir.ir.operation import ComputeError, Operation
 from mgxir.ops.rnn import BIDIRECTIONAL, REVERSE, Recurrent
 from mgxir.translate.mlir.emitter import PARALLEL, REDUCTION
 from mgxir.translate.mlir.families.indexed import IndexMath, indexed
@@ -70,12 +70,13 @@ class _Step:
         init = e.empty(self.w, lens)
         return e.generic(ins, [(init, identity)], [PARALLEL, PARALLEL], lambda xs: [body(xs[: len(inputs)])])[0]
 
-    def activate(self, f: Operation, x: ir.Value) -> ir.Value:
+    def activate(self, f: Operation, x: ir.Value, clipped: bool = True) -> ir.Value:
+        """f(x), x clipped to [-clip, clip] first where the op has a clip (the gates' inputs)."""
         rule = scalar_rule(f.defn)
         if rule is None:
             raise CannotLower(f"activation function '{f.name}' has no scalar lowering")
         clip = self.op["clip"]
-        if clip > 0:
+        if clip > 0 and clipped:
             x = self.s.min(self.s.max(x, self.s.const(-clip, self.w), self.w), self.s.const(clip, self.w), self.w)
         return rule.lower(self.s, f, [x], [self.w], self.w)
 
@@ -158,7 +159,7 @@ def _lstm_cell(st: _Step, xw: ir.Value, h: ir.Value, c: ir.Value, wt: Weights, a
 
     def hidden(v: Values) -> ir.Value:
         go, po, cc = v
-        return arith.mulf(st.activate(f, arith.addf(go, arith.mulf(po, cc))), st.activate(out_act, cc))
+        return arith.mulf(st.activate(f, arith.addf(go, arith.mulf(po, cc))), st.activate(out_act, cc, clipped=False))
 
     return st.map([m, n], [(gates[1], False), (peep[1], True), (new_c, False)], hidden), new_c
 
@@ -239,7 +240,10 @@ def _recurrent(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
             name: part(v, [dirs, batch, hidden], d) if v is not None else e.filled(w, [batch, hidden], 0)
             for name, v in initial.items()
         }
-        act = defn.functions(op, d)
+        try:
+            act = defn.functions(op, d)
+        except ComputeError as e:
+            raise CannotLower(str(e)) from None
         step_states = []
         for k in range(seq):
 
