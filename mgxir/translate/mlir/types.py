@@ -35,9 +35,11 @@ _ELEMENT: dict[DType, Callable[[], ir.Type]] = {
     DType.fp8e5m2: ir.Float8E5M2Type.get,
     DType.bf16: ir.BF16Type.get,
     DType.fp8e5m2fnuz: ir.Float8E5M2FNUZType.get,
+    DType.fp4x2: lambda: ir.IntegerType.get_signless(8),  # two fp4 e2m1 codes in a byte
 }
 
-UNSIGNED = frozenset({DType.uint8, DType.uint16, DType.uint32, DType.uint64})
+# unsigned integers, and fp4x2, whose packed bytes are handled as their unsigned bits
+UNSIGNED = frozenset({DType.uint8, DType.uint16, DType.uint32, DType.uint64, DType.fp4x2})
 # raw-bit types: numpy cannot hand their buffers to MLIR, so literals go through integer bits
 RAW_BITS = frozenset({DType.bf16, DType.fp8e4m3fnuz, DType.fp8e4m3fn, DType.fp8e5m2, DType.fp8e5m2fnuz})
 

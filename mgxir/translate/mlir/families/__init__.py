@@ -1,3 +1,13 @@
 """The lowering rules, one file per op family; importing this package registers them all."""
 
-from mgxir.translate.mlir.families import control, elementwise, layout, nn  # noqa: F401
+from mgxir.translate.mlir.families import (  # noqa: F401
+    control,
+    detection,
+    elementwise,
+    layout,
+    movement,
+    nn,
+    recurrent,
+    scatter,
+    vision,
+)
