@@ -76,6 +76,35 @@ x = @param:x -> float_type, {6, 768}, {768, 1}
 @7 = div(@3,@6)
 @8 = @return(@7)
 """,
+    "layernorm_half_gamma": """
+x = @param:x -> half_type, {2, 3, 768}, {2304, 768, 1}
+r = @param:r -> half_type, {2, 3, 768}, {2304, 768, 1}
+g = @param:g -> half_type, {768}, {1}
+@3 = add(x,r)
+@4 = convert[target_type=2](@3)
+@5 = reduce_mean[axes={2}](@4)
+@6 = multibroadcast[out_lens={2, 3, 768}](@5)
+@7 = sub(@4,@6)
+@8 = mul(@7,@7)
+@9 = reduce_mean[axes={2}](@8)
+@10 = multibroadcast[out_lens={2, 3, 768}](@9)
+@11 = sqrt(@10)
+@12 = div(@7,@11)
+@13 = convert[target_type=1](@12)
+@14 = broadcast[axis=2,out_lens={2, 3, 768}](g)
+@15 = mul(@13,@14)
+@16 = @return(@15)
+""",
+    "softmax_half_rows_of_128": """
+x = @param:x -> half_type, {2, 12, 9, 128}, {13824, 1152, 128, 1}
+@1 = softmax[axis=3](x)
+@2 = @return(@1)
+""",
+    "reduce_long_row_block_kernel": """
+x = @param:x -> float_type, {3, 5000}, {5000, 1}
+@1 = reduce_sum[axes={1}](x)
+@2 = @return(@1)
+""",
     "reduce_middle_axis": """
 x = @param:x -> float_type, {3, 50, 7}, {350, 7, 1}
 @1 = reduce_max[axes={1}](x)
@@ -221,6 +250,30 @@ def test_lowered_shapes(lowered: dict) -> None:
     for program in lowered.values():
         allocations = [i for i in program.main if i.op.defn.name == "allocate"]
         assert len(allocations) <= 1
+
+
+def _kernel_sources(program) -> list[str]:
+    return [i.op["code_object"].source for i in program.main if i.op.defn.name == "gpu::code_object"]
+
+
+@pytest.mark.parametrize(
+    ("name", "rows_per_warp", "vector"),
+    [
+        ("layernorm_half_gamma", True, "mgx_vec<mgx_half, 8>"),  # 768 = 3 x 32 lanes x 8 halves
+        ("softmax_half_rows_of_128", True, "mgx_vec<mgx_half, 4>"),  # every lane busy: 32 x 4
+        ("softmax", True, "mgx_vec<float, 4>"),  # 300: a ragged last vector of lanes
+        ("reduce_middle_axis", True, None),  # the row is strided: scalar loads
+        ("reduce_long_row_block_kernel", False, None),  # 5000 > 32 per lane: one block per row
+    ],
+)
+def test_reduction_kernel_shape(lowered: dict, name: str, rows_per_warp: bool, vector: str | None) -> None:
+    (source,) = _kernel_sources(lowered[name])
+    assert ("MGX_SHFL_XOR(acc" in source) == rows_per_warp
+    assert ("mgx_block_reduce(acc" in source) != rows_per_warp
+    if vector is not None:
+        assert vector in source
+    elif rows_per_warp:
+        assert "mgx_vec<" not in source.split("extern")[1]
 
 
 def test_lowered_program_prints_and_reads_back(lowered: dict) -> None:
