@@ -36,8 +36,8 @@ config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%roundtrip", f"{sys.executable} -m mgxir.tools.roundtrip"))
 
 
-def _has_gpu() -> bool:
-    tool = shutil.which("nvidia-smi") or shutil.which("rocm-smi")
+def _has_gpu(tool_name: str) -> bool:
+    tool = shutil.which(tool_name)
     if not tool:
         return False
     try:
@@ -46,8 +46,10 @@ def _has_gpu() -> bool:
         return False
 
 
-if _has_gpu():
-    config.available_features.add("gpu")
+# gpu: an NVIDIA GPU (CUDA); rocm: an AMD GPU with ROCm (the gpu target's hip platform)
+for feature, tool_name in (("gpu", "nvidia-smi"), ("rocm", "rocm-smi")):
+    if _has_gpu(tool_name):
+        config.available_features.add(feature)
 
 
 def _has_iree_vulkan() -> bool:

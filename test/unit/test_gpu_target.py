@@ -411,3 +411,97 @@ def test_kernel_sources_compile_as_hip_for_gfx90a(lowered: dict, tmp_path: Path)
         command += ["-D__HIPCC_RTC__", "-include", "__clang_hip_runtime_wrapper.h", "-include", str(shim)]
         run = subprocess.run([*command, "-fsyntax-only", "-std=c++17", str(path)], capture_output=True, text=True)
         assert run.returncode == 0, f"{symbol}: {run.stderr[:2000]}"
+
+
+# -- platforms: CUDA and HIP behind one interface -------------------------------------------------
+
+
+def test_device_names_a_platform() -> None:
+    from mgxir.diagnostics import MgxError
+    from mgxir.targets.gpu.platforms import PLATFORMS, parse_device
+
+    assert set(PLATFORMS) == {"cuda", "hip"}
+    assert parse_device(None) == ("cuda", 0)
+    assert parse_device("2") == ("cuda", 2)
+    assert parse_device("cuda:1") == ("cuda", 1)
+    assert parse_device("hip:3") == ("hip", 3)
+    for bad in ("metal:0", "hip:", "hip:one"):
+        with pytest.raises(MgxError, match="is N, cuda:N or hip:N"):
+            parse_device(bad)
+
+
+def test_kernel_compiler_follows_the_architecture() -> None:
+    from mgxir.diagnostics import MgxError
+
+    source = PROGRAMS["pointwise_int"]
+    with pytest.raises(MgxError, match="no kernel compiler for architecture 'vega'"):
+        compile_source(source, "k", arch="vega")
+    # AMD architectures go to hiprtc, which needs ROCm: one clear error here
+    with pytest.raises(MgxError, match="hip"):
+        compile_source('extern "C" __global__ void k() {}', "k", arch="gfx942")
+
+
+CONVOLUTIONS = ("conv_bias_residual_relu", "conv_strided_half", "conv_then_exp")
+
+
+@pytest.fixture(scope="module")
+def generated_convolutions() -> dict[str, object]:
+    return {
+        name: compile_for_gpu(_program(PROGRAMS[name]), arch="sm_90", library_convolution=False)
+        for name in CONVOLUTIONS
+    }
+
+
+def test_convolutions_without_a_library_are_generated_kernels(generated_convolutions: dict) -> None:
+    for name, program in generated_convolutions.items():
+        names = [i.op.defn.name for i in program.main]
+        assert "gpu::convolution" not in names, name
+        symbols = [i.op["symbol_name"] for i in program.main if i.op.defn.name == "gpu::code_object"]
+        assert "convolution_kernel" in symbols, name
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("name", CONVOLUTIONS)
+def test_generated_convolutions_match_reference(generated_convolutions: dict, name: str) -> None:
+    from mgxir.drivers.run import flatten_outputs, rms_error
+    from mgxir.targets.gpu.runtime import GpuExecutable
+
+    program = _program(PROGRAMS[name])
+    params = _inputs(program)
+    got = flatten_outputs(GpuExecutable(generated_convolutions[name]).run(params))
+    want = flatten_outputs(Interpreter(program).run(params))
+    for key in want:
+        assert rms_error(np.asarray(got[key], np.float64), np.asarray(want[key], np.float64)) < 1e-3, key
+
+
+def _has_rocm() -> bool:
+    from mgxir.diagnostics import MgxError
+    from mgxir.targets.gpu.platforms import open_platform
+
+    try:
+        open_platform("hip", 0)
+    except MgxError:
+        return False
+    return True
+
+
+@pytest.mark.rocm
+@pytest.mark.skipif(not _has_rocm(), reason="no AMD GPU with ROCm (the hip platform is tested where ROCm is)")
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_hip_matches_reference(name: str) -> None:  # pragma: no cover - needs ROCm
+    from mgxir.drivers.run import flatten_outputs, rms_error
+    from mgxir.targets.gpu.driver import gpu_options, load_on_gpu, select_device
+
+    program = _program(PROGRAMS[name])
+    params = _inputs(program)
+    select_device("hip:0")
+    try:
+        got = flatten_outputs(load_on_gpu(program, DiagnosticSink()).run(params))
+    finally:
+        select_device(None)
+    assert gpu_options.platform == "cuda"
+    with np.errstate(all="ignore"):
+        want = flatten_outputs(Interpreter(program).run(params))
+    for key in want:
+        assert rms_error(np.asarray(got[key], np.float64), np.asarray(want[key], np.float64)) < 1e-3, key

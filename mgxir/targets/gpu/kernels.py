@@ -966,3 +966,28 @@ def pooling_kernel(op: Operation, source: Tensor, output: Tensor) -> Kernel:
     elif mode != 1:
         body.append(f"  acc = acc / ({acc})(count > 0 ? count : 1);")
     return indexed_kernel("pooling_kernel", [source], output, body, "acc")
+
+
+def convolution_kernel(op: Operation, x: Tensor, w: Tensor, output: Tensor) -> Kernel:
+    """A direct convolution, one thread per output element (n, k, spatial...): the fallback where
+    the platform has no DNN library (HIP here), any layout, groups, padding, stride and dilation."""
+    if not output.dtype.is_float or op["padding_mode"] != 0:
+        raise Unsupported("generated convolutions: floating point, explicit padding")
+    k = len(x.lens) - 2
+    pads = list(op["padding"])
+    begin = pads[:k] if len(pads) == 2 * k else pads
+    stride, dilation, group = op["stride"], op["dilation"], op["group"]
+    in_per_group, out_per_group = x.lens[1] // group, output.lens[1] // group
+    acc = "double" if output.dtype is DType.double else "float"
+    body = [f"  {acc} acc = 0;", f"  const long long g = c1 / {out_per_group}LL;"]
+    body.append(f"  for (long long ci = 0; ci < {in_per_group}LL; ++ci) {{")
+    body.append(f"  const long long ch = g * {in_per_group}LL + ci;")
+    for d in range(k):
+        body.append(f"  for (long long w{d} = 0; w{d} < {w.lens[d + 2]}LL; ++w{d}) {{")
+        body.append(f"  const long long q{d} = c{d + 2} * {stride[d]}LL - {begin[d]}LL + w{d} * {dilation[d]}LL;")
+    inside = " && ".join(f"q{d} >= 0 && q{d} < {x.lens[d + 2]}LL" for d in range(k)) or "true"
+    x_at = _at(x, ["c0", "ch", *[f"q{d}" for d in range(k)]])
+    w_at = _at(w, ["c1", "ci", *[f"w{d}" for d in range(k)]])
+    body.append(f"  if ({inside}) acc += ({acc})mgx_load(x0 + {x_at}) * ({acc})mgx_load(x1 + {w_at});")
+    body.extend("  }" for _ in range(k + 1))
+    return indexed_kernel("convolution_kernel", [x, w], output, body, "acc")

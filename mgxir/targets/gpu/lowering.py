@@ -66,6 +66,12 @@ def _pooling(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
     return kernels.pooling_kernel(ins.op, inputs[0], output)
 
 
+def _convolution(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    if len(inputs) != 2:
+        raise Unsupported("convolution with more than its input and weights")
+    return kernels.convolution_kernel(ins.op, inputs[0], inputs[1], output)
+
+
 def _copy(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
     return kernels.copy_kernel(inputs[0], output, f"{ins.op.defn.name}_kernel")
 
@@ -77,6 +83,7 @@ GENERATORS: dict[str, Generator] = {
     "gather": _gather,
     "pad": _pad,
     "pooling": _pooling,
+    "convolution": _convolution,  # where the platform has no DNN library (library_convolution off)
     "contiguous": _copy,
     "reshape": _copy,
     "reshape_lazy": _copy,
@@ -96,6 +103,7 @@ class GpuLowering(Pass):
     arch: str = ""  # sm_XY; empty: the GPU's, or sm_90 without one
     fuse_epilogues: bool = True
     channels_last: bool = True  # 2-d convolutions in NHWC (cuDNN's fast layout on tensor cores)
+    library_convolution: bool = True  # cuDNN calls; off: generated kernels (a platform without cuDNN)
     exhaustive_tune: bool = False  # time launch configurations of elementwise kernels on the GPU
     _timer: object = dataclasses.field(default=None, repr=False)
 
@@ -126,7 +134,7 @@ class GpuLowering(Pass):
             if name in ("dot",):
                 self._gemm(module, ins, placement, arch, context)
                 return
-            if name == "convolution":
+            if name == "convolution" and self.library_convolution:
                 self._convolution(module, ins, placement, arch, context)
                 return
             inputs = [self._tensor(a, placement) for a in ins.args]
