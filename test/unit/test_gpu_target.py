@@ -189,6 +189,19 @@ w = @param:w -> float_type, {16, 48}, {48, 1}
 @10 = add(@9,@8)
 @11 = @return(@10)
 """,
+    # attention's q @ k^T from one qkv product: k^T is read down its columns, so its copy is a
+    # transposed (layout) one the gemm reads transposed
+    "attention_scores_from_qkv": """
+qkv = @param:qkv -> half_type, {2, 8, 3, 4, 16}, {1536, 192, 64, 16, 1}
+@1 = transpose[permutation={2, 0, 3, 1, 4}](qkv)
+@2 = slice[axes={0},starts={0},ends={1}](@1)
+@3 = slice[axes={0},starts={1},ends={2}](@1)
+@4 = squeeze[axes={0}](@2)
+@5 = squeeze[axes={0}](@3)
+@6 = transpose[permutation={0, 1, 3, 2}](@5)
+@7 = dot(@4,@6)
+@8 = @return(@7)
+""",
     "transpose_copy_and_host_step": """
 x = @param:x -> float_type, {4, 6}, {6, 1}
 @1 = transpose[permutation={1, 0}](x)
@@ -274,6 +287,17 @@ def test_reduction_kernel_shape(lowered: dict, name: str, rows_per_warp: bool, v
         assert vector in source
     elif rows_per_warp:
         assert "mgx_vec<" not in source.split("extern")[1]
+
+
+def test_transposed_gemm_operand_is_copied_transposed(lowered: dict) -> None:
+    program = lowered["attention_scores_from_qkv"]
+    copies = {i.op["symbol_name"]: i for i in program.main if i.op.defn.name == "gpu::code_object"}
+    assert set(copies) == {"contiguous_kernel", "layout_kernel"}
+    k_copy = copies["layout_kernel"]
+    assert k_copy.shape.strides == (512, 128, 1, 16)  # packed, transposed
+    assert "mgx_vec<mgx_half, 8>" in k_copy.op["code_object"].source  # walked in its memory order
+    gemm = next(i for i in program.main if i.op.defn.name == "gpu::gemm")
+    assert gemm.args[1] is k_copy
 
 
 def test_lowered_program_prints_and_reads_back(lowered: dict) -> None:

@@ -451,8 +451,16 @@ def pointwise_kernel(module: Module, inputs: Sequence[Tensor], output: Tensor, *
 
 
 def copy_kernel(source: Tensor, output: Tensor, symbol: str = "contiguous_kernel") -> Kernel:
+    """A copy; between tensors of the same lens, both are walked in the output's memory order (the
+    axes permuted alike), so that writes are coalesced and vectors where both inner axes allow."""
     if source.elements != output.elements:
         raise Unsupported("a copy needs as many elements in as out")
+    if source.lens == output.lens:
+        order = sorted(range(len(output.lens)), key=lambda d: -output.strides[d])
+        source, output = (
+            Tensor(t.dtype, tuple(t.lens[d] for d in order), tuple(t.strides[d] for d in order), t.aligned)
+            for t in (source, output)
+        )
     return elementwise_kernel(symbol, [source], output, lambda args: ([], args[0]))
 
 

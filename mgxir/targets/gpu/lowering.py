@@ -346,6 +346,11 @@ class GpuLowering(Pass):
         where = placed(x, placement)
         if readable(x.shape) and where is not None and (where[1] * x.shape.dtype.itemsize) % VECTOR_ALIGNMENT == 0:
             return x
+        transposed = transposed_matrix_shape(x.shape)
+        if transposed is not None and readable(transposed):
+            # a matrix read down its columns is copied as a transposed one: reads and writes
+            # along the same axis, and the library reads it transposed (attention's k^T)
+            return self._copy_into(module, x, transposed, _next(x), placement, arch, context)
         copy = module.insert(_next(x), make_op("contiguous"), [x])
         placement[copy] = placement[x]
         kernel = kernels.copy_kernel(self._tensor(x, placement), Tensor.of(copy.shape))
@@ -358,6 +363,16 @@ class GpuLowering(Pass):
         self._write_into_allocation(module, copy, op, [x], placement)
         context.count("kernels generated")
         return copy
+
+
+def transposed_matrix_shape(shape: Shape) -> Shape | None:
+    """Where `shape`'s matrix (its last two axes) is contiguous down its columns: its lens with the
+    last two axes' strides swapped, each batch packed; else None."""
+    if shape.ndim < 2 or shape.strides[-2] != 1 or shape.strides[-1] == 1 or shape.lens[-1] == 1:
+        return None
+    order = list(range(shape.ndim))
+    order[-1], order[-2] = order[-2], order[-1]
+    return Shape.from_permutation(shape.dtype, shape.lens, order)
 
 
 def _next(ins: Instruction) -> Instruction | None:
