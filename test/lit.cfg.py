@@ -25,6 +25,8 @@ for key in (
     "MGXIR_CACHE_DIR",
     "COVERAGE_PROCESS_CONFIG",
     "COVERAGE_PROCESS_START",
+    "PYTHONPATH",  # a package installed with --target (the GPU machine's runs)
+    "LD_LIBRARY_PATH",  # where GPU runtimes' libraries are (cuDNN's wheel)
 ):
     if key in os.environ:
         config.environment[key] = os.environ[key]
