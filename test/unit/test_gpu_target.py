@@ -202,6 +202,48 @@ qkv = @param:qkv -> half_type, {2, 8, 3, 4, 16}, {1536, 192, 64, 16, 1}
 @7 = dot(@4,@6)
 @8 = @return(@7)
 """,
+    # BERT's attention: q, k, v views of one qkv product, scaled softmax: one cuDNN attention that
+    # reads the views where they are and writes heads interleaved (the reshape after it a view)
+    "attention_half": """
+qkv = @param:qkv -> half_type, {2, 8, 3, 4, 16}, {1536, 192, 64, 16, 1}
+@1 = @literal{0.25} -> half_type, {1}, {0}
+@2 = transpose[permutation={2, 0, 3, 1, 4}](qkv)
+@3 = slice[axes={0},starts={0},ends={1}](@2)
+@4 = slice[axes={0},starts={1},ends={2}](@2)
+@5 = slice[axes={0},starts={2},ends={3}](@2)
+@6 = squeeze[axes={0}](@3)
+@7 = squeeze[axes={0}](@4)
+@8 = squeeze[axes={0}](@5)
+@9 = transpose[permutation={0, 1, 3, 2}](@7)
+@10 = dot(@6,@9)
+@11 = multibroadcast[out_lens={2, 4, 8, 8}](@1)
+@12 = mul(@10,@11)
+@13 = softmax[axis=3](@12)
+@14 = dot(@13,@8)
+@15 = transpose[permutation={0, 2, 1, 3}](@14)
+@16 = reshape[dims={2, 8, 64}](@15)
+@17 = @return(@16)
+""",
+    "attention_float_unfused": """
+qkv = @param:qkv -> float_type, {2, 8, 3, 4, 16}, {1536, 192, 64, 16, 1}
+@1 = @literal{0.25} -> float_type, {1}, {0}
+@2 = transpose[permutation={2, 0, 3, 1, 4}](qkv)
+@3 = slice[axes={0},starts={0},ends={1}](@2)
+@4 = slice[axes={0},starts={1},ends={2}](@2)
+@5 = slice[axes={0},starts={2},ends={3}](@2)
+@6 = squeeze[axes={0}](@3)
+@7 = squeeze[axes={0}](@4)
+@8 = squeeze[axes={0}](@5)
+@9 = transpose[permutation={0, 1, 3, 2}](@7)
+@10 = dot(@6,@9)
+@11 = multibroadcast[out_lens={2, 4, 8, 8}](@1)
+@12 = mul(@10,@11)
+@13 = softmax[axis=3](@12)
+@14 = dot(@13,@8)
+@15 = transpose[permutation={0, 2, 1, 3}](@14)
+@16 = reshape[dims={2, 8, 64}](@15)
+@17 = @return(@16)
+""",
     "transpose_copy_and_host_step": """
 x = @param:x -> float_type, {4, 6}, {6, 1}
 @1 = transpose[permutation={1, 0}](x)
@@ -298,6 +340,32 @@ def test_transposed_gemm_operand_is_copied_transposed(lowered: dict) -> None:
     assert "mgx_vec<mgx_half, 8>" in k_copy.op["code_object"].source  # walked in its memory order
     gemm = next(i for i in program.main if i.op.defn.name == "gpu::gemm")
     assert gemm.args[1] is k_copy
+
+
+def test_attention_is_one_library_call(lowered: dict) -> None:
+    program = lowered["attention_half"]
+    names = [i.op.defn.name for i in program.main]
+    assert names.count("gpu::attention") == 1 and "gpu::gemm" not in names and "gpu::code_object" not in names
+    attention = next(i for i in program.main if i.op.defn.name == "gpu::attention")
+    assert attention.op["scale"] == 0.25
+    assert attention.shape.strides == (512, 16, 64, 1)  # (batch, seq, heads, d) in memory
+    assert "reshape_lazy" in names
+    # cuDNN attends in half and bf16 only: float32 stays two gemms around the softmax kernel
+    unfused = [i.op.defn.name for i in lowered["attention_float_unfused"].main]
+    assert unfused.count("gpu::gemm") == 2 and "gpu::attention" not in unfused
+
+
+def test_softmax_scale_is_read_from_the_module() -> None:
+    from mgxir.passes.manager import PassManager
+    from mgxir.passes.registry import parse_pipeline
+    from mgxir.targets.gpu.lowering import GPU_PIPELINE, find_attention, softmax_scale
+
+    program = _program(PROGRAMS["attention_half"])
+    PassManager(parse_pipeline(GPU_PIPELINE.split(",gpu_lowering")[0])).run(program, DiagnosticSink())
+    dots = [i for i in program.main if i.op.defn.name == "dot"]
+    softmax, second = find_attention(dots[0])
+    assert second is dots[1] and softmax_scale(softmax) == 0.25
+    assert find_attention(dots[1]) is None
 
 
 def test_lowered_program_prints_and_reads_back(lowered: dict) -> None:

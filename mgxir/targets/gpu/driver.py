@@ -63,7 +63,7 @@ def compile_for_gpu(
         if isinstance(p, GpuLowering):
             p.arch = arch or p.arch
             p.exhaustive_tune = exhaustive_tune
-            p.library_convolution = library_convolution
+            p.library_convolution = p.fuse_attention = library_convolution
     PassManager(passes).run(lowered, sink)
     return lowered
 

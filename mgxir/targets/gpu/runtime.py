@@ -100,6 +100,9 @@ class GpuExecutable:
             elif name in ("gpu::gemm",):
                 self.steps.append(Step(ins, self._gemm_step(ins)))
                 self.pointer[ins] = self.pointer[ins.args[-1]]
+            elif name == "gpu::attention":
+                self.steps.append(Step(ins, self._attention_step(ins)))
+                self.pointer[ins] = self.pointer[ins.args[-1]]
             elif name == "gpu::convolution":
                 self.steps.append(Step(ins, self._conv_step(ins)))
                 self.pointer[ins] = self.pointer[ins.args[-1]]
@@ -167,6 +170,16 @@ class GpuExecutable:
         stream = self.stream_handle
         # the workspace is looked up at call time: a later, larger convolution may replace it
         return lambda: plan(stream, self._conv_workspace, x, w, extras, out)
+
+    def _attention_step(self, ins: Instruction) -> Callable[[], None]:
+        if not self.platform.library_convolution:
+            raise MgxError(f"gpu::attention has no library on the {self.platform.name} platform: compile for it")
+        q, k_t, v, out = ins.args
+        plan = dnn.attention_plan_for(q.shape, k_t.shape, v.shape, out.shape, ins.op["scale"])
+        self.conv_workspace(plan.workspace_bytes)
+        pointers = [self.pointer[a] for a in ins.args]
+        stream = self.stream_handle
+        return lambda: plan(stream, self._conv_workspace, *pointers)
 
     def _host_step(self, ins: Instruction) -> Callable[[], None]:
         shape = ins.shape
