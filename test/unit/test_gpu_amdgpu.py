@@ -28,7 +28,7 @@ def _rocm_llvm() -> str | None:
 ROCM_LLVM_MISSING = _rocm_llvm()
 
 # one program per kind of kernel: pointwise, both reduction kernels, layernorm, softmax, gather +
-# concat + pad, transpose copies (tiled too), pooling, the generated convolution (the hip platform's)
+# concat + pad, transpose copies, pooling, the generated convolution (the hip platform's)
 REPRESENTATIVE = (
     "conv_bias_residual_relu",
     "pointwise_half_scalar",
@@ -40,7 +40,6 @@ REPRESENTATIVE = (
     "reduce_middle_axis",
     "concat_gather_pad",
     "qkv_split_reshape_view",
-    "nhwc_to_nchw_tiled_copy",
     "pooling",
 )
 

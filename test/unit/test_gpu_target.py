@@ -265,13 +265,6 @@ w2 = @param:w2 -> float_type, {5, 7, 3, 3}, {63, 9, 3, 1}
 @6 = convolution[padding={1, 1},stride={1, 1},dilation={1, 1},group=1](@5,w2)
 @7 = @return(@6)
 """,
-    # channels-last to standard: a tiled transpose through shared memory (ragged tiles: 40 x 36)
-    "nhwc_to_nchw_tiled_copy": """
-x = @param:x -> half_type, {2, 40, 5, 36}, {7200, 1, 1440, 40}
-@1 = contiguous(x)
-@2 = exp(@1)
-@3 = @return(@1,@2)
-""",
     "transpose_copy_and_host_step": """
 x = @param:x -> float_type, {4, 6}, {6, 1}
 @1 = transpose[permutation={1, 0}](x)
@@ -411,11 +404,6 @@ def test_concat_keeps_channels_last(lowered: dict) -> None:
     assert concat.shape.strides == (252, 1, 42, 7)
     second = [i for i in program.main if i.op.defn.name == "gpu::convolution"][1]
     assert second.args[0] is concat
-
-
-def test_channels_last_to_standard_copy_is_tiled(lowered: dict) -> None:
-    sources = _kernel_sources(lowered["nhwc_to_nchw_tiled_copy"])
-    assert any("__shared__ mgx_half tile[32][33]" in source for source in sources)
 
 
 def test_lowered_program_prints_and_reads_back(lowered: dict) -> None:

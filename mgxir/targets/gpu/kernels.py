@@ -461,63 +461,7 @@ def copy_kernel(source: Tensor, output: Tensor, symbol: str = "contiguous_kernel
             Tensor(t.dtype, tuple(t.lens[d] for d in order), tuple(t.strides[d] for d in order), t.aligned)
             for t in (source, output)
         )
-        tiled = _tiled_transpose(symbol, source, output)
-        if tiled is not None:
-            return tiled
     return elementwise_kernel(symbol, [source], output, lambda args: ([], args[0]))
-
-
-TILE = 32
-
-
-def _tiled_transpose(symbol: str, source: Tensor, output: Tensor) -> Kernel | None:
-    """A copy whose output's inner axis is strided in the source while another axis is the
-    source's contiguous one (NHWC <-> NCHW): 32 x 32 tiles through shared memory, read along the
-    source's contiguous axis and written along the output's, both coalesced. None where the copy
-    is not of that kind."""
-    lens = source.lens
-    n = len(lens)
-    if n < 2 or source.dtype != output.dtype or output.strides[-1] != 1 or source.strides[-1] == 1:
-        return None
-    across = next((d for d in range(n - 1) if source.strides[d] == 1 and lens[d] > 1), None)
-    if across is None or lens[across] < 16 or lens[-1] < 16:  # narrower tiles would idle most threads
-        return None
-    others = [d for d in range(n - 1) if d != across and lens[d] > 1]
-    tiles_a, tiles_b = -(-lens[across] // TILE), -(-lens[-1] // TILE)
-    outer = math.prod(lens[d] for d in others)
-    st = storage_type(source.dtype)
-    rows = LOCAL // TILE
-    signature = f"{symbol}(const {st}* __restrict__ x0, {st}* __restrict__ out)"
-    lines = [PRELUDE, f'extern "C" __global__ void __launch_bounds__({LOCAL}) {signature} {{']
-    lines.append(f"  __shared__ {st} tile[{TILE}][{TILE + 1}];")
-    lines.append(f"  const int tx = threadIdx.x % {TILE}, ty = threadIdx.x / {TILE};")
-    lines.append("  long long rest = blockIdx.x;")
-    lines.append(f"  const long long tb = rest % {tiles_b}LL; rest /= {tiles_b}LL;")
-    lines.append(f"  const long long ta = rest % {tiles_a}LL; rest /= {tiles_a}LL;")
-    for position, d in reversed(list(enumerate(others))):
-        if position == 0:
-            lines.append(f"  const long long c{d} = rest;")
-        else:
-            lines.append(f"  const long long c{d} = rest % {lens[d]}LL; rest /= {lens[d]}LL;")
-    source_base = " + ".join(f"c{d} * {source.strides[d]}LL" for d in others) or "0"
-    output_base = " + ".join(f"c{d} * {output.strides[d]}LL" for d in others) or "0"
-    a_len, b_len = lens[across], lens[-1]
-    lines.append(f"  for (int r = 0; r < {TILE}; r += {rows}) {{")
-    lines.append(f"    const long long a = ta * {TILE} + tx, b = tb * {TILE} + ty + r;")
-    lines.append(
-        f"    if (a < {a_len}LL && b < {b_len}LL) tile[ty + r][tx] = "
-        f"x0[{source_base} + a * {source.strides[across]}LL + b * {source.strides[-1]}LL];"
-    )
-    lines.append("  }")
-    lines.append("  __syncthreads();")
-    lines.append(f"  for (int r = 0; r < {TILE}; r += {rows}) {{")
-    lines.append(f"    const long long a = ta * {TILE} + ty + r, b = tb * {TILE} + tx;")
-    target = f"out[{output_base} + a * {output.strides[across]}LL + b]"
-    lines.append(f"    if (a < {a_len}LL && b < {b_len}LL) {target} = tile[tx][ty + r];")
-    lines.append("  }")
-    lines.append("}")
-    blocks = max(1, outer * tiles_a * tiles_b)
-    return Kernel(symbol, "\n".join(lines) + "\n", blocks * LOCAL, LOCAL)
 
 
 # -- reductions ----------------------------------------------------------------------------------
