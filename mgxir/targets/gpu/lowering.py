@@ -81,9 +81,9 @@ def _copy(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
     return kernels.copy_kernel(inputs[0], output, f"{ins.op.defn.name}_kernel")
 
 
-# generated operators whose result is laid out as their first input is (channels-last pooling and
-# concat stay channels-last: no copy before the next convolution, coalesced reads)
-KEEP_INPUT_LAYOUT = ("pooling", "concat")
+# generated operators whose result is laid out as their first input is (channels-last pooling
+# stays channels-last: no copy before the next convolution, coalesced reads)
+KEEP_INPUT_LAYOUT = ("pooling",)
 
 # operators with a kernel generator of their own; views that are not views (a reshape of a
 # transposed input) and contiguous are copies
