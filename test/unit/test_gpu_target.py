@@ -244,17 +244,6 @@ qkv = @param:qkv -> float_type, {2, 8, 3, 4, 16}, {1536, 192, 64, 16, 1}
 @16 = reshape[dims={2, 8, 64}](@15)
 @17 = @return(@16)
 """,
-    # pooling between convolutions stays channels-last; the returned pooling result reads a copy
-    "conv_pool_conv_channels_last": """
-x = @param:x -> half_type, {2, 8, 12, 12}, {1152, 144, 12, 1}
-w = @param:w -> half_type, {16, 8, 3, 3}, {72, 9, 3, 1}
-w2 = @param:w2 -> half_type, {16, 16, 1, 1}, {16, 1, 1, 1}
-@3 = convolution[padding={1, 1},stride={1, 1},dilation={1, 1},group=1](x,w)
-@4 = relu(@3)
-@5 = pooling[mode=max,padding={1, 1},stride={2, 2},lengths={3, 3}](@4)
-@6 = convolution[padding={0, 0},stride={1, 1},dilation={1, 1},group=1](@5,w2)
-@7 = @return(@6,@5)
-""",
     "transpose_copy_and_host_step": """
 x = @param:x -> float_type, {4, 6}, {6, 1}
 @1 = transpose[permutation={1, 0}](x)
@@ -377,15 +366,6 @@ def test_softmax_scale_is_read_from_the_module() -> None:
     softmax, second = find_attention(dots[0])
     assert second is dots[1] and softmax_scale(softmax) == 0.25
     assert find_attention(dots[1]) is None
-
-
-def test_pooling_keeps_channels_last(lowered: dict) -> None:
-    program = lowered["conv_pool_conv_channels_last"]
-    pooling = next(i for i in program.main if i.op.defn.name == "gpu::code_object" and "pool" in i.op["symbol_name"])
-    assert pooling.shape.strides == (576, 1, 96, 16)
-    assert "const long long c1 = rest % 16LL" in pooling.op["code_object"].source  # channels fastest
-    second = [i for i in program.main if i.op.defn.name == "gpu::convolution"][1]
-    assert second.args[0] is pooling  # no layout copy between them
 
 
 def test_lowered_program_prints_and_reads_back(lowered: dict) -> None:

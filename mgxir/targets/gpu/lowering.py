@@ -81,10 +81,6 @@ def _copy(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
     return kernels.copy_kernel(inputs[0], output, f"{ins.op.defn.name}_kernel")
 
 
-# generated operators whose result is laid out as their first input is (channels-last pooling
-# stays channels-last: no copy before the next convolution, coalesced reads)
-KEEP_INPUT_LAYOUT = ("pooling",)
-
 # operators with a kernel generator of their own; views that are not views (a reshape of a
 # transposed input) and contiguous are copies
 GENERATORS: dict[str, Generator] = {
@@ -149,10 +145,7 @@ class GpuLowering(Pass):
                 self._convolution(module, ins, placement, arch, context)
                 return
             inputs = [self._tensor(a, placement) for a in ins.args]
-            out_shape = ins.shape
-            if name in KEEP_INPUT_LAYOUT:
-                out_shape = input_layout(ins.args[0].shape, ins.shape)
-            output = Tensor.of(out_shape)
+            output = Tensor.of(ins.shape)
             if name == "pointwise" and self.exhaustive_tune and device_arch() is not None:
                 kernel, code = self._tuned_pointwise(ins, inputs, output, arch)
                 self._emit(module, ins, kernel, code, placement, context)
@@ -168,19 +161,10 @@ class GpuLowering(Pass):
                 raise Unsupported(name)
         except Unsupported:
             return self._host(ins, placement, context)
-        self._emit(module, ins, kernel, compile_kernel(kernel, arch), placement, context, out_shape)
-        if out_shape != ins.shape.as_standard():
-            self._views_read_standard_copies(module, ins, placement, arch, context)
+        self._emit(module, ins, kernel, compile_kernel(kernel, arch), placement, context)
 
     def _emit(
-        self,
-        module: Module,
-        ins: Instruction,
-        kernel: Kernel,
-        code,
-        placement: Placement,
-        context: PassContext,
-        out_shape: Shape | None = None,
+        self, module: Module, ins: Instruction, kernel: Kernel, code, placement: Placement, context: PassContext
     ) -> None:
         op = make_op(
             "gpu::code_object",
@@ -188,7 +172,7 @@ class GpuLowering(Pass):
             symbol_name=kernel.symbol,
             **{"global": kernel.global_size, "local": kernel.local_size},
         )
-        self._write_into_allocation(module, ins, op, list(ins.args), placement, out_shape)
+        self._write_into_allocation(module, ins, op, list(ins.args), placement)
         context.count("kernels generated")
 
     def _tuned_pointwise(self, ins: Instruction, inputs: list[Tensor], output: Tensor, arch: str):
@@ -230,15 +214,9 @@ class GpuLowering(Pass):
         return Tensor.of(ins.shape, aligned=(offset * ins.shape.dtype.itemsize) % VECTOR_ALIGNMENT == 0)
 
     def _write_into_allocation(
-        self,
-        module: Module,
-        ins: Instruction,
-        op,
-        args: list[Instruction],
-        placement: Placement,
-        shape: Shape | None = None,
+        self, module: Module, ins: Instruction, op, args: list[Instruction], placement: Placement
     ) -> None:
-        allocation = module.insert(ins, make_op("allocate", shape=shape or ins.shape))
+        allocation = module.insert(ins, make_op("allocate", shape=ins.shape))
         placement[allocation] = (allocation, 0)
         module.replace(ins, op, [*args, allocation], [])
         placement[ins] = (allocation, 0)
@@ -425,17 +403,6 @@ class GpuLowering(Pass):
         self._write_into_allocation(module, copy, op, [x], placement)
         context.count("kernels generated")
         return copy
-
-
-def input_layout(source: Shape, result: Shape) -> Shape:
-    """`result`'s lens in `source`'s layout where that is a dense permutation other than standard
-    (channels-last), else `result` as it is."""
-    if source.ndim != result.ndim or source.standard or source.broadcasted or source.is_tuple:
-        return result
-    permutation = find_permutation(source)
-    if Shape.from_permutation(source.dtype, source.lens, permutation).strides != source.strides:
-        return result  # not dense (a slice): keep the standard result
-    return Shape.from_permutation(result.dtype, result.lens, permutation)
 
 
 def transposed_matrix_shape(shape: Shape) -> Shape | None:
