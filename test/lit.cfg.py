@@ -25,6 +25,8 @@ for key in (
     "MGXIR_CACHE_DIR",
     "COVERAGE_PROCESS_CONFIG",
     "COVERAGE_PROCESS_START",
+    "PYTHONPATH",  # a package installed with --target (the GPU machine's runs)
+    "LD_LIBRARY_PATH",  # where GPU runtimes' libraries are (cuDNN's wheel)
 ):
     if key in os.environ:
         config.environment[key] = os.environ[key]
@@ -36,8 +38,8 @@ config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("%roundtrip", f"{sys.executable} -m mgxir.tools.roundtrip"))
 
 
-def _has_gpu() -> bool:
-    tool = shutil.which("nvidia-smi") or shutil.which("rocm-smi")
+def _has_gpu(tool_name: str) -> bool:
+    tool = shutil.which(tool_name)
     if not tool:
         return False
     try:
@@ -46,8 +48,10 @@ def _has_gpu() -> bool:
         return False
 
 
-if _has_gpu():
-    config.available_features.add("gpu")
+# gpu: an NVIDIA GPU (CUDA); rocm: an AMD GPU with ROCm (the gpu target's hip platform)
+for feature, tool_name in (("gpu", "nvidia-smi"), ("rocm", "rocm-smi")):
+    if _has_gpu(tool_name):
+        config.available_features.add(feature)
 
 
 def _has_iree_vulkan() -> bool:

@@ -346,7 +346,7 @@ class RunOptions:
     quiet: bool = False
     from_log: bool = False
     log_pass: str | None = None
-    device: str | None = None  # iree: local-task (default), local-sync, cuda, hip or vulkan; gpu: its number
+    device: str | None = None  # iree: local-task (default), local-sync, cuda, hip or vulkan; gpu: N, cuda:N, hip:N
     perf: bool = False  # gpu: per-instruction times and shares
     exhaustive_tune: bool = False  # gpu: time launch configurations and library algorithms, keep the fastest
     cache_dir: str | None = None  # iree: the compiled modules' cache
@@ -410,12 +410,9 @@ def _target_context(o: RunOptions) -> Iterator[Callable[..., Program]]:
         yield lambda path, sink, from_log, log_pass: load_entry("mgxir.drivers.formats:read_onnx")(path, {}, sink)
         return
     if o.target == "gpu":
-        from mgxir.targets.gpu.driver import gpu_options
+        from mgxir.targets.gpu.driver import gpu_options, select_device
 
-        try:
-            gpu_options.device = int(o.device or 0)
-        except ValueError:
-            raise MgxError(f"--device for --target=gpu is a GPU number, not '{o.device}'") from None
+        select_device(o.device)
         gpu_options.perf, gpu_options.exhaustive_tune = o.perf, o.exhaustive_tune
     if o.target != "iree" and not is_mlir:
         yield read_program

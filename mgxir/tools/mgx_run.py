@@ -37,7 +37,9 @@ def mgx_run(
     ] = "ref",
     device: Annotated[
         str | None,
-        typer.Option(help="iree: local-task (default), local-sync, cuda, hip or vulkan; gpu: the GPU's number."),
+        typer.Option(
+            help="iree: local-task (default), local-sync, cuda, hip or vulkan; gpu: N (CUDA's GPU N), cuda:N or hip:N."
+        ),
     ] = None,
     perf: Annotated[bool, typer.Option("--perf", help="With --target=gpu: time each instruction.")] = False,
     exhaustive_tune: Annotated[

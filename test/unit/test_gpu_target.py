@@ -76,6 +76,35 @@ x = @param:x -> float_type, {6, 768}, {768, 1}
 @7 = div(@3,@6)
 @8 = @return(@7)
 """,
+    "layernorm_half_gamma": """
+x = @param:x -> half_type, {2, 3, 768}, {2304, 768, 1}
+r = @param:r -> half_type, {2, 3, 768}, {2304, 768, 1}
+g = @param:g -> half_type, {768}, {1}
+@3 = add(x,r)
+@4 = convert[target_type=2](@3)
+@5 = reduce_mean[axes={2}](@4)
+@6 = multibroadcast[out_lens={2, 3, 768}](@5)
+@7 = sub(@4,@6)
+@8 = mul(@7,@7)
+@9 = reduce_mean[axes={2}](@8)
+@10 = multibroadcast[out_lens={2, 3, 768}](@9)
+@11 = sqrt(@10)
+@12 = div(@7,@11)
+@13 = convert[target_type=1](@12)
+@14 = broadcast[axis=2,out_lens={2, 3, 768}](g)
+@15 = mul(@13,@14)
+@16 = @return(@15)
+""",
+    "softmax_half_rows_of_128": """
+x = @param:x -> half_type, {2, 12, 9, 128}, {13824, 1152, 128, 1}
+@1 = softmax[axis=3](x)
+@2 = @return(@1)
+""",
+    "reduce_long_row_block_kernel": """
+x = @param:x -> float_type, {3, 5000}, {5000, 1}
+@1 = reduce_sum[axes={1}](x)
+@2 = @return(@1)
+""",
     "reduce_middle_axis": """
 x = @param:x -> float_type, {3, 50, 7}, {350, 7, 1}
 @1 = reduce_max[axes={1}](x)
@@ -160,6 +189,61 @@ w = @param:w -> float_type, {16, 48}, {48, 1}
 @10 = add(@9,@8)
 @11 = @return(@10)
 """,
+    # attention's q @ k^T from one qkv product: k^T is read down its columns, so its copy is a
+    # transposed (layout) one the gemm reads transposed
+    "attention_scores_from_qkv": """
+qkv = @param:qkv -> half_type, {2, 8, 3, 4, 16}, {1536, 192, 64, 16, 1}
+@1 = transpose[permutation={2, 0, 3, 1, 4}](qkv)
+@2 = slice[axes={0},starts={0},ends={1}](@1)
+@3 = slice[axes={0},starts={1},ends={2}](@1)
+@4 = squeeze[axes={0}](@2)
+@5 = squeeze[axes={0}](@3)
+@6 = transpose[permutation={0, 1, 3, 2}](@5)
+@7 = dot(@4,@6)
+@8 = @return(@7)
+""",
+    # BERT's attention: q, k, v views of one qkv product, scaled softmax: one cuDNN attention that
+    # reads the views where they are and writes heads interleaved (the reshape after it a view)
+    "attention_half": """
+qkv = @param:qkv -> half_type, {2, 8, 3, 4, 16}, {1536, 192, 64, 16, 1}
+@1 = @literal{0.25} -> half_type, {1}, {0}
+@2 = transpose[permutation={2, 0, 3, 1, 4}](qkv)
+@3 = slice[axes={0},starts={0},ends={1}](@2)
+@4 = slice[axes={0},starts={1},ends={2}](@2)
+@5 = slice[axes={0},starts={2},ends={3}](@2)
+@6 = squeeze[axes={0}](@3)
+@7 = squeeze[axes={0}](@4)
+@8 = squeeze[axes={0}](@5)
+@9 = transpose[permutation={0, 1, 3, 2}](@7)
+@10 = dot(@6,@9)
+@11 = multibroadcast[out_lens={2, 4, 8, 8}](@1)
+@12 = mul(@10,@11)
+@13 = softmax[axis=3](@12)
+@14 = dot(@13,@8)
+@15 = transpose[permutation={0, 2, 1, 3}](@14)
+@16 = reshape[dims={2, 8, 64}](@15)
+@17 = @return(@16)
+""",
+    "attention_float_unfused": """
+qkv = @param:qkv -> float_type, {2, 8, 3, 4, 16}, {1536, 192, 64, 16, 1}
+@1 = @literal{0.25} -> float_type, {1}, {0}
+@2 = transpose[permutation={2, 0, 3, 1, 4}](qkv)
+@3 = slice[axes={0},starts={0},ends={1}](@2)
+@4 = slice[axes={0},starts={1},ends={2}](@2)
+@5 = slice[axes={0},starts={2},ends={3}](@2)
+@6 = squeeze[axes={0}](@3)
+@7 = squeeze[axes={0}](@4)
+@8 = squeeze[axes={0}](@5)
+@9 = transpose[permutation={0, 1, 3, 2}](@7)
+@10 = dot(@6,@9)
+@11 = multibroadcast[out_lens={2, 4, 8, 8}](@1)
+@12 = mul(@10,@11)
+@13 = softmax[axis=3](@12)
+@14 = dot(@13,@8)
+@15 = transpose[permutation={0, 2, 1, 3}](@14)
+@16 = reshape[dims={2, 8, 64}](@15)
+@17 = @return(@16)
+""",
     "transpose_copy_and_host_step": """
 x = @param:x -> float_type, {4, 6}, {6, 1}
 @1 = transpose[permutation={1, 0}](x)
@@ -221,6 +305,67 @@ def test_lowered_shapes(lowered: dict) -> None:
     for program in lowered.values():
         allocations = [i for i in program.main if i.op.defn.name == "allocate"]
         assert len(allocations) <= 1
+
+
+def _kernel_sources(program) -> list[str]:
+    return [i.op["code_object"].source for i in program.main if i.op.defn.name == "gpu::code_object"]
+
+
+@pytest.mark.parametrize(
+    ("name", "rows_per_warp", "vector"),
+    [
+        ("layernorm_half_gamma", True, "mgx_vec<mgx_half, 8>"),  # 768 = 3 x 32 lanes x 8 halves
+        ("softmax_half_rows_of_128", True, "mgx_vec<mgx_half, 4>"),  # every lane busy: 32 x 4
+        ("softmax", True, "mgx_vec<float, 4>"),  # 300: a ragged last vector of lanes
+        ("reduce_middle_axis", True, None),  # the row is strided: scalar loads
+        ("reduce_long_row_block_kernel", False, None),  # 5000 > 32 per lane: one block per row
+    ],
+)
+def test_reduction_kernel_shape(lowered: dict, name: str, rows_per_warp: bool, vector: str | None) -> None:
+    (source,) = _kernel_sources(lowered[name])
+    assert ("MGX_SHFL_XOR(acc" in source) == rows_per_warp
+    assert ("mgx_block_reduce(acc" in source) != rows_per_warp
+    if vector is not None:
+        assert vector in source
+    elif rows_per_warp:
+        assert "mgx_vec<" not in source.split("extern")[1]
+
+
+def test_transposed_gemm_operand_is_copied_transposed(lowered: dict) -> None:
+    program = lowered["attention_scores_from_qkv"]
+    copies = {i.op["symbol_name"]: i for i in program.main if i.op.defn.name == "gpu::code_object"}
+    assert set(copies) == {"contiguous_kernel", "layout_kernel"}
+    k_copy = copies["layout_kernel"]
+    assert k_copy.shape.strides == (512, 128, 1, 16)  # packed, transposed
+    assert "mgx_vec<mgx_half, 8>" in k_copy.op["code_object"].source  # walked in its memory order
+    gemm = next(i for i in program.main if i.op.defn.name == "gpu::gemm")
+    assert gemm.args[1] is k_copy
+
+
+def test_attention_is_one_library_call(lowered: dict) -> None:
+    program = lowered["attention_half"]
+    names = [i.op.defn.name for i in program.main]
+    assert names.count("gpu::attention") == 1 and "gpu::gemm" not in names and "gpu::code_object" not in names
+    attention = next(i for i in program.main if i.op.defn.name == "gpu::attention")
+    assert attention.op["scale"] == 0.25
+    assert attention.shape.strides == (512, 16, 64, 1)  # (batch, seq, heads, d) in memory
+    assert "reshape_lazy" in names
+    # cuDNN attends in half and bf16 only: float32 stays two gemms around the softmax kernel
+    unfused = [i.op.defn.name for i in lowered["attention_float_unfused"].main]
+    assert unfused.count("gpu::gemm") == 2 and "gpu::attention" not in unfused
+
+
+def test_softmax_scale_is_read_from_the_module() -> None:
+    from mgxir.passes.manager import PassManager
+    from mgxir.passes.registry import parse_pipeline
+    from mgxir.targets.gpu.lowering import GPU_PIPELINE, find_attention, softmax_scale
+
+    program = _program(PROGRAMS["attention_half"])
+    PassManager(parse_pipeline(GPU_PIPELINE.split(",gpu_lowering")[0])).run(program, DiagnosticSink())
+    dots = [i for i in program.main if i.op.defn.name == "dot"]
+    softmax, second = find_attention(dots[0])
+    assert second is dots[1] and softmax_scale(softmax) == 0.25
+    assert find_attention(dots[1]) is None
 
 
 def test_lowered_program_prints_and_reads_back(lowered: dict) -> None:
@@ -358,3 +503,97 @@ def test_kernel_sources_compile_as_hip_for_gfx90a(lowered: dict, tmp_path: Path)
         command += ["-D__HIPCC_RTC__", "-include", "__clang_hip_runtime_wrapper.h", "-include", str(shim)]
         run = subprocess.run([*command, "-fsyntax-only", "-std=c++17", str(path)], capture_output=True, text=True)
         assert run.returncode == 0, f"{symbol}: {run.stderr[:2000]}"
+
+
+# -- platforms: CUDA and HIP behind one interface -------------------------------------------------
+
+
+def test_device_names_a_platform() -> None:
+    from mgxir.diagnostics import MgxError
+    from mgxir.targets.gpu.platforms import PLATFORMS, parse_device
+
+    assert set(PLATFORMS) == {"cuda", "hip"}
+    assert parse_device(None) == ("cuda", 0)
+    assert parse_device("2") == ("cuda", 2)
+    assert parse_device("cuda:1") == ("cuda", 1)
+    assert parse_device("hip:3") == ("hip", 3)
+    for bad in ("metal:0", "hip:", "hip:one"):
+        with pytest.raises(MgxError, match="is N, cuda:N or hip:N"):
+            parse_device(bad)
+
+
+def test_kernel_compiler_follows_the_architecture() -> None:
+    from mgxir.diagnostics import MgxError
+
+    source = PROGRAMS["pointwise_int"]
+    with pytest.raises(MgxError, match="no kernel compiler for architecture 'vega'"):
+        compile_source(source, "k", arch="vega")
+    # AMD architectures go to hiprtc, which needs ROCm: one clear error here
+    with pytest.raises(MgxError, match="hip"):
+        compile_source('extern "C" __global__ void k() {}', "k", arch="gfx942")
+
+
+CONVOLUTIONS = ("conv_bias_residual_relu", "conv_strided_half", "conv_then_exp")
+
+
+@pytest.fixture(scope="module")
+def generated_convolutions() -> dict[str, object]:
+    return {
+        name: compile_for_gpu(_program(PROGRAMS[name]), arch="sm_90", library_convolution=False)
+        for name in CONVOLUTIONS
+    }
+
+
+def test_convolutions_without_a_library_are_generated_kernels(generated_convolutions: dict) -> None:
+    for name, program in generated_convolutions.items():
+        names = [i.op.defn.name for i in program.main]
+        assert "gpu::convolution" not in names, name
+        symbols = [i.op["symbol_name"] for i in program.main if i.op.defn.name == "gpu::code_object"]
+        assert "convolution_kernel" in symbols, name
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("name", CONVOLUTIONS)
+def test_generated_convolutions_match_reference(generated_convolutions: dict, name: str) -> None:
+    from mgxir.drivers.run import flatten_outputs, rms_error
+    from mgxir.targets.gpu.runtime import GpuExecutable
+
+    program = _program(PROGRAMS[name])
+    params = _inputs(program)
+    got = flatten_outputs(GpuExecutable(generated_convolutions[name]).run(params))
+    want = flatten_outputs(Interpreter(program).run(params))
+    for key in want:
+        assert rms_error(np.asarray(got[key], np.float64), np.asarray(want[key], np.float64)) < 1e-3, key
+
+
+def _has_rocm() -> bool:
+    from mgxir.diagnostics import MgxError
+    from mgxir.targets.gpu.platforms import open_platform
+
+    try:
+        open_platform("hip", 0)
+    except MgxError:
+        return False
+    return True
+
+
+@pytest.mark.rocm
+@pytest.mark.skipif(not _has_rocm(), reason="no AMD GPU with ROCm (the hip platform is tested where ROCm is)")
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_hip_matches_reference(name: str) -> None:  # pragma: no cover - needs ROCm
+    from mgxir.drivers.run import flatten_outputs, rms_error
+    from mgxir.targets.gpu.driver import gpu_options, load_on_gpu, select_device
+
+    program = _program(PROGRAMS[name])
+    params = _inputs(program)
+    select_device("hip:0")
+    try:
+        got = flatten_outputs(load_on_gpu(program, DiagnosticSink()).run(params))
+    finally:
+        select_device(None)
+    assert gpu_options.platform == "cuda"
+    with np.errstate(all="ignore"):
+        want = flatten_outputs(Interpreter(program).run(params))
+    for key in want:
+        assert rms_error(np.asarray(got[key], np.float64), np.asarray(want[key], np.float64)) < 1e-3, key

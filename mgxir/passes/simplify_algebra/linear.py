@@ -319,8 +319,13 @@ def find_dot_mul(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysi
     op = _broadcast_to(d, c_lens)
     if not _fits(op, d.args):
         return MATCHED_UNCHANGED
-    scale = rewriter.insert(ins, op, d.args)
-    scale_t = rewriter.insert(ins, make_op("transpose", permutation=permutation), [scale])
+    if d.shape.scalar:
+        # a scalar's broadcast transposed is the broadcast itself; without the transpose,
+        # find_inner_broadcast folds the scale into an unbroadcast weight (no batch-sized literal)
+        scale_t = rewriter.insert(ins, _broadcast_to(d, c.shape.lens), d.args)
+    else:
+        scale = rewriter.insert(ins, op, d.args)
+        scale_t = rewriter.insert(ins, make_op("transpose", permutation=permutation), [scale])
     scaled = rewriter.insert(ins, make_op("mul"), [c, scale_t])
     new_args = [z, scaled] if c is b else [scaled, z]
     rewriter.replace(ins, make_op("dot"), new_args)

@@ -1,6 +1,7 @@
-"""Kernel compilation with NVRTC (through cuda-core), cached on disk by source, architecture and
-compiler version, as MIGraphX caches compiled code objects. NVRTC needs no GPU: CI compiles every
-generated kernel for sm_90 without one."""
+"""Kernel compilation, cached on disk by source, architecture and compiler version, as MIGraphX
+caches compiled code objects: NVRTC for NVIDIA architectures (`sm_XY`), hiprtc for AMD ones
+(`gfxNNN`, hip_platform.py), chosen by the architecture's prefix. NVRTC needs no GPU: CI compiles
+every generated kernel for sm_90 without one."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import functools
 import hashlib
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from mgxir.diagnostics import MgxError
@@ -58,8 +60,34 @@ def device_arch(device: int = 0) -> str | None:
     return f"sm_{major}{minor}"
 
 
+def _hiprtc(source: str, symbol: str, arch: str, output: str) -> bytes:
+    from mgxir.targets.gpu.hiprtc import hiprtc_compile
+
+    return hiprtc_compile(source, symbol, arch)
+
+
+def _hiprtc_version() -> str:
+    from mgxir.targets.gpu.hiprtc import hiprtc_version
+
+    return hiprtc_version()
+
+
+# architecture prefix -> (compile(source, symbol, arch, output) -> binary, compiler version, binary kind)
+COMPILERS: dict[str, tuple[Callable[[str, str, str, str], bytes], Callable[[], str], str]] = {
+    "sm_": (lambda *a: _nvrtc(*a), lambda: compiler_version(), "cubin"),
+    "gfx": (_hiprtc, _hiprtc_version, "hsaco"),
+}
+
+
+def _compiler(arch: str) -> tuple[Callable[[str, str, str, str], bytes], Callable[[], str], str]:
+    for prefix, compiler in COMPILERS.items():
+        if arch.startswith(prefix):
+            return compiler
+    raise MgxError(f"no kernel compiler for architecture '{arch}' (sm_XY or gfxNNN)")
+
+
 def cache_key(source: str, arch: str, output: str) -> str:
-    text = "\0".join([source, arch, output, compiler_version(), *OPTIONS])
+    text = "\0".join([source, arch, output, _compiler(arch)[1](), *OPTIONS])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -67,9 +95,11 @@ _memory: dict[str, bytes] = {}
 statistics = {"compiled": 0, "disk hits": 0, "memory hits": 0}
 
 
-def compile_source(source: str, symbol: str, arch: str = DEFAULT_ARCH, output: str = "cubin") -> bytes:
-    """The compiled binary (`cubin` or `ptx`) of one kernel source; raises MgxError on a
-    compilation error with NVRTC's log."""
+def compile_source(source: str, symbol: str, arch: str = DEFAULT_ARCH, output: str = "") -> bytes:
+    """The compiled binary of one kernel source (NVRTC: `cubin`, the default, or `ptx`; hiprtc: its
+    code object); raises MgxError on a compilation error with the compiler's log."""
+    compile_binary, _, default_output = _compiler(arch)
+    output = output or default_output
     key = cache_key(source, arch, output)
     if key in _memory:
         statistics["memory hits"] += 1
@@ -80,7 +110,7 @@ def compile_source(source: str, symbol: str, arch: str = DEFAULT_ARCH, output: s
         binary = path.read_bytes()
         statistics["disk hits"] += 1
     else:
-        binary = _nvrtc(source, symbol, arch, output)
+        binary = compile_binary(source, symbol, arch, output)
         statistics["compiled"] += 1
         if path is not None:
             _write_atomically(path, binary)

@@ -212,3 +212,52 @@ def plan_for(
     if key not in _PLANS:
         _PLANS[key] = ConvPlan(create_handle(), op, x, w, out, extras, epilogue, conv_arg, plan_index, all_plans)
     return _PLANS[key]
+
+
+class AttentionPlan:
+    """softmax(scale * Q @ K^T) @ V as one cuDNN SDPA graph (inference: no statistics); tensors
+    keep their strides, so Q, K and V are read where the qkv product left them."""
+
+    def __init__(self, handle: object, q: Shape, k_t: Shape, v: Shape, out: Shape, scale: float):
+        cudnn = _cudnn()
+        self.cudnn, self.handle = cudnn, handle
+        if q.dtype not in (DType.half, DType.bf16) or any(t.dtype != q.dtype for t in (k_t, v, out)):
+            raise MgxError("gpu::attention: cuDNN's fused attention takes half or bf16")
+        if q.ndim != 4:
+            raise MgxError("gpu::attention: cuDNN's fused attention takes (batch, heads, sequence, head) tensors")
+        io = getattr(cudnn.data_type, IO_TYPES[q.dtype])
+        f32 = cudnn.data_type.FLOAT
+        graph = cudnn.pygraph(io_data_type=io, intermediate_data_type=f32, compute_data_type=f32, handle=handle)
+        k_lens = [*k_t.lens[:-2], k_t.lens[-1], k_t.lens[-2]]
+        k_strides = [*k_t.strides[:-2], k_t.strides[-1], k_t.strides[-2]]
+        self.q = graph.tensor(name="q", dim=list(q.lens), stride=list(q.strides), data_type=io)
+        self.k = graph.tensor(name="k", dim=k_lens, stride=k_strides, data_type=io)
+        self.v = graph.tensor(name="v", dim=list(v.lens), stride=list(v.strides), data_type=io)
+        result = graph.sdpa(name="sdpa", q=self.q, k=self.k, v=self.v, is_inference=True, attn_scale=scale)
+        o = result[0] if isinstance(result, (tuple, list)) else result
+        o.set_output(True).set_dim(list(out.lens)).set_stride(list(out.strides)).set_data_type(io)
+        self.o = o
+        self.graph = graph
+        try:
+            graph.validate()
+            graph.build_operation_graph()
+            graph.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+            graph.check_support()
+            graph.build_plans(cudnn.build_plan_policy.HEURISTICS_CHOICE)
+        except Exception as e:  # cuDNN reports an unsupported graph through several exception types
+            raise MgxError(f"gpu::attention: cuDNN cannot run {q.lens} x {k_lens} ({str(e).splitlines()[0]})") from None
+        self.workspace_bytes = int(graph.get_workspace_size())
+
+    def __call__(self, stream: int, workspace: int, q: int, k_t: int, v: int, out: int) -> None:
+        self.cudnn.set_stream(self.handle, stream)
+        self.graph.execute({self.q: q, self.k: k_t, self.v: v, self.o: out}, workspace, handle=self.handle)
+
+
+_ATTENTION_PLANS: dict[tuple, AttentionPlan] = {}
+
+
+def attention_plan_for(q: Shape, k_t: Shape, v: Shape, out: Shape, scale: float) -> AttentionPlan:
+    key = (q, k_t, v, out, scale)
+    if key not in _ATTENTION_PLANS:
+        _ATTENTION_PLANS[key] = AttentionPlan(create_handle(), q, k_t, v, out, scale)
+    return _ATTENTION_PLANS[key]

@@ -1,7 +1,7 @@
 """The GPU target's entry points: compile a program with the `gpu` pipeline and run it on a GPU.
 
 `run_on_gpu` has the reference runner's signature (`mgx-run --target=gpu`); `gpu_options` holds
-what the command line adds (`--device`, `--perf`, `--exhaustive-tune`)."""
+what the command line adds (`--device` N, cuda:N or hip:N, `--perf`, `--exhaustive-tune`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from mgxir.ir.program import Program
 from mgxir.passes.manager import PassManager
 from mgxir.passes.registry import parse_pipeline
 from mgxir.targets.gpu.lowering import GPU_PIPELINE, GpuLowering
-from mgxir.targets.gpu.runtime import GpuExecutable, open_device
+from mgxir.targets.gpu.platforms import Platform, open_platform, parse_device
+from mgxir.targets.gpu.runtime import GpuExecutable
 from mgxir.targets.gpu.tune import problem_cache, tune_library_calls
 from mgxir.text.parser import parse_program
 from mgxir.text.printer import PrintOptions, print_program
@@ -24,12 +25,18 @@ from mgxir.text.printer import PrintOptions, print_program
 @dataclasses.dataclass
 class GpuOptions:
     device: int = 0
+    platform: str = "cuda"
     perf: bool = False
     perf_iterations: int = 100
     exhaustive_tune: bool = False
 
 
 gpu_options = GpuOptions()
+
+
+def select_device(text: str | None) -> None:
+    """`--device`: N (CUDA's GPU N), cuda:N or hip:N."""
+    gpu_options.platform, gpu_options.device = parse_device(text)
 
 
 def copy_program(program: Program) -> Program:
@@ -43,17 +50,20 @@ def compile_for_gpu(
     sink: DiagnosticSink | None = None,
     exhaustive_tune: bool = False,
     in_place: bool = False,
+    library_convolution: bool = True,
 ) -> Program:
     """A lowered copy of `program` (or `program` itself, lowered, with `in_place`: the copy goes
     through the lossless text and costs seconds per million weights): the `gpu` pipeline (fusion,
     lowering, memory planning); with `exhaustive_tune`, elementwise kernels are timed in their
-    launch configurations."""
+    launch configurations; without `library_convolution` (a platform with no DNN library),
+    convolutions become generated kernels."""
     lowered = program if in_place else copy_program(program)
     passes = parse_pipeline(GPU_PIPELINE)
     for p in passes:
         if isinstance(p, GpuLowering):
             p.arch = arch or p.arch
             p.exhaustive_tune = exhaustive_tune
+            p.library_convolution = p.fuse_attention = library_convolution
     PassManager(passes).run(lowered, sink)
     return lowered
 
@@ -69,12 +79,20 @@ def load_on_gpu(
     are written into the compiled program, which is then loaded again with them."""
     device = gpu_options.device if device is None else device
     tuning = gpu_options.exhaustive_tune if exhaustive_tune is None else exhaustive_tune
-    open_device(device)  # one clear line before any compilation where there is no GPU
-    lowered = compile_for_gpu(program, sink=sink, exhaustive_tune=tuning, in_place=in_place)
-    if not tuning:
-        return GpuExecutable(lowered, device, sink)
-    tune_library_calls(GpuExecutable(lowered, device, sink), problem_cache())
-    return GpuExecutable(lowered, device, sink)
+    # one clear line before any compilation where there is no GPU
+    platform: Platform = open_platform(gpu_options.platform, device)
+    lowered = compile_for_gpu(
+        program,
+        arch=platform.arch(),
+        sink=sink,
+        exhaustive_tune=tuning and platform.tunes,
+        in_place=in_place,
+        library_convolution=platform.library_convolution,
+    )
+    if not (tuning and platform.tunes):
+        return GpuExecutable(lowered, device, sink, platform)
+    tune_library_calls(GpuExecutable(lowered, device, sink, platform), problem_cache())
+    return GpuExecutable(lowered, device, sink, platform)
 
 
 def run_on_gpu(program: Program, params: dict[str, np.ndarray], sink: DiagnosticSink) -> list[RuntimeValue]:

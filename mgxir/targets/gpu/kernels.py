@@ -454,8 +454,16 @@ def pointwise_kernel(module: Module, inputs: Sequence[Tensor], output: Tensor, *
 
 
 def copy_kernel(source: Tensor, output: Tensor, symbol: str = "contiguous_kernel") -> Kernel:
+    """A copy; between tensors of the same lens, both are walked in the output's memory order (the
+    axes permuted alike), so that writes are coalesced and vectors where both inner axes allow."""
     if source.elements != output.elements:
         raise Unsupported("a copy needs as many elements in as out")
+    if source.lens == output.lens:
+        order = sorted(range(len(output.lens)), key=lambda d: -output.strides[d])
+        source, output = (
+            Tensor(t.dtype, tuple(t.lens[d] for d in order), tuple(t.strides[d] for d in order), t.aligned)
+            for t in (source, output)
+        )
     return elementwise_kernel(symbol, [source], output, lambda args: ([], args[0]))
 
 
@@ -480,10 +488,37 @@ REDUCERS: dict[str, tuple[str, Callable[[str], str], bool]] = {
 _VIEWS_OF_ROW_VALUES = ("multibroadcast", "broadcast")
 
 
+ROW_LANES = 32  # lanes per row in warp-row reductions: a CUDA warp, half an AMD wavefront
+WARP_ROW_LOCAL = 256
+WARP_ROW_CACHE = 128  # cached row elements per lane, over all parameters (registers)
+
+
 def reduce_kernel(module: Module, axes: Sequence[int], inputs: Sequence[Tensor], output: Tensor) -> Kernel:
-    """A fused_reduce module: one block per output row (the kept axes); each reduction loops over
-    the row with the block's threads and combines across the block; values that depend on the
-    position in the row are recomputed where each loop needs them, as MIGraphX's lazy `inner`."""
+    """A fused_reduce module. Rows up to 32 elements per lane run one row per 32 lanes, the row's
+    inputs loaded once (vectors where the row is contiguous) into registers and every reduction
+    combined with shuffles alone; longer rows run one block per row (see `block_reduce_kernel`)."""
+    plan = _classify_reduce(module, axes, inputs, output)
+    return _warp_row_kernel(plan) or _block_reduce_kernel(plan)
+
+
+@dataclasses.dataclass
+class _ReducePlan:
+    module: Module
+    inputs: Sequence[Tensor]
+    output: Tensor
+    params: list[Instruction]
+    lens: tuple[int, ...]
+    axes: list[int]
+    kept: list[int]
+    rows: int
+    row_len: int
+    per_element: set[Instruction]
+    order: list[Instruction]
+    result: Instruction
+    index_of: dict[Instruction, int]
+
+
+def _classify_reduce(module: Module, axes: Sequence[int], inputs: Sequence[Tensor], output: Tensor) -> _ReducePlan:
     params = sorted((i for i in module if i.is_param), key=lambda p: p.param_name)
     if len(params) != len(inputs):
         raise Unsupported("fused_reduce parameters and inputs differ")
@@ -495,11 +530,6 @@ def reduce_kernel(module: Module, axes: Sequence[int], inputs: Sequence[Tensor],
     row_len = math.prod(lens[d] for d in axes)
     if any(t.lens != lens for t in inputs) or output.lens not in (tuple(lens), _reduced(lens, axes)):
         raise Unsupported("fused_reduce inputs and output must share their axes")
-    tensors = [*inputs, output]
-    local = 64
-    while local < 1024 and local < row_len:
-        local *= 2
-    local = min(local, 256) if row_len <= 4096 else 1024
     # classify the body: row values (one per row) and element values (one per row element)
     per_element: set[Instruction] = set(params)
     order = [i for i in module if not (i.is_param or i.is_return)]
@@ -523,6 +553,35 @@ def reduce_kernel(module: Module, axes: Sequence[int], inputs: Sequence[Tensor],
         else:
             raise Unsupported(f"'{name}' inside fused_reduce")
     index_of = {ins: k for k, ins in enumerate(module)}
+    return _ReducePlan(
+        module,
+        inputs,
+        output,
+        params,
+        tuple(lens),
+        axes,
+        kept,
+        rows,
+        row_len,
+        per_element,
+        order,
+        ret.args[0],
+        index_of,
+    )
+
+
+def _block_reduce_kernel(plan: _ReducePlan) -> Kernel:
+    """One block per output row (the kept axes); each reduction loops over the row with the block's
+    threads and combines across the block; values that depend on the position in the row are
+    recomputed where each loop needs them, as MIGraphX's lazy `inner`."""
+    module, inputs, output, params = plan.module, plan.inputs, plan.output, plan.params
+    lens, axes, kept, rows, row_len = plan.lens, plan.axes, plan.kept, plan.rows, plan.row_len
+    per_element, order, index_of = plan.per_element, plan.order, plan.index_of
+    tensors = [*inputs, output]
+    local = 64
+    while local < 1024 and local < row_len:
+        local *= 2
+    local = min(local, 256) if row_len <= 4096 else 1024
     body: list[str] = []
     row_names: dict[Instruction, str] = {}
     for ins in order:
@@ -584,7 +643,7 @@ def reduce_kernel(module: Module, axes: Sequence[int], inputs: Sequence[Tensor],
             result = f"(({c})acc{k} / ({c}){row_len})" if mean else f"(({c})acc{k})"
             body.append(f"  const {c} red{k} = {result};")
             row_names[ins] = f"red{k}"
-    result = ret.args[0]
+    result = plan.result
     ost = storage_type(output.dtype)
     if result in per_element:
         body.append(f"  for (long long r = threadIdx.x; r < {row_len}LL; r += {local}) {{")
@@ -605,6 +664,176 @@ def reduce_kernel(module: Module, axes: Sequence[int], inputs: Sequence[Tensor],
     lines.extend(body)
     lines.append("}")
     return Kernel(symbol, "\n".join(lines) + "\n", rows * local, local)
+
+
+def _row_contiguous(t: Tensor, axes: Sequence[int], lens: Sequence[int]) -> bool:
+    """Whether the row (the reduced axes, in order) is packed in `t`: element r at offset r."""
+    if t.lens != tuple(lens):
+        return False
+    expected = 1
+    for d in reversed(axes):
+        if lens[d] != 1:
+            if t.strides[d] != expected:
+                return False
+            expected *= lens[d]
+    return True
+
+
+def _warp_row_kernel(plan: _ReducePlan) -> Kernel | None:
+    """One row per 32 lanes, or None where a lane would hold too much of its row. Each lane caches
+    its elements of every input (`c<k>[q]`, element `r = (j * 32 + lane) * W + e` at `q = j * W +
+    e`); reductions combine their lane's elements, then the 32 lanes by shuffles (every lane gets
+    the result, so no shared memory and no block barrier)."""
+    inputs, output, params, lens, axes = plan.inputs, plan.output, plan.params, plan.lens, plan.axes
+    row_len, per_element, order, index_of = plan.row_len, plan.per_element, plan.order, plan.index_of
+    tensors = [*inputs, output]
+    contiguous = [_row_contiguous(t, axes, lens) for t in tensors]
+    packed = [t for t, c in zip(tensors, contiguous) if c]
+    width = max(1, 16 // max(t.dtype.itemsize for t in packed)) if packed else 1
+    while width > 1 and (
+        row_len % width
+        or ROW_LANES * width > row_len
+        or any(not t.aligned or any(t.strides[d] % width for d in plan.kept if lens[d] != 1) for t in packed)
+    ):
+        width //= 2
+    items = -(-row_len // (ROW_LANES * width))
+    per_lane = items * width
+    if per_lane > 32 or per_lane * len(params) > WARP_ROW_CACHE:
+        return None
+    ragged = row_len % (ROW_LANES * width) != 0
+    row_names: dict[Instruction, str] = {
+        ins: literal_expr(ins.literal.data.reshape(-1)[0], ins.shape.dtype) for ins in order if ins.is_literal
+    }
+    body: list[str] = []
+
+    def element_loop(inner: Callable[[], list[str]]) -> list[str]:
+        lines = ["#pragma unroll", f"  for (int j = 0; j < {items}; ++j) {{"]
+        lines.append(f"    const long long v = (long long)j * {ROW_LANES} + lane;")
+        if ragged:
+            lines.append(f"    if (v * {width} >= {row_len}LL) break;")
+        lines.extend(["#pragma unroll", f"    for (int e = 0; e < {width}; ++e) {{"])
+        lines.append(f"      const int q = j * {width} + e;")
+        lines.append(f"      const long long r = v * {width} + e;")
+        lines.append("      (void)r;")
+        lines.extend(inner())
+        lines.extend(["    }", "  }"])
+        return lines
+
+    def element_code(target: Instruction, tag: str) -> tuple[list[str], str]:
+        names = dict(row_names)
+        out: list[str] = []
+        needed = _closure(target, per_element)
+        for k, p in enumerate(params):
+            names[p] = f"c{k}[q]"
+        for ins in order:
+            if ins not in needed or ins.is_param:
+                continue
+            statements, result = pointwise_body(
+                ins.module_args[0], [names[a] for a in ins.args], f"{tag}v{index_of[ins]}_"
+            )
+            out.extend("      " + s for s in statements)
+            names[ins] = result
+        return out, names[target]
+
+    # the row's inputs, once
+    for k, t in enumerate(inputs):
+        ct, st = compute_type(t.dtype), storage_type(t.dtype)
+        body.append(f"  {ct} c{k}[{per_lane}];")
+        body.extend(["#pragma unroll", f"  for (int q = 0; q < {per_lane}; ++q) c{k}[q] = ({ct})0;"])
+        if contiguous[k] and width > 1:
+            body.extend(["#pragma unroll", f"  for (int j = 0; j < {items}; ++j) {{"])
+            body.append(f"    const long long v = (long long)j * {ROW_LANES} + lane;")
+            if ragged:
+                body.append(f"    if (v * {width} >= {row_len}LL) break;")
+            body.append(
+                f"    const mgx_vec<{st}, {width}> w = *(const mgx_vec<{st}, {width}>*)(x{k} + base{k} + v * {width});"
+            )
+            body.extend(
+                ["#pragma unroll", f"    for (int e = 0; e < {width}; ++e) c{k}[j * {width} + e] = mgx_load(&w.v[e]);"]
+            )
+            body.append("  }")
+        else:
+            offset = "r" if contiguous[k] else _axes_offset("r", t, axes, lens)
+            body.extend(
+                element_loop(lambda k=k, offset=offset: [f"      c{k}[q] = mgx_load(x{k} + base{k} + {offset});"])
+            )
+    for ins in order:
+        name = ins.op.defn.name
+        if name in _VIEWS_OF_ROW_VALUES:
+            row_names[ins] = row_names[ins.args[0]]
+        elif name == "pointwise" and ins not in per_element:
+            statements, result = pointwise_body(
+                ins.module_args[0], [row_names[a] for a in ins.args], f"w{index_of[ins]}_"
+            )
+            body.extend("  " + s for s in statements)
+            row_names[ins] = result
+        elif name in REDUCERS:
+            combiner, initial, mean = REDUCERS[name]
+            acc = accumulator_type(ins.shape.dtype)
+            k = index_of[ins]
+            body.append(f"  {acc} acc{k} = {initial(acc)};")
+            source = ins.args[0]
+
+            def accumulate(
+                source: Instruction = source, k: int = k, acc: str = acc, combiner: str = combiner
+            ) -> list[str]:
+                if source in per_element:
+                    statements, value = element_code(source, f"e{k}_")
+                else:
+                    statements, value = [], row_names[source]
+                return [*statements, f"      acc{k} = {combiner}()(acc{k}, ({acc})({value}));"]
+
+            body.extend(element_loop(accumulate))
+            body.append(
+                f"  for (int o = {ROW_LANES // 2}; o > 0; o /= 2) "
+                f"acc{k} = {combiner}()(acc{k}, MGX_SHFL_XOR(acc{k}, o));"
+            )
+            c = compute_type(ins.shape.dtype)
+            result = f"(({c})acc{k} / ({c}){row_len})" if mean else f"(({c})acc{k})"
+            body.append(f"  const {c} red{k} = {result};")
+            row_names[ins] = f"red{k}"
+    result = plan.result
+    ost = storage_type(output.dtype)
+    out_index = len(inputs)
+    if result in per_element:
+        if contiguous[out_index] and width > 1:
+            body.extend(["#pragma unroll", f"  for (int j = 0; j < {items}; ++j) {{"])
+            body.append(f"    const long long v = (long long)j * {ROW_LANES} + lane;")
+            if ragged:
+                body.append(f"    if (v * {width} >= {row_len}LL) break;")
+            body.append(f"    mgx_vec<{ost}, {width}> w;")
+            body.extend(
+                ["#pragma unroll", f"    for (int e = 0; e < {width}; ++e) {{", f"      const int q = j * {width} + e;"]
+            )
+            statements, value = element_code(result, "f_")
+            body.extend(statements)
+            body.extend([f"      mgx_store(&w.v[e], {value});", "    }"])
+            body.append(f"    *(mgx_vec<{ost}, {width}>*)(out + base{out_index} + v * {width}) = w;")
+            body.append("  }")
+        else:
+            offset = "r" if contiguous[out_index] else _axes_offset("r", output, axes, lens)
+
+            def store() -> list[str]:
+                statements, value = element_code(result, "f_")
+                return [*statements, f"      mgx_store(out + base{out_index} + {offset}, {value});"]
+
+            body.extend(element_loop(store))
+    else:
+        body.append(f"  if (lane == 0) mgx_store(out + base{out_index}, {row_names[result]});")
+    symbol = kernel_name(plan.module)
+    args = [f"const {storage_type(t.dtype)}* __restrict__ x{k}" for k, t in enumerate(inputs)]
+    args.append(f"{ost}* __restrict__ out")
+    rows_per_block = WARP_ROW_LOCAL // ROW_LANES
+    lines = [PRELUDE, f'extern "C" __global__ void __launch_bounds__({WARP_ROW_LOCAL}) {symbol}({", ".join(args)}) {{']
+    lines.append(f"  const long long row = (long long)blockIdx.x * {rows_per_block} + threadIdx.x / {ROW_LANES};")
+    lines.append(f"  if (row >= {plan.rows}LL) return;")
+    lines.append(f"  const int lane = threadIdx.x % {ROW_LANES};")
+    for k, t in enumerate(tensors):
+        lines.append(f"  const long long base{k} = {_axes_offset('row', t, plan.kept, lens)};")
+    lines.extend(body)
+    lines.append("}")
+    blocks = -(-plan.rows // rows_per_block)
+    return Kernel(symbol, "\n".join(lines) + "\n", blocks * WARP_ROW_LOCAL, WARP_ROW_LOCAL)
 
 
 def _reduced(lens: Sequence[int], axes: Sequence[int]) -> tuple[int, ...]:
@@ -748,3 +977,28 @@ def pooling_kernel(op: Operation, source: Tensor, output: Tensor) -> Kernel:
     elif mode != 1:
         body.append(f"  acc = acc / ({acc})(count > 0 ? count : 1);")
     return indexed_kernel("pooling_kernel", [source], output, body, "acc")
+
+
+def convolution_kernel(op: Operation, x: Tensor, w: Tensor, output: Tensor) -> Kernel:
+    """A direct convolution, one thread per output element (n, k, spatial...): the fallback where
+    the platform has no DNN library (HIP here), any layout, groups, padding, stride and dilation."""
+    if not output.dtype.is_float or op["padding_mode"] != 0:
+        raise Unsupported("generated convolutions: floating point, explicit padding")
+    k = len(x.lens) - 2
+    pads = list(op["padding"])
+    begin = pads[:k] if len(pads) == 2 * k else pads
+    stride, dilation, group = op["stride"], op["dilation"], op["group"]
+    in_per_group, out_per_group = x.lens[1] // group, output.lens[1] // group
+    acc = "double" if output.dtype is DType.double else "float"
+    body = [f"  {acc} acc = 0;", f"  const long long g = c1 / {out_per_group}LL;"]
+    body.append(f"  for (long long ci = 0; ci < {in_per_group}LL; ++ci) {{")
+    body.append(f"  const long long ch = g * {in_per_group}LL + ci;")
+    for d in range(k):
+        body.append(f"  for (long long w{d} = 0; w{d} < {w.lens[d + 2]}LL; ++w{d}) {{")
+        body.append(f"  const long long q{d} = c{d + 2} * {stride[d]}LL - {begin[d]}LL + w{d} * {dilation[d]}LL;")
+    inside = " && ".join(f"q{d} >= 0 && q{d} < {x.lens[d + 2]}LL" for d in range(k)) or "true"
+    x_at = _at(x, ["c0", "ch", *[f"q{d}" for d in range(k)]])
+    w_at = _at(w, ["c1", "ci", *[f"w{d}" for d in range(k)]])
+    body.append(f"  if ({inside}) acc += ({acc})mgx_load(x0 + {x_at}) * ({acc})mgx_load(x1 + {w_at});")
+    body.extend("  }" for _ in range(k + 1))
+    return indexed_kernel("convolution_kernel", [x, w], output, body, "acc")

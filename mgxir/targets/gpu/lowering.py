@@ -14,7 +14,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
+import numpy as np
+
 from mgxir.diagnostics import MgxError
+from mgxir.interp import Interpreter
+from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.literal import Literal
 from mgxir.ir.module import Module, compute_shape
@@ -28,6 +32,7 @@ from mgxir.targets.gpu import dnn, kernels, tune
 from mgxir.targets.gpu.compiler import DEFAULT_ARCH, compile_kernel, device_arch
 from mgxir.targets.gpu.kernels import Kernel, Tensor, Unsupported
 from mgxir.targets.gpu.views import view_offset
+from mgxir.text.printer import print_module
 
 VECTOR_ALIGNMENT = 16  # bytes: what memory_coloring must give (the gpu pipeline asks for it)
 
@@ -66,6 +71,12 @@ def _pooling(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
     return kernels.pooling_kernel(ins.op, inputs[0], output)
 
 
+def _convolution(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    if len(inputs) != 2:
+        raise Unsupported("convolution with more than its input and weights")
+    return kernels.convolution_kernel(ins.op, inputs[0], inputs[1], output)
+
+
 def _copy(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
     return kernels.copy_kernel(inputs[0], output, f"{ins.op.defn.name}_kernel")
 
@@ -77,6 +88,7 @@ GENERATORS: dict[str, Generator] = {
     "gather": _gather,
     "pad": _pad,
     "pooling": _pooling,
+    "convolution": _convolution,  # where the platform has no DNN library (library_convolution off)
     "contiguous": _copy,
     "reshape": _copy,
     "reshape_lazy": _copy,
@@ -96,6 +108,8 @@ class GpuLowering(Pass):
     arch: str = ""  # sm_XY; empty: the GPU's, or sm_90 without one
     fuse_epilogues: bool = True
     channels_last: bool = True  # 2-d convolutions in NHWC (cuDNN's fast layout on tensor cores)
+    library_convolution: bool = True  # cuDNN calls; off: generated kernels (a platform without cuDNN)
+    fuse_attention: bool = True  # dot -> scaled softmax -> dot as cuDNN's fused attention (half, bf16)
     exhaustive_tune: bool = False  # time launch configurations of elementwise kernels on the GPU
     _timer: object = dataclasses.field(default=None, repr=False)
 
@@ -124,9 +138,10 @@ class GpuLowering(Pass):
             return self._host(ins, placement, context)
         try:
             if name in ("dot",):
-                self._gemm(module, ins, placement, arch, context)
+                if not (self.fuse_attention and self._attention(module, ins, placement, context)):
+                    self._gemm(module, ins, placement, arch, context)
                 return
-            if name == "convolution":
+            if name == "convolution" and self.library_convolution:
                 self._convolution(module, ins, placement, arch, context)
                 return
             inputs = [self._tensor(a, placement) for a in ins.args]
@@ -222,6 +237,39 @@ class GpuLowering(Pass):
         else:
             self._write_into_allocation(module, ins, op, args, placement)
         context.count("gemms")
+
+    # -- attention ----------------------------------------------------------------------------
+
+    def _attention(self, module: Module, dot: Instruction, placement: Placement, context: PassContext) -> bool:
+        """dot -> softmax(scale * .) -> dot becomes one gpu::attention where cuDNN runs it; False
+        (nothing changed) otherwise."""
+        found = find_attention(dot)
+        if found is None:
+            return False
+        softmax, second = found
+        q, k_t = dot.args
+        v = second.args[1]
+        for x in (q, k_t, v):
+            where = placed(x, placement)
+            if where is None or (where[1] * x.shape.dtype.itemsize) % VECTOR_ALIGNMENT:
+                return False
+        scale = softmax_scale(softmax)
+        if scale is None:
+            return False
+        out, transpose = heads_interleaved_output(second)
+        if not attention_plan_available(q.shape, k_t.shape, v.shape, out, scale):
+            context.count("attentions cuDNN refused")
+            return False
+        allocation = module.insert(second, make_op("allocate", shape=out))
+        placement[allocation] = (allocation, 0)
+        module.replace(second, make_op("gpu::attention", scale=scale), [q, k_t, v, allocation], [])
+        placement[second] = (allocation, 0)
+        if transpose is not None:  # its shape follows the new layout: standard, so what reshapes it is a view
+            module.replace(transpose, transpose.op, list(transpose.args))
+        module.remove(softmax)
+        module.remove(dot)
+        context.count("attentions fused")
+        return True
 
     # -- convolution --------------------------------------------------------------------------
 
@@ -338,6 +386,11 @@ class GpuLowering(Pass):
         where = placed(x, placement)
         if readable(x.shape) and where is not None and (where[1] * x.shape.dtype.itemsize) % VECTOR_ALIGNMENT == 0:
             return x
+        transposed = transposed_matrix_shape(x.shape)
+        if transposed is not None and readable(transposed):
+            # a matrix read down its columns is copied as a transposed one: reads and writes
+            # along the same axis, and the library reads it transposed (attention's k^T)
+            return self._copy_into(module, x, transposed, _next(x), placement, arch, context)
         copy = module.insert(_next(x), make_op("contiguous"), [x])
         placement[copy] = placement[x]
         kernel = kernels.copy_kernel(self._tensor(x, placement), Tensor.of(copy.shape))
@@ -350,6 +403,16 @@ class GpuLowering(Pass):
         self._write_into_allocation(module, copy, op, [x], placement)
         context.count("kernels generated")
         return copy
+
+
+def transposed_matrix_shape(shape: Shape) -> Shape | None:
+    """Where `shape`'s matrix (its last two axes) is contiguous down its columns: its lens with the
+    last two axes' strides swapped, each batch packed; else None."""
+    if shape.ndim < 2 or shape.strides[-2] != 1 or shape.strides[-1] == 1 or shape.lens[-1] == 1:
+        return None
+    order = list(range(shape.ndim))
+    order[-1], order[-2] = order[-2], order[-1]
+    return Shape.from_permutation(shape.dtype, shape.lens, order)
 
 
 def _next(ins: Instruction) -> Instruction | None:
@@ -438,6 +501,85 @@ def find_conv_epilogue(
         if placed(extra, placement) is None or not dnn.epilogue_input_supported(extra.shape, conv.shape):
             return None
     return user, extras, list(user.args).index(conv), names
+
+
+ATTENTION_TYPES = (DType.half, DType.bf16)  # what cuDNN's fused attention reads and writes
+
+
+def find_attention(dot: Instruction) -> tuple[Instruction, Instruction] | None:
+    """(the fused_reduce, the second dot) where `dot`'s only user is a fused_reduce over its last
+    axis whose only user is a dot taking it as the left operand, in a type cuDNN attends in."""
+    if dot.shape.dtype not in ATTENTION_TYPES or dot.shape.ndim != 4 or len(dot.users) != 1:
+        return None
+    softmax = next(iter(dot.users))
+    if softmax.op.defn.name != "fused_reduce" or list(softmax.args) != [dot] or softmax.shape != dot.shape:
+        return None
+    if [a % dot.shape.ndim for a in softmax.op["axes"]] != [dot.shape.ndim - 1] or len(softmax.users) != 1:
+        return None
+    second = next(iter(softmax.users))
+    if second.op.defn.name != "dot" or second.args[0] is not softmax or second.args[1] is softmax:
+        return None
+    return softmax, second
+
+
+def heads_interleaved_output(second: Instruction) -> tuple[Shape, Instruction | None]:
+    """The layout attention writes its result in: where its only user is a transpose, the layout
+    that makes the transposed result standard (BERT's (batch, heads, seq, d) -> (batch, seq, heads,
+    d) then needs no copy), and that transpose; else standard."""
+    shape = second.shape
+    if len(second.users) == 1:
+        user = next(iter(second.users))
+        if user.op.defn.name == "transpose" and not user.module_args:
+            return Shape.from_permutation(shape.dtype, shape.lens, tuple(user.op["permutation"])), user
+    return shape, None
+
+
+_SOFTMAX_SCALES: dict[tuple[str, Shape], float | None] = {}
+
+
+def softmax_scale(reduce: Instruction) -> float | None:
+    """`s` where the fused_reduce computes softmax(s * x) along its last axis, or None. Asked of
+    the module itself: it is run by the reference interpreter on random rows and compared with
+    softmax(s * x) for each scalar literal of the module (and 1)."""
+    module = reduce.module_args[0]
+    key = (print_module(module), reduce.args[0].shape)
+    if key in _SOFTMAX_SCALES:
+        return _SOFTMAX_SCALES[key]
+    shape = reduce.args[0].shape
+    rows = np.random.default_rng(0).standard_normal(shape.lens).astype(shape.dtype.numpy)
+    run_module = Interpreter(Program()).run_module
+    with np.errstate(all="ignore"):
+        got = np.asarray(reduce.op.defn.compute(reduce.op, [rows], reduce.module_args, run_module), np.float32)
+    modules, candidates = [module], []
+    while modules:  # the scale is a literal of the module or of a pointwise module inside it
+        body = modules.pop()
+        modules.extend(body.submodules())
+        candidates += [
+            float(i.literal.data.reshape(-1)[0])
+            for i in body
+            if i.is_literal and i.literal.data is not None and i.literal.data.size == 1
+        ]
+    found = None
+    for scale in [*candidates, 1.0]:
+        z = scale * rows.astype(np.float32)
+        e = np.exp(z - z.max(axis=-1, keepdims=True))
+        if np.allclose(got, e / e.sum(axis=-1, keepdims=True), rtol=1e-2, atol=2e-3):
+            found = scale
+            break
+    _SOFTMAX_SCALES[key] = found
+    return found
+
+
+def attention_plan_available(q: Shape, k_t: Shape, v: Shape, out: Shape, scale: float) -> bool:
+    """Whether cuDNN builds its fused attention for these tensors; where that cannot be asked (no
+    GPU or no cuDNN here), whether they are of the kind it attends (4-d, half or bf16)."""
+    if device_arch() is None or not dnn.available():
+        return q.ndim == 4 and all(t.dtype in ATTENTION_TYPES for t in (q, k_t, v))
+    try:  # pragma: no cover - needs a GPU with cuDNN
+        dnn.attention_plan_for(q, k_t, v, out, scale)
+    except MgxError:  # pragma: no cover
+        return False
+    return True  # pragma: no cover
 
 
 def conv_plan_available(

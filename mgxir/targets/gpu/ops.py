@@ -178,3 +178,20 @@ class Convolution(_WritesOutput):
         if (op["epilogue"] == "none") != (not modules) or (not modules and len(inputs) != 3):
             raise fail(self.name, "an epilogue needs its module, and only an epilogue takes extra inputs")
         return inputs[-1]
+
+
+@register
+class Attention(_WritesOutput):
+    """Inputs (Q, K^T, V, output): `output = softmax(scale * Q @ K^T) @ V` in the DNN library (one
+    fused kernel, flash-attention style): the lowering's fusion of dot -> scaled softmax -> dot.
+    Q is (..., s, d), K^T (..., d, s_kv) and V (..., s_kv, d_v), any strides."""
+
+    name = "gpu::attention"
+    attributes = (Attr("scale", FLOAT, 1.0),)
+    arity = (4, 4)
+
+    def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
+        q, k_t, v, out = inputs
+        if q.lens[-1] != k_t.lens[-2] or k_t.lens[-1] != v.lens[-2] or out.lens[-2:] != (q.lens[-2], v.lens[-1]):
+            raise fail(self.name, f"cannot attend {q.lens} over {k_t.lens} and {v.lens} into {out.lens}")
+        return out

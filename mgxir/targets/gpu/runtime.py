@@ -1,7 +1,8 @@
-"""Runs a lowered program on an NVIDIA GPU with cuda-core: parameters and literals in device buffers,
-the scratch buffer allocated once, views as pointers into their inputs, kernels launched from their
-code objects, gemms through cuBLASLt; the device steps between host steps are captured once as
-CUDA graphs and replayed, so a run is a few graph launches whatever the number of kernels.
+"""Runs a lowered program on a GPU of one platform (platforms.py: CUDA or HIP): parameters and
+literals in device buffers, the scratch buffer allocated once, views as pointers into their inputs,
+kernels launched from their code objects, gemms through the platform's BLASLt library; the device
+steps between host steps are captured once as graphs and replayed, so a run is a few graph launches
+whatever the number of kernels.
 
 Instructions the lowering left alone run on the host (their inputs copied down, their result up).
 """
@@ -22,44 +23,10 @@ from mgxir.ir.operation import RuntimeValue
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
 from mgxir.targets.gpu import dnn
-from mgxir.targets.gpu.blas import WORKSPACE_BYTES, GemmPlan, create_handle
 from mgxir.targets.gpu.dnn import ConvPlan
+from mgxir.targets.gpu.platforms import Platform, open_cuda_device, open_platform
 from mgxir.targets.gpu.views import view_offset
 from mgxir.text.printer import print_module
-
-
-def _driver():
-    from cuda.bindings import driver
-
-    return driver
-
-
-def _check(result: tuple) -> object:
-    driver = _driver()
-    err = result[0]
-    if err != driver.CUresult.CUDA_SUCCESS:
-        _, name = driver.cuGetErrorName(err)
-        raise MgxError(f"CUDA error: {name.decode() if isinstance(name, bytes) else name}")
-    return result[1] if len(result) == 2 else result[1:]
-
-
-def open_device(index: int):
-    """The cuda-core Device, current; one clear MgxError where there is no GPU or no driver."""
-    try:
-        from cuda.core import Device
-    except ImportError:
-        raise MgxError("the GPU target needs cuda-core: pip install 'mgxir[cuda]'") from None
-    try:
-        count = Device.get_all_devices() if hasattr(Device, "get_all_devices") else None
-        if count is not None and index >= len(count):
-            raise MgxError(f"no GPU {index}: {len(count)} GPU{'s' if len(count) != 1 else ''} visible")
-        device = Device(index)
-        device.set_current()
-    except MgxError:
-        raise
-    except Exception as e:  # cuda-core reports a missing driver or device in several exception types
-        raise MgxError(f"no usable NVIDIA GPU or driver ({type(e).__name__}: {str(e).splitlines()[0]})") from None
-    return device
 
 
 @dataclasses.dataclass
@@ -72,27 +39,20 @@ class Step:
 class GpuExecutable:
     """A lowered program loaded on one GPU: `run(params)` returns the outputs as numpy arrays."""
 
-    def __init__(self, program: Program, device: int = 0, sink: DiagnosticSink | None = None):
-        from cuda.core import EventOptions, LaunchConfig, ObjectCode, launch
-
+    def __init__(
+        self, program: Program, device: int = 0, sink: DiagnosticSink | None = None, platform: Platform | None = None
+    ):
         self.program = program
         self.sink = sink or DiagnosticSink()
-        self.device = open_device(device)
-        self.stream = self.device.create_stream()
-        self.stream_handle = int(self.stream.handle)
-        self._launch, self._config = launch, LaunchConfig
-        self._timing = EventOptions(timing_enabled=True)
-        self._object_code = ObjectCode
-        self.buffers: list[object] = []  # keeps device allocations alive
+        self.platform = platform or open_platform("cuda", device)
+        self.stream_handle = self.platform.stream_handle
         self.pointer: dict[Instruction, int] = {}
         self.host_values: dict[Instruction, RuntimeValue] = {}
         self.params: dict[str, Instruction] = {}
         self.outputs: list[Instruction] = []
         self.steps: list[Step] = []
-        self._kernels: dict[tuple[bytes, str], object] = {}
-        self._blas: int | None = None
-        self.gemm_plans: dict[Instruction, GemmPlan] = {}
-        self._workspace = 0
+        self.gemm_plans: dict[Instruction, object] = {}
+        self._gemm_calls: dict[Instruction, Callable[[int, int, int, int], None]] = {}
         self._conv_workspace, self._conv_workspace_bytes = 0, 0
         self._interpreter = Interpreter(program, self.sink)
         self._load()
@@ -102,21 +62,17 @@ class GpuExecutable:
     # -- loading ------------------------------------------------------------------------------
 
     def _allocate(self, nbytes: int) -> int:
-        buffer = self.device.allocate(max(nbytes, 16), stream=self.stream)
-        self.buffers.append(buffer)
-        return int(buffer.handle)
+        return self.platform.allocate(nbytes)
 
     def _upload(self, pointer: int, array: np.ndarray, shape: Shape) -> None:
         staged = np.zeros(max(shape.element_space, 1), shape.dtype.numpy)
         view = as_strided(staged, shape.lens, [s * staged.itemsize for s in shape.strides])
         view[...] = np.broadcast_to(array.reshape(view.shape) if array.size == view.size else array, view.shape)
-        _check(_driver().cuMemcpyHtoDAsync(pointer, staged.ctypes.data, staged.nbytes, self.stream_handle))
-        self.stream.sync()
+        self.platform.copy_to_device(pointer, staged)
 
     def _download(self, pointer: int, shape: Shape) -> np.ndarray:
         staged = np.empty(max(shape.element_space, 1), shape.dtype.numpy)
-        _check(_driver().cuMemcpyDtoHAsync(staged.ctypes.data, pointer, staged.nbytes, self.stream_handle))
-        self.stream.sync()
+        self.platform.copy_to_host(staged, pointer)
         return np.array(as_strided(staged, shape.lens, [s * staged.itemsize for s in shape.strides]))
 
     def _load(self) -> None:
@@ -144,6 +100,9 @@ class GpuExecutable:
             elif name in ("gpu::gemm",):
                 self.steps.append(Step(ins, self._gemm_step(ins)))
                 self.pointer[ins] = self.pointer[ins.args[-1]]
+            elif name == "gpu::attention":
+                self.steps.append(Step(ins, self._attention_step(ins)))
+                self.pointer[ins] = self.pointer[ins.args[-1]]
             elif name == "gpu::convolution":
                 self.steps.append(Step(ins, self._conv_step(ins)))
                 self.pointer[ins] = self.pointer[ins.args[-1]]
@@ -159,33 +118,25 @@ class GpuExecutable:
                 f"gpu::code_object '{symbol}' holds no binary (a program read from text keeps only its size): "
                 "run the uncompiled program with --target=gpu"
             )
-        key = (code.binary, symbol)
-        if key not in self._kernels:
-            self._kernels[key] = self._object_code.from_cubin(code.binary).get_kernel(symbol)
-        kernel = self._kernels[key]
-        config = self._config(grid=max(1, global_size // local_size), block=local_size)
-        args = tuple(np.uint64(self.pointer[a]) for a in ins.args)
-        launch, stream = self._launch, self.stream
-        return lambda: launch(stream, config, kernel, *args)
+        args = [self.pointer[a] for a in ins.args]
+        return self.platform.launcher(code.binary, symbol, max(1, global_size // local_size), local_size, args)
 
     def _gemm_step(self, ins: Instruction) -> Callable[[], None]:
-        if self._blas is None:
-            self._blas = create_handle()
-            self._workspace = self._allocate(WORKSPACE_BYTES)
         op = ins.op
         a, b, out = ins.args[0], ins.args[1], ins.args[-1]
-        plan = GemmPlan(self._blas, a.shape, b.shape, out.shape, op["epilogue"], op["alpha"], op["beta"])
-        plan.choice = min(max(op["solution_idx"], 0), len(plan.algorithms) - 1)
-        self.gemm_plans[ins] = plan
+        call = self.platform.gemm_plan(
+            a.shape, b.shape, out.shape, op["epilogue"], op["alpha"], op["beta"], op["solution_idx"]
+        )
+        self.gemm_plans[ins] = call.plan  # type: ignore[attr-defined]
+        self._gemm_calls[ins] = call
         return self.gemm_call(ins)
 
     def gemm_call(self, ins: Instruction) -> Callable[[], None]:
-        plan = self.gemm_plans[ins]
+        call = self._gemm_calls[ins]
         a, b, out = ins.args[0], ins.args[1], ins.args[-1]
-        pointers = [self.pointer[a], self.pointer[b], self.pointer[out]]
+        pointers = (self.pointer[a], self.pointer[b], self.pointer[out])
         bias = self.pointer[ins.args[2]] if len(ins.args) == 4 else 0
-        stream, workspace = self.stream_handle, self._workspace
-        return lambda: plan(stream, workspace, *pointers, bias)
+        return lambda: call(*pointers, bias)
 
     def run_conv_plan(self, ins: Instruction, plan: ConvPlan, index: int, workspace: int) -> None:
         x, w, extras = self.pointer[ins.args[0]], self.pointer[ins.args[1]], [self.pointer[a] for a in ins.args[2:-1]]
@@ -210,6 +161,8 @@ class GpuExecutable:
         return self._conv_workspace
 
     def _conv_step(self, ins: Instruction) -> Callable[[], None]:
+        if not self.platform.library_convolution:
+            raise MgxError(f"gpu::convolution has no library on the {self.platform.name} platform: compile for it")
         plan = self.conv_plan(ins)
         self.conv_workspace(plan.workspace_bytes)
         x, w, extras = self.pointer[ins.args[0]], self.pointer[ins.args[1]], [self.pointer[a] for a in ins.args[2:-1]]
@@ -217,6 +170,16 @@ class GpuExecutable:
         stream = self.stream_handle
         # the workspace is looked up at call time: a later, larger convolution may replace it
         return lambda: plan(stream, self._conv_workspace, x, w, extras, out)
+
+    def _attention_step(self, ins: Instruction) -> Callable[[], None]:
+        if not self.platform.library_convolution:
+            raise MgxError(f"gpu::attention has no library on the {self.platform.name} platform: compile for it")
+        q, k_t, v, out = ins.args
+        plan = dnn.attention_plan_for(q.shape, k_t.shape, v.shape, out.shape, ins.op["scale"])
+        self.conv_workspace(plan.workspace_bytes)
+        pointers = [self.pointer[a] for a in ins.args]
+        stream = self.stream_handle
+        return lambda: plan(stream, self._conv_workspace, *pointers)
 
     def _host_step(self, ins: Instruction) -> Callable[[], None]:
         shape = ins.shape
@@ -245,24 +208,13 @@ class GpuExecutable:
     # -- graphs -------------------------------------------------------------------------------
 
     def _capture(self) -> None:
-        """Device steps between host steps become one CUDA graph each."""
-        driver = _driver()
+        """Device steps between host steps become one graph each."""
         pending: list[Step] = []
 
         def close() -> None:
-            if not pending:
-                return
-            _check(
-                driver.cuStreamBeginCapture(
-                    self.stream_handle, driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
-                )
-            )
-            for step in pending:
-                step.run()
-            graph = _check(driver.cuStreamEndCapture(self.stream_handle))
-            executable = _check(driver.cuGraphInstantiate(graph, 0))
-            self.graphs.append((executable, list(pending)))
-            pending.clear()
+            if pending:
+                self.graphs.append((self.platform.capture([step.run for step in pending]), list(pending)))
+                pending.clear()
 
         for step in self.steps:
             if step.on_host:
@@ -273,13 +225,12 @@ class GpuExecutable:
         close()
 
     def execute(self) -> None:
-        driver = _driver()
         for item in self.graphs:
             if isinstance(item, Step):
-                self.stream.sync()
+                self.platform.synchronize()
                 item.run()
             else:
-                _check(driver.cuGraphLaunch(item[0], self.stream_handle))
+                self.platform.replay(item[0])
 
     def run(self, params: dict[str, np.ndarray]) -> list[RuntimeValue]:
         for name, ins in self.params.items():
@@ -288,20 +239,14 @@ class GpuExecutable:
             self._upload(self.pointer[ins], np.asarray(params[name]), ins.shape)
         self.host_values.clear()
         self.execute()
-        self.stream.sync()
+        self.platform.synchronize()
         return [self._host_value(o) for o in self.outputs]
 
     # -- timing -------------------------------------------------------------------------------
 
     def _time(self, body: Callable[[], None], iterations: int) -> float:
         """Milliseconds per call of `body`, by events on the stream."""
-        body()
-        start = self.stream.record(options=self._timing)
-        for _ in range(iterations):
-            body()
-        stop = self.stream.record(options=self._timing)
-        stop.sync()
-        return (stop - start) / iterations
+        return self.platform.time(body, iterations)
 
     def perf(self, iterations: int = 100) -> str:
         """`migraphx-driver perf`'s report: each instruction's time and share, a summary by operator,
@@ -309,7 +254,7 @@ class GpuExecutable:
         per_step: dict[Instruction, float] = {}
         for step in self.steps:
             if step.on_host:
-                self.stream.sync()
+                self.platform.synchronize()
             per_step[step.ins] = self._time(step.run, max(1, iterations // 10 if step.on_host else iterations))
         runs = []
         for _ in range(max(3, iterations // 10)):
@@ -343,5 +288,10 @@ class GpuExecutable:
         lines.append(f"Overhead time: {mean - total_steps:.5g}ms")
         graphs = sum(1 for g in self.graphs if not isinstance(g, Step))
         host = sum(1 for s in self.steps if s.on_host)
-        lines.append(f"Replayed as {graphs} CUDA graph(s); {host} host step(s)")
+        lines.append(f"Replayed as {graphs} {self.platform.graph_name}(s); {host} host step(s)")
         return "\n".join(lines) + "\n"
+
+
+def open_device(index: int):
+    """CUDA's GPU `index`, current; one clear MgxError where there is no GPU or no driver."""
+    return open_cuda_device(index)
