@@ -1,0 +1,177 @@
+"""dead_code_elimination and eliminate_common_subexpression, result and statistics exactly (written
+against the mutants scripts/mutation.py found surviving the lit cases and the differential runs)."""
+
+from __future__ import annotations
+
+from mgxir.passes.base import PassContext
+from mgxir.passes.dead_code_elimination import DeadCodeElimination, eliminate_dead_code, remove_unused_modules
+from mgxir.passes.eliminate_common_subexpression import EliminateCommonSubexpression
+from mgxir.ir.program import Program
+from mgxir.text.parser import parse_program as parse_text
+from mgxir.text.printer import print_program
+from mgxir.verifier import verify
+
+
+def parse_program(text: str) -> Program:
+    program = parse_text(text)
+    verify(program)
+    return program
+
+
+def _lines(program: object) -> list[str]:
+    return print_program(program).strip().splitlines()
+
+
+DEAD_CHAIN = """module: "main"
+x = @param:x -> float_type, {2}, {1}
+y = @param:y -> float_type, {2}, {1}
+@2 = mul(x,y) -> float_type, {2}, {1}
+@3 = tanh(@2) -> float_type, {2}, {1}
+@4 = capture[ins_index=0](x) -> float_type, {2}, {1}
+@5 = sin(x) -> float_type, {2}, {1}
+@6 = neg(y) -> float_type, {2}, {1}
+"""
+
+
+def test_dce_removes_a_dead_chain_backwards_and_keeps_params_side_effects_and_the_last() -> None:
+    program = parse_program(DEAD_CHAIN)
+    context = PassContext()
+    DeadCodeElimination().apply(program, context)
+    assert _lines(program) == [
+        'module: "main"',
+        "x = @param:x -> float_type, {2}, {1}",
+        "y = @param:y -> float_type, {2}, {1}",
+        "@2 = capture[ins_index=0](x) -> float_type, {2}, {1}",
+        "@3 = neg(y) -> float_type, {2}, {1}",
+    ]
+    assert dict(context.statistics) == {"instructions removed": 3}
+
+
+def test_dce_returns_its_count_and_needs_no_context() -> None:
+    program = parse_program(DEAD_CHAIN)
+    assert eliminate_dead_code(program.main) == 3
+    assert eliminate_dead_code(program.main) == 0
+    assert remove_unused_modules(program) == 0
+
+
+IF_PROGRAM = """module: "main"
+x = @param:x -> float_type, {2}, {1}
+cond = @param:cond -> bool_type, {1}, {0}
+@2 = if(cond), [If_0_if, If_0_else]
+@3 = get_tuple_elem[index=0](@2)
+@4 = @return(@3)
+
+module: "If_0_if"
+If_0_if:@0 = neg(x)
+If_0_if:@1 = exp(x)
+If_0_if:@2 = @return(If_0_if:@0)
+
+module: "If_0_else"
+If_0_else:@0 = exp(x)
+If_0_else:@1 = @return(If_0_else:@0)
+
+module: "orphan"
+orphan:@0 = @literal{1} -> float_type, {1}, {0}
+orphan:@1 = @return(orphan:@0)
+
+module: "orphan2"
+orphan2:@0 = @literal{1} -> float_type, {1}, {0}
+orphan2:@1 = @return(orphan2:@0)
+"""
+
+
+def test_dce_removes_unreached_modules_and_dead_code_in_submodules() -> None:
+    program = parse_program(IF_PROGRAM)
+    context = PassContext()
+    DeadCodeElimination().apply(program, context)
+    assert list(program.modules) == ["main", "If_0_if", "If_0_else"]
+    assert "If_0_if:@1 = exp(x)" not in print_program(program)
+    assert dict(context.statistics) == {"instructions removed": 1, "modules removed": 2}
+
+
+def test_dce_removes_nothing_where_nothing_is_dead() -> None:
+    program = parse_program(IF_PROGRAM.split('module: "orphan"')[0].replace("If_0_if:@1 = exp(x)\n", ""))
+    before = print_program(program)
+    context = PassContext()
+    DeadCodeElimination().apply(program, context)
+    assert print_program(program) == before
+    assert not context.statistics
+
+
+CSE = """module: "main"
+x = @param:x -> float_type, {2}, {1}
+y = @param:y -> float_type, {2}, {1}
+z = @param:z -> float_type, {2}, {1}
+@3 = add(x,y) -> float_type, {2}, {1}
+@4 = add(x,y) -> float_type, {2}, {1}
+@5 = add(x,y) -> float_type, {2}, {1}
+@6 = add(x,z) -> float_type, {2}, {1}
+@7 = capture[ins_index=0](x) -> float_type, {2}, {1}
+@8 = capture[ins_index=0](x) -> float_type, {2}, {1}
+@9 = mul(@3,@4) -> float_type, {2}, {1}
+@10 = mul(@9,@5) -> float_type, {2}, {1}
+@11 = mul(@10,@6) -> float_type, {2}, {1}
+@12 = mul(@11,@7) -> float_type, {2}, {1}
+@13 = mul(@12,@8) -> float_type, {2}, {1}
+@14 = @return(@13)
+"""
+
+
+def test_cse_merges_every_repeat_into_the_first_and_counts_them() -> None:
+    program = parse_program(CSE)
+    context = PassContext()
+    EliminateCommonSubexpression().apply(program, context)
+    assert _lines(program)[4:] == [
+        "@3 = add(x,y) -> float_type, {2}, {1}",
+        "@4 = add(x,z) -> float_type, {2}, {1}",
+        "@5 = capture[ins_index=0](x) -> float_type, {2}, {1}",
+        "@6 = capture[ins_index=0](x) -> float_type, {2}, {1}",
+        "@7 = mul(@3,@3) -> float_type, {2}, {1}",
+        "@8 = mul(@7,@3) -> float_type, {2}, {1}",
+        "@9 = mul(@8,@4) -> float_type, {2}, {1}",
+        "@10 = mul(@9,@5) -> float_type, {2}, {1}",
+        "@11 = mul(@10,@6) -> float_type, {2}, {1}",
+        "@12 = @return(@11)",
+    ]
+    assert dict(context.statistics) == {"instructions merged": 2, "instructions removed": 2}
+
+
+def test_cse_keeps_programs_without_repeats_and_counts_nothing() -> None:
+    program = parse_program(DEAD_CHAIN)
+    context = PassContext()
+    EliminateCommonSubexpression().apply(program, context)
+    assert len(_lines(program)) == 8
+    assert not context.statistics
+
+
+TWO_IFS = """module: "main"
+x = @param:x -> float_type, {2}, {1}
+cond = @param:cond -> bool_type, {1}, {0}
+@2 = if(cond), [A, B]
+@3 = if(cond), [B, A]
+@4 = if(cond), [A, B]
+@5 = get_tuple_elem[index=0](@2)
+@6 = get_tuple_elem[index=0](@3)
+@7 = get_tuple_elem[index=0](@4)
+@8 = add(@5,@6)
+@9 = add(@8,@7)
+@10 = @return(@9)
+
+module: "A"
+A:@0 = neg(x)
+A:@1 = @return(A:@0)
+
+module: "B"
+B:@0 = exp(x)
+B:@1 = @return(B:@0)
+"""
+
+
+def test_cse_compares_the_modules_an_instruction_calls() -> None:
+    program = parse_program(TWO_IFS)
+    context = PassContext()
+    EliminateCommonSubexpression().apply(program, context)
+    text = print_program(program)
+    assert text.count("= if(cond), [A, B]") == 1
+    assert text.count("= if(cond), [B, A]") == 1
+    assert context.statistics["instructions merged"] == 2  # the second `if` and its get_tuple_elem
