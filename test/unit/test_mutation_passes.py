@@ -3,10 +3,10 @@ against the mutants scripts/mutation.py found surviving the lit cases and the di
 
 from __future__ import annotations
 
+from mgxir.ir.program import Program
 from mgxir.passes.base import PassContext
 from mgxir.passes.dead_code_elimination import DeadCodeElimination, eliminate_dead_code, remove_unused_modules
 from mgxir.passes.eliminate_common_subexpression import EliminateCommonSubexpression
-from mgxir.ir.program import Program
 from mgxir.text.parser import parse_program as parse_text
 from mgxir.text.printer import print_program
 from mgxir.verifier import verify
