@@ -58,7 +58,8 @@ U = "test/unit/"
 TEST_SELECTIONS: dict[str, Selection] = {
     "mgxir/passes/eliminate_identity.py": Selection((U + "test_eliminate_identity.py",), "eliminate_identity"),
     "mgxir/passes/simplify_algebra/elementwise.py": Selection(
-        (U + "test_simplify_algebra_elementwise.py",), "simplify_algebra"
+        (U + "test_simplify_algebra_elementwise.py", U + "test_simplify_dispatch.py", U + "test_mutation_passes.py"),
+        "simplify_algebra",
     ),
     "mgxir/passes/dead_code_elimination.py": Selection((U + "test_mutation_passes.py",), "dce or opt/flags"),
     "mgxir/passes/eliminate_common_subexpression.py": Selection((U + "test_mutation_passes.py",), "cse"),

@@ -3,10 +3,14 @@ against the mutants scripts/mutation.py found surviving the lit cases and the di
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
+
 from mgxir.ir.program import Program
 from mgxir.passes.base import PassContext
 from mgxir.passes.dead_code_elimination import DeadCodeElimination, eliminate_dead_code, remove_unused_modules
 from mgxir.passes.eliminate_common_subexpression import EliminateCommonSubexpression
+from mgxir.passes.simplify_algebra import SimplifyAlgebra
 from mgxir.text.parser import parse_program as parse_text
 from mgxir.text.printer import print_program
 from mgxir.verifier import verify
@@ -175,3 +179,83 @@ def test_cse_compares_the_modules_an_instruction_calls() -> None:
     assert text.count("= if(cond), [A, B]") == 1
     assert text.count("= if(cond), [B, A]") == 1
     assert context.statistics["instructions merged"] == 2  # the second `if` and its get_tuple_elem
+
+
+def _simplified(body: str) -> tuple[str, dict[str, int]]:
+    """simplify_algebra on `main` with x (float {2, 3}) and `body`: the printed result and statistics."""
+    program = parse_program('module: "main"\nx = @param:x -> float_type, {2, 3}, {3, 1}\n' + body)
+    context = PassContext()
+    SimplifyAlgebra().apply(program, context)
+    verify(program)
+    return print_program(program), {k: v for k, v in context.statistics.items() if k.endswith("applied")}
+
+
+def _literal(value: str, dtype: str = "float_type") -> str:
+    return f"@1 = @literal{{{value}}} -> {dtype}, {{1}}, {{0}}\n@2 = multibroadcast[out_lens={{2, 3}}](@1)\n"
+
+
+# float32 numbers just off the value: MIGraphX's has_value(0, 0, 0) and has_value(2, 0, 1) say no
+OFF_ZERO = "1e-08"
+OFF_TWO = repr(float(np.nextafter(np.float32(2), np.float32(3))))
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        _literal(OFF_ZERO) + "@3 = add(x,@2)\n@4 = @return(@3)\n",
+        _literal(OFF_ZERO) + "@3 = add(@2,x)\n@4 = @return(@3)\n",
+        _literal(OFF_ZERO) + "@3 = sub(x,@2)\n@4 = @return(@3)\n",
+        _literal(OFF_ZERO) + "@3 = sub(@2,x)\n@4 = @return(@3)\n",
+        _literal(OFF_ZERO) + "@3 = mul(x,@2)\n@4 = @return(@3)\n",
+        _literal(OFF_ZERO) + "@3 = div(@2,x)\n@4 = @return(@3)\n",
+        _literal(OFF_TWO) + "@3 = pow(x,@2)\n@4 = @return(@3)\n",
+        "@1 = @literal{1} -> float_type, {1}, {0}\n@2 = multibroadcast[out_lens={2, 3}](@1)\n"
+        "@3 = pow(x,@2)\n@4 = @return(@3)\n",
+    ],
+)
+def test_values_just_off_zero_or_two_are_not_simplified(body: str) -> None:
+    """A tolerance of 0 means one float step: 1e-8 is not 0 and the float after 2 is not 2."""
+    _, statistics = _simplified(body)
+    assert not {
+        k for k in statistics if k.split()[0] in ("find_unit_ops", "find_neg_unit_ops", "find_zero_ops", "find_pow2")
+    }
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "y = @param:y -> float_type, {2, 3}, {3, 1}\n@2 = div(x,y)\n@3 = @return(@2)\n",
+        "y = @param:y -> float_type, {2, 3}, {3, 1}\n@2 = sub(x,y)\n@3 = @return(@2)\n",
+        "@1 = recip(x)\n@2 = @return(@1)\n",
+        "@1 = sqrt(x)\n@2 = recip(@1)\n@3 = add(@1,@2)\n@4 = @return(@3)\n",
+        "@1 = log(x)\n@2 = @return(@1)\n",
+        "@1 = sin(x)\n@2 = log(@1)\n@3 = @return(@2)\n",
+        "@1 = exp(x)\n@2 = div(@1,x)\n@3 = log(@2)\n@4 = @return(@3)\n",
+        "@1 = exp(x)\n@2 = div(x,@1)\n@3 = log(@2)\n@4 = @return(@3)\n",
+        "@1 = exp(x)\n@2 = div(@1,@1)\n@3 = log(@2)\n@4 = add(@2,@3)\n@5 = @return(@4)\n",
+        "y = @param:y -> float_type, {3}, {1}\n@2 = exp(y)\n@3 = multibroadcast[out_lens={2, 3}](@2)\n@4 = exp(x)\n"
+        "@5 = div(@4,@3)\n@6 = log(@5)\n@7 = @return(@6)\n",
+        "@1 = exp(x)\n@2 = reduce_max[axes={1}](@1)\n@3 = multibroadcast[out_lens={2, 3}](@2)\n@4 = div(@1,@3)\n"
+        "@5 = log(@4)\n@6 = @return(@5)\n",
+        "@1 = @literal{3} -> float_type, {1}, {0}\n@2 = multibroadcast[out_lens={2, 3}](@1)\n@3 = pow(x,@2)\n"
+        "@4 = @return(@3)\n",
+        "@1 = @literal{0.5} -> float_type, {1}, {0}\n@2 = multibroadcast[out_lens={2, 3}](@1)\n"
+        "@3 = quantizelinear(x,@2)\n@4 = @return(@3)\n",
+        "@1 = @literal{0.5} -> float_type, {1}, {0}\n@2 = multibroadcast[out_lens={2, 3}](@1)\n"
+        "@3 = @literal{1} -> int8_type, {1}, {0}\n@4 = multibroadcast[out_lens={2, 3}](@3)\n"
+        "@5 = quantizelinear(x,@2,@4)\n@6 = @return(@5)\n",
+    ],
+)
+def test_rewrites_that_do_not_match_report_nothing(body: str) -> None:
+    """A rewrite whose pattern is not there says so (False): no statistics, the program unchanged."""
+    program = parse_program('module: "main"\nx = @param:x -> float_type, {2, 3}, {3, 1}\n' + body)
+    before = print_program(program)
+    after, statistics = _simplified(body)
+    assert statistics == {}
+    assert after == before
+
+
+def test_division_by_a_zero_constant_is_not_a_zero_product() -> None:
+    _, statistics = _simplified(_literal("0") + "@3 = div(x,@2)\n@4 = @return(@3)\n")
+    assert "find_zero_ops applied" not in statistics
+    assert statistics["find_div_const applied"] == 1
