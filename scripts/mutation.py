@@ -61,6 +61,26 @@ TEST_SELECTIONS: dict[str, Selection] = {
         (U + "test_simplify_algebra_elementwise.py", U + "test_simplify_dispatch.py", U + "test_mutation_passes.py"),
         "simplify_algebra",
     ),
+    "mgxir/ops/common.py": Selection(
+        (U + "test_ops_shapes.py", U + "test_shape.py", U + "test_text_roundtrip.py"),
+        "text/shape-rules or run/elementwise or run/layout",
+    ),
+    "mgxir/interp/interpreter.py": Selection((U + "test_ops_compute_last.py", U + "test_mutation_interp.py"), "run/"),
+    "mgxir/text/printer.py": Selection((U + "test_text_roundtrip.py",), "text/"),
+    # whole packages (a module without its own row takes its package's)
+    "mgxir/passes/": Selection((U + "test_pass_differential.py", U + "test_mutation_passes.py"), "opt/"),
+    "mgxir/ops/": Selection(
+        tuple(
+            f"{U}test_{name}.py"
+            for name in ("ops_shapes", "ops_compute", "ops_compute_more", "ops_compute_last", "ops_rarely_used")
+        ),
+        "run/ or text/",
+    ),
+    "mgxir/text/": Selection((U + "test_text_roundtrip.py", U + "test_parser_line_reader.py"), "text/"),
+    "mgxir/interp/": Selection((U + "test_ops_compute_last.py", U + "test_mutation_interp.py"), "run/"),
+    "mgxir/drivers/": Selection(
+        (U + "test_tools_cli.py", U + "test_run_guarded.py", U + "test_compiled_for_ref.py"), "opt/ or run/ or text/"
+    ),
     "mgxir/passes/dead_code_elimination.py": Selection((U + "test_mutation_passes.py",), "dce or opt/flags"),
     "mgxir/passes/eliminate_common_subexpression.py": Selection((U + "test_mutation_passes.py",), "cse"),
 }
