@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from mgxir.ir.program import Program
+from mgxir.passes import simplify_algebra
 from mgxir.passes.base import PassContext
 from mgxir.passes.dead_code_elimination import DeadCodeElimination, eliminate_dead_code, remove_unused_modules
 from mgxir.passes.eliminate_common_subexpression import EliminateCommonSubexpression
@@ -229,6 +230,8 @@ def test_values_just_off_zero_or_two_are_not_simplified(body: str) -> None:
         "@1 = recip(x)\n@2 = @return(@1)\n",
         "@1 = sqrt(x)\n@2 = recip(@1)\n@3 = add(@1,@2)\n@4 = @return(@3)\n",
         "@1 = log(x)\n@2 = @return(@1)\n",
+        "@1 = neg(x)\n@2 = recip(@1)\n@3 = @return(@2)\n",
+        "@1 = exp(x)\n@2 = mul(@1,@1)\n@3 = log(@2)\n@4 = @return(@3)\n",
         "@1 = sin(x)\n@2 = log(@1)\n@3 = @return(@2)\n",
         "@1 = exp(x)\n@2 = div(@1,x)\n@3 = log(@2)\n@4 = @return(@3)\n",
         "@1 = exp(x)\n@2 = div(x,@1)\n@3 = log(@2)\n@4 = @return(@3)\n",
@@ -246,8 +249,11 @@ def test_values_just_off_zero_or_two_are_not_simplified(body: str) -> None:
         "@5 = quantizelinear(x,@2,@4)\n@6 = @return(@5)\n",
     ],
 )
-def test_rewrites_that_do_not_match_report_nothing(body: str) -> None:
-    """A rewrite whose pattern is not there says so (False): no statistics, the program unchanged."""
+@pytest.mark.parametrize("by_root", [True, False])
+def test_rewrites_that_do_not_match_report_nothing(body: str, by_root: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rewrite whose pattern is not there says so (False): no statistics, the program unchanged;
+    also when every rewrite is tried on every instruction (each checks its own root)."""
+    monkeypatch.setattr(simplify_algebra, "DISPATCH_BY_ROOT", by_root)
     program = parse_program('module: "main"\nx = @param:x -> float_type, {2, 3}, {3, 1}\n' + body)
     before = print_program(program)
     after, statistics = _simplified(body)
@@ -259,3 +265,30 @@ def test_division_by_a_zero_constant_is_not_a_zero_product() -> None:
     _, statistics = _simplified(_literal("0") + "@3 = div(x,@2)\n@4 = @return(@3)\n")
     assert "find_zero_ops applied" not in statistics
     assert statistics["find_div_const applied"] == 1
+
+
+def _float32_above_one(steps: int) -> str:
+    return repr(float(np.float32(1) + np.float32(steps) * np.finfo(np.float32).eps))
+
+
+@pytest.mark.parametrize(("op", "sign"), [("mul", ""), ("div", ""), ("mul", "-"), ("div", "-")])
+def test_unit_values_within_twenty_float_steps(op: str, sign: str) -> None:
+    """has_value(1) and has_value(-1) with MIGraphX's default 10 + 10 * |value| epsilons: 19 steps
+    from 1 is 1, 20 steps is not."""
+    rewrite = "find_unit_ops" if not sign else "find_neg_unit_ops"
+    for steps, matches in ((19, True), (20, False)):
+        body = _literal(sign + _float32_above_one(steps)) + f"@3 = {op}(x,@2)\n@4 = @return(@3)\n"
+        _, statistics = _simplified(body)
+        assert (f"{rewrite} applied" in statistics) == matches, (steps, statistics)
+
+
+def test_cse_leaves_equal_literals_and_parameters_apart() -> None:
+    """Instructions without arguments are distinct values, even two equal literals."""
+    program = parse_program(
+        'module: "main"\nx = @param:x -> float_type, {1}, {0}\n@1 = @literal{2} -> float_type, {1}, {0}\n'
+        "@2 = @literal{2} -> float_type, {1}, {0}\n@3 = add(@1,@2)\n@4 = add(@3,x)\n@5 = @return(@4)\n"
+    )
+    context = PassContext()
+    EliminateCommonSubexpression().apply(program, context)
+    assert print_program(program).count("@literal{2}") == 2
+    assert not context.statistics
