@@ -283,12 +283,14 @@ def test_unit_values_within_twenty_float_steps(op: str, sign: str) -> None:
 
 
 def test_cse_leaves_equal_literals_and_parameters_apart() -> None:
-    """Instructions without arguments are distinct values, even two equal literals."""
+    """Instructions without arguments are distinct values, even two equal literals or `undefined`s."""
     program = parse_program(
         'module: "main"\nx = @param:x -> float_type, {1}, {0}\n@1 = @literal{2} -> float_type, {1}, {0}\n'
-        "@2 = @literal{2} -> float_type, {1}, {0}\n@3 = add(@1,@2)\n@4 = add(@3,x)\n@5 = @return(@4)\n"
+        "@2 = @literal{2} -> float_type, {1}, {0}\n@3 = add(@1,@2)\n@4 = add(@3,x)\n"
+        "@5 = undefined -> float_type, {1}, {0}\n@6 = undefined -> float_type, {1}, {0}\n@7 = @return(@4,@5,@6)\n"
     )
     context = PassContext()
     EliminateCommonSubexpression().apply(program, context)
     assert print_program(program).count("@literal{2}") == 2
+    assert print_program(program).count("= undefined") == 2
     assert not context.statistics
