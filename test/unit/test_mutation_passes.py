@@ -287,7 +287,7 @@ def test_cse_leaves_equal_literals_and_parameters_apart() -> None:
     program = parse_program(
         'module: "main"\nx = @param:x -> float_type, {1}, {0}\n@1 = @literal{2} -> float_type, {1}, {0}\n'
         "@2 = @literal{2} -> float_type, {1}, {0}\n@3 = add(@1,@2)\n@4 = add(@3,x)\n"
-        "@5 = undefined -> float_type, {1}, {0}\n@6 = undefined -> float_type, {1}, {0}\n@7 = @return(@4,@5,@6)\n"
+        "@5 = undefined\n@6 = undefined\n@7 = @return(@4,@5,@6)\n"
     )
     context = PassContext()
     EliminateCommonSubexpression().apply(program, context)
