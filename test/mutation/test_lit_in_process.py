@@ -1,0 +1,87 @@
+"""The lit cases of test/{opt,run,text} whose RUN line is one tool piped into filecheck, run with the
+tool called in this process: mutmut's mutants live only in the process that imported them (lit starts
+fresh `mgx-opt` processes that never see a mutant), so scripts/mutation.py adds these tests to get
+the lit suite's verdict on each mutant. CI runs lit itself and does not collect this directory."""
+
+from __future__ import annotations
+
+import gc
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mgxir.tools import cli, mgx_opt, mgx_run
+
+TEST = Path(__file__).resolve().parents[1]
+TOOLS = {"mgx-opt": mgx_opt.mgx_opt, "mgx-run": mgx_run.mgx_run}
+# `[not] TOOL ARGS [2>&1] | filecheck ARGS`
+PIPED = re.compile(
+    r"^(?P<not>not )?(?P<tool>mgx-opt|mgx-run) (?P<args>[^|<>]*?)(?P<err> 2>&1)? \| filecheck (?P<check>.*)$"
+)
+
+
+def _run_lines(path: Path) -> list[str]:
+    """RUN lines with continuations joined."""
+    lines, pending = [], ""
+    for line in path.read_text().splitlines():
+        found = re.match(r"^\s*(?://|#) RUN:\s?(.*)$", line)
+        if not found:
+            continue
+        pending += found.group(1).rstrip()
+        if pending.endswith("\\"):
+            pending = pending[:-1].rstrip() + " "
+            continue
+        lines.append(pending.strip())
+        pending = ""
+    return lines
+
+
+def _cases() -> list[tuple[Path, str]]:
+    found = []
+    for area in ("opt", "run", "text"):
+        for path in sorted((TEST / area).glob("*.*")):
+            if path.suffix in (".mgx", ".test"):
+                found += [(path, line) for line in _run_lines(path) if PIPED.match(line) and "%t" not in line]
+    return found
+
+
+CASES = _cases()
+
+
+@pytest.mark.parametrize(
+    ("path", "line"), CASES, ids=[f"{p.parent.name}/{p.name}:{i}" for i, (p, _) in enumerate(CASES)]
+)
+def test_lit_run_line(
+    path: Path, line: str, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def expand(text: str) -> str:
+        return text.replace("%s", str(path)).replace("%S", str(path.parent))
+
+    found = PIPED.match(line)
+    assert found
+    if "%" in expand(line):
+        pytest.skip("a lit substitution this bridge does not expand")
+    argv = shlex.split(expand(found["args"]))
+    monkeypatch.setattr(cli, "_exit_now", lambda code: (_ for _ in ()).throw(SystemExit(code)))
+    command = TOOLS[found["tool"]]
+    arguments = cli.plain_arguments(command, argv)
+    if arguments is None:
+        pytest.skip("not a plain command line")
+    capfd.readouterr()
+    with pytest.raises(SystemExit) as done:
+        command(**arguments)
+    gc.enable()  # run_guarded turns the collector off for the tool's one command
+    out, err = capfd.readouterr()
+    assert (done.value.code not in (0, None)) == bool(found["not"]), err
+    checked = out + err if found["err"] else out
+    check = subprocess.run(
+        [str(Path(sys.executable).with_name("filecheck")), *shlex.split(expand(found["check"]))],
+        input=checked,
+        capture_output=True,
+        text=True,
+    )
+    assert check.returncode == 0, check.stderr[-3000:]
