@@ -15,7 +15,7 @@ from mgxir.ir.shape import Shape
 from mgxir.ir.traits import ConcatOperand, NeverFolded, Reshaper
 from mgxir.ir.values import OpNode
 from mgxir.ops.common import fail, lens_text, normalize_axis, require_static, unknown_dims
-from mgxir.ops.layout import Reshape
+from mgxir.ops.layout import Reshape, reshape_dims
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module
@@ -202,6 +202,13 @@ class ReshapeLazy(Reshape):
     traits = (Reshaper,)
     arity = (1, 1)
     is_view = True
+
+    def layout(self, s: Shape, lens: list[int]) -> Shape:
+        """MIGraphX's reshape_dims, lazy: the input's strides carried over, or an error."""
+        found = reshape_dims(s, lens, lazy=True)
+        if found is None:
+            raise fail(self.name, "reshape_lazy on axis that is not packed.")
+        return found
 
 
 @register
