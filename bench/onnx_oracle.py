@@ -85,17 +85,59 @@ def _ort_input(value: np.ndarray, elem_type: int) -> np.ndarray:
     return value.astype(want)
 
 
+# contrib operators MIGraphX's test models write in the default domain; onnxruntime has them in
+# com.microsoft
+CONTRIB_OPS = {"RotaryEmbedding"}
+
+
 def repaired_for_ort(model: object) -> bytes:
     """The model as onnxruntime accepts it where MIGraphX's test models use a spelling onnxruntime
-    refuses but whose meaning is plain: `clip=0` on recurrent ops (MIGraphX: no clipping)."""
+    refuses but whose meaning is plain: `clip=0` on recurrent ops (MIGraphX: no clipping); contrib
+    ops without the com.microsoft opset, their int32 position ids (onnxruntime reads int64); ReduceSum's axes
+    as an attribute at opset 13 and later, in Scan bodies (an input there)."""
+    import onnx
+
     changed = False
-    for node in model.graph.node:  # type: ignore[attr-defined]
-        if node.op_type in ("RNN", "GRU", "LSTM"):
-            for attr in list(node.attribute):
-                if attr.name == "clip" and (attr.f if attr.type == 1 else attr.i) <= 0:
-                    node.attribute.remove(attr)
-                    changed = True
+    int64_inputs: set[str] = set()
+    for graph in _graphs(model.graph):  # type: ignore[attr-defined]
+        for node in list(graph.node):
+            if node.op_type in ("RNN", "GRU", "LSTM"):
+                for attr in list(node.attribute):
+                    if attr.name == "clip" and (attr.f if attr.type == 1 else attr.i) <= 0:
+                        node.attribute.remove(attr)
+                        changed = True
+            if node.op_type in CONTRIB_OPS:
+                node.domain = "com.microsoft"
+                int64_inputs.add(node.input[1])
+            axes = next((a for a in node.attribute if a.name == "axes"), None)
+            if node.op_type == "ReduceSum" and axes is not None and _opset(model) >= 13:
+                name = f"{node.output[0]}_axes"
+                graph.initializer.append(onnx.numpy_helper.from_array(np.array(axes.ints, np.int64), name))
+                node.attribute.remove(axes)
+                node.input.append(name)
+                changed = True
+    if any(n.domain == "com.microsoft" for n in model.graph.node):  # type: ignore[attr-defined]
+        if not any(o.domain == "com.microsoft" for o in model.opset_import):  # type: ignore[attr-defined]
+            model.opset_import.append(onnx.helper.make_opsetid("com.microsoft", 1))  # type: ignore[attr-defined]
+            changed = True
+    for value in model.graph.input:  # type: ignore[attr-defined]
+        if value.name in int64_inputs and value.type.tensor_type.elem_type == onnx.TensorProto.INT32:
+            value.type.tensor_type.elem_type = onnx.TensorProto.INT64
+            changed = True
     return model.SerializeToString() if changed else b""  # type: ignore[attr-defined]
+
+
+def _graphs(graph: object) -> list[object]:
+    found = [graph]
+    for node in graph.node:  # type: ignore[attr-defined]
+        for attr in node.attribute:
+            if attr.HasField("g"):
+                found += _graphs(attr.g)
+    return found
+
+
+def _opset(model: object) -> int:
+    return max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=1)  # type: ignore[attr-defined]
 
 
 def check_model(path: str, seed: int = 0) -> Result:
