@@ -198,3 +198,91 @@ def test_embedding_bag_reduces_the_gathered_rows() -> None:
     np.testing.assert_allclose(total, rows.sum(0, keepdims=True))
     np.testing.assert_allclose(mean, rows.mean(0, keepdims=True))
     np.testing.assert_allclose(largest, rows.max(0, keepdims=True))
+
+
+# -- hostile models -------------------------------------------------------------------------------
+
+
+def _float(name: str, dims) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, dims)
+
+
+def _scan_body(nodes=None) -> onnx.GraphProto:
+    nodes = nodes or [helper.make_node("Add", ["s", "x"], ["s2"]), helper.make_node("Identity", ["s2"], ["y"])]
+    return helper.make_graph(nodes, "body", [_float("s", [2]), _float("x", [2])], [_float("s2", [2]), _float("y", [2])])
+
+
+def _scan(body: onnx.GraphProto, num_scan_inputs: int = 1, scan_dims=(3, 2)) -> onnx.ModelProto:
+    node = helper.make_node("Scan", ["s0", "xs"], ["sf", "ys"], body=body, num_scan_inputs=num_scan_inputs)
+    graph = helper.make_graph(
+        [node], "g", [_float("s0", [2]), _float("xs", list(scan_dims))], [_float("sf", [2]), _float("ys", None)]
+    )
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+
+
+def _refusal(tmp_path: Path, model: onnx.ModelProto) -> str:
+    path = tmp_path / "hostile.onnx"
+    path.write_bytes(model.SerializeToString())
+    with pytest.raises(MgxError) as caught:
+        import_model(str(path))
+    message = caught.value.render()
+    assert "\n" not in message and "Traceback" not in message
+    return message
+
+
+HOSTILE = {
+    "scan_inputs_count_past_the_inputs": (
+        lambda: _scan(_scan_body(), num_scan_inputs=5),
+        "Scan: num_scan_inputs {5} must be between 1 and the number of inputs {2}",
+    ),
+    "scan_more_iterations_than_the_limit": (
+        lambda: _scan(_scan_body(), scan_dims=(100000, 2)),
+        "Scan: Number of required iterations {100000} would exceed the maximum iteration limit {10}",
+    ),
+    "scan_body_with_a_cycle": (
+        lambda: _scan(
+            _scan_body([helper.make_node("Add", ["s", "y"], ["s2"]), helper.make_node("Identity", ["s2"], ["y"])])
+        ),
+        "unordered nodes",
+    ),
+    "mixed_input_types": (
+        lambda: helper.make_model(
+            helper.make_graph(
+                [helper.make_node("MatMul", ["x", "z"], ["y"])],
+                "g",
+                [_float("x", [2, 3]), helper.make_tensor_value_info("z", TensorProto.INT64, [3, 2])],
+                [_float("y", None)],
+            )
+        ),
+        "dot: input 1 has type int64_type, input 0 has float_type",
+    ),
+    "gqa_without_kv_heads": (
+        lambda: _with_attrs(_gqa(), kv_num_heads=0),
+        "GroupQueryAttention: num_heads and kv_num_heads must be positive",
+    ),
+    "rotary_one_dimensional_cache": (
+        lambda: _with_cache_dims(_rotary((1, 3, 16)), [8]),
+        "RotaryEmbedding: cos_cache and sin_cache must be 2-D",
+    ),
+}
+
+
+def _with_attrs(model: onnx.ModelProto, **attrs) -> onnx.ModelProto:
+    node = model.graph.node[0]
+    for attr in node.attribute:
+        if attr.name in attrs:
+            attr.i = attrs[attr.name]
+    return model
+
+
+def _with_cache_dims(model: onnx.ModelProto, dims: list[int]) -> onnx.ModelProto:
+    for init in model.graph.initializer:
+        if init.name in ("cos", "sin"):
+            init.CopyFrom(numpy_helper.from_array(np.zeros(dims, np.float32), init.name))
+    return model
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_models_are_refused_in_one_line(tmp_path: Path, case: str) -> None:
+    make, expected = HOSTILE[case]
+    assert expected in _refusal(tmp_path, make())

@@ -163,6 +163,9 @@ def parse_scan(parser: OnnxParser, info: NodeInfo, args: Args) -> list[Instructi
     parser.parse_graph(body, _graph(info, "body"))
     outputs = list(body.return_instruction.args) if body.return_instruction is not None else []
     m = int(info.attributes["num_scan_inputs"].i)
+    if not 1 <= m <= len(args):
+        # MIGraphX takes the count as it is (size_t arithmetic); a clear refusal here
+        raise ParseError(f"Scan: num_scan_inputs {{{m}}} must be between 1 and the number of inputs {{{len(args)}}}")
     n = len(args) - m
     k = len(outputs) - n
     params = list(reversed(body.parameters()))

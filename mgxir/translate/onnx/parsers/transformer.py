@@ -607,6 +607,9 @@ def _rotary_inputs(args: Args, p: _RotaryParams) -> None:
     if positions.ndim == 2 and positions.lens != (p.batch, p.seq):
         raise ParseError(f"{_ROTARY}: Position_id 2D dims must match input batch size and sequence length")
     cos_lens, sin_lens = args[2].shape.lens, args[3].shape.lens
+    if len(cos_lens) != 2 or len(sin_lens) != 2:
+        # MIGraphX reads the second dimension unchecked; a clear refusal here
+        raise ParseError(f"{_ROTARY}: cos_cache and sin_cache must be 2-D (max sequence length, rotary dim / 2)")
     if p.num_heads == 0:
         p.head = cos_lens[1] * 2
         p.num_heads = p.hidden // p.head
@@ -678,6 +681,9 @@ def _gqa_attributes(info: NodeInfo) -> _GqaParams:
     p.scale = float(np.float32(info.attr_float("scale", 0.0)))
     if info.has("softcap") and info.attr_float("softcap") != 0.0:
         raise ParseError(f"{_GQA}: non-zero softcap is not yet supported.")
+    if p.num_heads <= 0 or p.kv_num_heads <= 0:
+        # MIGraphX divides by them unchecked; a clear refusal here
+        raise ParseError(f"{_GQA}: num_heads and kv_num_heads must be positive")
     return p
 
 
@@ -727,6 +733,8 @@ def parse_group_query_attention(parser: OnnxParser, info: NodeInfo, args: Args) 
     qkv = args[0]
     if len(args[1].shape.lens) > 1:
         qkv = info.add("concat", args[0], args[1], args[2], axis=2)
+    if qkv.shape.ndim != 3:
+        raise ParseError(f"{_GQA}: query must be 3-D (batch, sequence, hidden), got {qkv.shape.ndim}-D")
     batch, sequence, hidden = qkv.shape.lens
     heads = p.num_heads + 2 * p.kv_num_heads
     head_size = hidden // heads
