@@ -265,8 +265,11 @@ class ScanSlice(OpDef):
         x = inputs[0]
         axis = normalize_axis(self.name, op["axis"], x.ndim)
         i = int(inputs[1].reshape(-1)[0])
+        last = x.shape[axis] - 1
+        if not 0 <= i <= last:
+            raise ComputeError(f"ScanSlice: index {{{i}}} out of range [0, {last}]")
         if op["direction"]:
-            i = x.shape[axis] - 1 - i
+            i = last - i
         index = [slice(None)] * x.ndim
         index[axis] = slice(i, i + 1)
         return x[tuple(index)]

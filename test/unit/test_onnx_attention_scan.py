@@ -286,3 +286,15 @@ def _with_cache_dims(model: onnx.ModelProto, dims: list[int]) -> onnx.ModelProto
 def test_hostile_models_are_refused_in_one_line(tmp_path: Path, case: str) -> None:
     make, expected = HOSTILE[case]
     assert expected in _refusal(tmp_path, make())
+
+
+@pytest.mark.parametrize("index", [-1, 4])
+def test_scan_slice_refuses_an_index_out_of_range(index: int) -> None:
+    """MIGraphX's scan_slice throws where the loop's iteration runs past the scan axis."""
+    from test_ops_compute import run
+
+    from mgxir.ir.operation import ComputeError
+
+    x = np.zeros((3, 4, 2), np.float32)
+    with pytest.raises(ComputeError, match=rf"ScanSlice: index \{{{index}\}} out of range \[0, 3\]"):
+        run("scan_slice", [x, np.array([index], np.int64)], axis=1, direction=0)
