@@ -98,25 +98,60 @@ def contrib_operators() -> frozenset[str]:
 
 def repaired_for_ort(model: object) -> bytes:
     """The model as onnxruntime accepts it where MIGraphX's test models use a spelling onnxruntime
-    refuses but whose meaning is plain: `clip=0` on recurrent ops (MIGraphX: no clipping), and
-    onnxruntime's contrib operators (QLinearAdd, MatMulBnb4, ...) written in the default domain
-    (MIGraphX's parsers ignore the domain)."""
+    refuses but whose meaning is plain: `clip=0` on recurrent ops (MIGraphX: no clipping);
+    onnxruntime's contrib operators (QLinearAdd, MatMulBnb4, RotaryEmbedding, ...) written in the
+    default domain (MIGraphX's parsers ignore the domain), and RotaryEmbedding's int32 position ids
+    (onnxruntime reads int64); ReduceSum's axes as an attribute at opset 13 and later, in Scan bodies
+    (an input there)."""
     import onnx
 
     changed = False
     contrib = contrib_operators()
-    for node in model.graph.node:  # type: ignore[attr-defined]
-        if node.op_type in ("RNN", "GRU", "LSTM"):
-            for attr in list(node.attribute):
-                if attr.name == "clip" and (attr.f if attr.type == 1 else attr.i) <= 0:
-                    node.attribute.remove(attr)
-                    changed = True
-        if node.domain in ("", "ai.onnx") and not onnx.defs.has(node.op_type) and node.op_type in contrib:
-            node.domain = CONTRIB_DOMAIN
-            if all(o.domain != CONTRIB_DOMAIN for o in model.opset_import):  # type: ignore[attr-defined]
-                model.opset_import.append(onnx.helper.make_opsetid(CONTRIB_DOMAIN, 1))  # type: ignore[attr-defined]
+    int64_inputs: set[str] = set()
+    for graph in _graphs(model.graph):  # type: ignore[attr-defined]
+        for node in list(graph.node):
+            if node.op_type in ("RNN", "GRU", "LSTM"):
+                for attr in list(node.attribute):
+                    if attr.name == "clip" and (attr.f if attr.type == 1 else attr.i) <= 0:
+                        node.attribute.remove(attr)
+                        changed = True
+            # RotaryEmbedding joined the default domain at opset 23; MIGraphX's models mean the contrib op
+            default_domain = node.domain in ("", "ai.onnx")
+            plain = not onnx.defs.has(node.op_type) or node.op_type == "RotaryEmbedding"
+            if default_domain and plain and node.op_type in contrib:
+                node.domain = CONTRIB_DOMAIN
+                changed = True
+                if node.op_type == "RotaryEmbedding":
+                    int64_inputs.add(node.input[1])
+            axes = next((a for a in node.attribute if a.name == "axes"), None)
+            if node.op_type == "ReduceSum" and axes is not None and _opset(model) >= 13:
+                name = f"{node.output[0]}_axes"
+                graph.initializer.append(onnx.numpy_helper.from_array(np.array(axes.ints, np.int64), name))
+                node.attribute.remove(axes)
+                node.input.append(name)
+                changed = True
+    if any(n.domain == CONTRIB_DOMAIN for g in _graphs(model.graph) for n in g.node):  # type: ignore[attr-defined]
+        if all(o.domain != CONTRIB_DOMAIN for o in model.opset_import):  # type: ignore[attr-defined]
+            model.opset_import.append(onnx.helper.make_opsetid(CONTRIB_DOMAIN, 1))  # type: ignore[attr-defined]
+            changed = True
+    for value in model.graph.input:  # type: ignore[attr-defined]
+        if value.name in int64_inputs and value.type.tensor_type.elem_type == onnx.TensorProto.INT32:
+            value.type.tensor_type.elem_type = onnx.TensorProto.INT64
             changed = True
     return model.SerializeToString() if changed else b""  # type: ignore[attr-defined]
+
+
+def _graphs(graph: object) -> list[object]:
+    found = [graph]
+    for node in graph.node:  # type: ignore[attr-defined]
+        for attr in node.attribute:
+            if attr.HasField("g"):
+                found += _graphs(attr.g)
+    return found
+
+
+def _opset(model: object) -> int:
+    return max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=1)  # type: ignore[attr-defined]
 
 
 def check_model(path: str, seed: int = 0) -> Result:

@@ -49,6 +49,7 @@ class Interpreter:
         self.sink = sink or DiagnosticSink()
         self._plans: dict[int, tuple[list[Step], list[Instruction], list[Instruction]]] = {}
         self.env: dict[Instruction, RuntimeValue] = {}
+        self.generated: set[Instruction] = set()
 
     # -- compilation ------------------------------------------------------------------------
 
@@ -99,6 +100,7 @@ class Interpreter:
             f"literal {_where(ins)} in module '{module.name}' was printed elided ({{ ... }}); "
             "using deterministic generated values"
         )
+        self.generated.add(ins)
         return generated_literal(literal.shape, index)
 
     # -- evaluation -------------------------------------------------------------------------
@@ -140,12 +142,33 @@ class Interpreter:
                 else:
                     env[ins] = kernel(*[env[a] for a in args])
         except (ComputeError, ShapeError) as e:
-            raise MgxError(f"{_where(ins)}: {e}") from None
+            raise MgxError(f"{_where(ins)}: {e}{self._generated_note(ins)}") from None
         except MgxError:
             raise
         except (ValueError, TypeError, IndexError, FloatingPointError, ZeroDivisionError) as e:
-            raise MgxError(f"{_where(ins)}: {ins.op.name if ins is not None else '?'} failed: {e}") from None
+            name = ins.op.name if ins is not None else "?"
+            raise MgxError(f"{_where(ins)}: {name} failed: {e}{self._generated_note(ins)}") from None
         return [env[o] for o in outputs]
+
+    def _generated_note(self, ins: Instruction | None) -> str:
+        """Where a failing instruction reads an elided literal's stand-in values, says so: those
+        values are not the program's (an index literal folded by a pass and printed `{ ... }`)."""
+        if ins is None or not self.generated:
+            return ""
+        seen: set[Instruction] = set()
+        stack = list(ins.args)
+        while stack:
+            cur = stack.pop()
+            if cur in seen:
+                continue
+            seen.add(cur)
+            if cur in self.generated:
+                return (
+                    f" (it reads literal {_where(cur)}, printed elided ({{ ... }}) and run on generated values; "
+                    "print the program with --lossless to keep literal values)"
+                )
+            stack.extend(cur.args)
+        return ""
 
 
 def _where(ins: Instruction | None) -> str:

@@ -223,43 +223,78 @@ def _common_dyn_dims(op_name: str, shapes: Shapes) -> list[DynamicDimension]:
     return out
 
 
-def _nocopy_strides(s: Shape, new_lens: Sequence[int]) -> list[int] | None:
-    """Strides that view `s` as `new_lens` without copying, or None (numpy's rule)."""
-    old = [(n, st) for n, st in zip(s.lens, s.strides) if n != 1]
-    new_strides = [0] * len(new_lens)
-    oi = oj = ni = nj = 0
-    old_lens = [n for n, _ in old]
-    old_strides = [st for _, st in old]
-    if not old:
-        return [0] * len(new_lens) if math.prod(new_lens) == 1 else None
-    nnew = len(new_lens)
-    nold = len(old_lens)
-    while ni < nnew and oi < nold:
-        np_ = new_lens[ni]
-        op_ = old_lens[oi]
-        nj, oj = ni + 1, oi + 1
-        while np_ != op_:
-            if np_ < op_:
-                if nj >= nnew:
-                    return None
-                np_ *= new_lens[nj]
-                nj += 1
-            else:
-                if oj >= nold:
-                    return None
-                op_ *= old_lens[oj]
-                oj += 1
-        for k in range(oi, oj - 1):
-            if old_strides[k] != old_lens[k + 1] * old_strides[k + 1]:
+def _end_dim(dims: Sequence[int], start: int, target: int) -> int | None:
+    """The index where the running product of `dims[start:]` reaches `target` (None if it passes it)."""
+    product = 1
+    for k in range(start, len(dims)):
+        product *= dims[k]
+        if product >= target:
+            return k if product == target else None
+    return None
+
+
+def _merged_stride(pairs: Sequence[tuple[int, int]]) -> int | None:
+    """The stride of (len, stride) pairs merged into one axis, or None where they do not merge
+    (transposed, broadcast over only some of them, or with gaps)."""
+    inner_dim, inner_stride = pairs[-1]
+    for outer_dim, outer_stride in reversed(pairs[:-1]):
+        elements = outer_dim * inner_dim
+        if inner_stride > outer_stride:
+            return None
+        if inner_stride == 0:
+            if outer_stride != 0:
                 return None
-        new_strides[nj - 1] = old_strides[oj - 1]
-        for k in range(nj - 1, ni, -1):
-            new_strides[k - 1] = new_strides[k] * new_lens[k]
-        ni, oi = nj, oj
-    last = new_strides[ni - 1] if ni >= 1 else 1
-    for k in range(ni, nnew):
-        new_strides[k] = last
-    return new_strides
+        elif outer_stride % inner_stride or (
+            (outer_stride * outer_dim + inner_stride * inner_dim - outer_stride) // inner_stride != elements
+        ):
+            return None
+        inner_dim = elements
+    return inner_stride
+
+
+def reshape_dims(s: Shape, lens: Sequence[int], lazy: bool) -> Shape | None:
+    """MIGraphX's reshape_dims: `s` viewed as `lens`, its layout carried over where the axes allow.
+
+    A standard input gives a standard result; a broadcast input gives one too unless `lazy` (a view
+    must keep the strides); None where no strides exist (reshape then copies to a standard result,
+    reshape_lazy refuses). A non-lazy result that is not packed is made packed in the input's axis
+    order."""
+    if s.standard or (not lazy and s.broadcasted):
+        return Shape.make(s.dtype, lens)
+    idims, istrides = s.lens, s.strides
+    strides: list[int] = []
+    i = r = 0
+    while i < len(idims) and r < len(lens):
+        idim, rdim = idims[i], lens[r]
+        if rdim == idim:
+            strides.append(istrides[i])
+        elif rdim > idim:
+            end = _end_dim(idims, i, rdim)
+            if end is None or end == i:
+                return None
+            if lazy and _merged_stride(list(zip(idims[i : end + 1], istrides[i : end + 1]))) is None:
+                return None
+            i = end
+            strides.append(istrides[i])
+        else:
+            end = _end_dim(lens, r, idim)
+            if end is None or end == r:
+                return None
+            stride = istrides[i] * idim
+            for dim in lens[r : end + 1]:
+                stride //= dim
+                strides.append(stride)
+            r = end
+        i += 1
+        r += 1
+    if strides and len(strides) < len(lens):
+        if any(d != 1 for d in lens[len(strides) :]):
+            return None
+        strides += [strides[-1]] * (len(lens) - len(strides))
+    if len(strides) != len(lens):
+        return None
+    result = Shape.make(s.dtype, lens, strides)
+    return result if lazy or result.packed else result.with_lens(result.lens)
 
 
 @register
@@ -290,12 +325,12 @@ class Reshape(OpDef):
                 self.name,
                 f"{lens_text(lens)} has {math.prod(lens)} elements but the input {lens_text(s.lens)} has {s.elements}",
             )
-        if s.standard:
-            return Shape.make(s.dtype, lens)
-        strides = _nocopy_strides(s, lens)
-        if strides is None:
-            return Shape.make(s.dtype, lens)
-        return Shape.make(s.dtype, lens, strides)
+        return self.layout(s, lens)
+
+    def layout(self, s: Shape, lens: list[int]) -> Shape:
+        """The result shape of a static reshape (MIGraphX's reshape_dims, not lazy)."""
+        found = reshape_dims(s, lens, lazy=False)
+        return Shape.make(s.dtype, lens) if found is None else found
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
         x = inputs[0]

@@ -15,7 +15,7 @@ from mgxir.ir.shape import Shape
 from mgxir.ir.traits import ConcatOperand, NeverFolded, Reshaper
 from mgxir.ir.values import OpNode
 from mgxir.ops.common import fail, lens_text, normalize_axis, require_static, unknown_dims
-from mgxir.ops.layout import Reshape
+from mgxir.ops.layout import Reshape, reshape_dims
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module
@@ -203,6 +203,13 @@ class ReshapeLazy(Reshape):
     arity = (1, 1)
     is_view = True
 
+    def layout(self, s: Shape, lens: list[int]) -> Shape:
+        """MIGraphX's reshape_dims, lazy: the input's strides carried over, or an error."""
+        found = reshape_dims(s, lens, lazy=True)
+        if found is None:
+            raise fail(self.name, "reshape_lazy on axis that is not packed.")
+        return found
+
 
 @register
 class DimensionsOf(OpDef):
@@ -258,8 +265,11 @@ class ScanSlice(OpDef):
         x = inputs[0]
         axis = normalize_axis(self.name, op["axis"], x.ndim)
         i = int(inputs[1].reshape(-1)[0])
+        last = x.shape[axis] - 1
+        if not 0 <= i <= last:
+            raise ComputeError(f"ScanSlice: index {{{i}}} out of range [0, {last}]")
         if op["direction"]:
-            i = x.shape[axis] - 1 - i
+            i = last - i
         index = [slice(None)] * x.ndim
         index[axis] = slice(i, i + 1)
         return x[tuple(index)]

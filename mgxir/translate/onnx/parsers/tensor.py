@@ -595,3 +595,22 @@ def parse_constant_fill(parser: OnnxParser, info: NodeInfo, args: Args) -> Instr
     shape = Shape.make(dtype, dims)
     check_literal_size(shape)
     return info.add_literal(np.full(shape.elements, value), dtype, dims)
+
+
+# ATen's embedding_bag modes: sum, mean, max (any other mode leaves the gathered rows)
+_EMBEDDING_BAG_REDUCTIONS = {0: "reduce_sum", 1: "reduce_mean", 2: "reduce_max"}
+
+
+@onnx_op("ATen")
+def parse_aten(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    """PyTorch's ATen fallback: only embedding_bag with one bag (one offset) is built."""
+    if "embedding_bag" not in (info.attr_str("operator") or ""):
+        raise ParseError("PARSE_ATEN: unsupported custom operator")
+    if len(args) < 3:
+        raise ParseError("PARSE_EMBEDDING_BAG: needs the weight, indices and offsets inputs")
+    if args[2].shape.elements != 1:
+        raise ParseError("PARSE_EMBEDDING_BAG: MIGraphX only supports offsets of size 1")
+    rows = info.add("gather", args[0], args[1])
+    mode = int(info.attributes["mode"].i) if info.has("mode") else 0
+    reduction = _EMBEDDING_BAG_REDUCTIONS.get(mode)
+    return rows if reduction is None else info.add(reduction, rows, axes=[0])

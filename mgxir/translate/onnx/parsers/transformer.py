@@ -469,3 +469,303 @@ def parse_attention(parser: OnnxParser, info: NodeInfo, args: Args) -> Instructi
     out = info.add("transpose", out, permutation=[0, 2, 1, 3])
     lens = out.shape.lens
     return info.add("reshape", out, dims=[lens[0], lens[1], lens[2] * lens[3]])
+
+
+# -- rotary embedding ------------------------------------------------------------------------------
+
+
+def rotary_embedding(
+    info: NodeInfo, x: Instruction, positions: Instruction, cos: Instruction, sin: Instruction, interleaved: bool
+) -> Instruction:
+    """MIGraphX's rotary_embedding op builder: `x` {batch, heads, seq, head} rotated by the rows of the
+    cos/sin caches ({max_seq, head / 2}) that the positions pick (one per batch, one per token, or
+    one start position counted up along the sequence)."""
+    lens = x.shape.lens
+    if len(lens) != 4:
+        raise ParseError(
+            "rotary_embedding: expected input of rank 4 with layout [batch, heads, seq, head_size] in 4-arg mode"
+        )
+    cos, sin = _gather_rotary_cache(info, lens, positions, cos, sin, interleaved)
+    return _apply_rotation(info, x, cos, sin, interleaved)
+
+
+def _gather_rotary_cache(
+    info: NodeInfo, lens: tuple[int, ...], positions: Instruction, cos: Instruction, sin: Instruction, interleaved: bool
+) -> tuple[Instruction, Instruction]:
+    batch, _, seq, head = lens
+    if head % 2:
+        raise ParseError(
+            "rotary_embedding: head_size must be even so that head_size/2 can be used for rotary embedding"
+        )
+    for name, cache in (("cos_cache", cos), ("sin_cache", sin)):
+        if not cache.shape.lens or cache.shape.lens[-1] != head // 2:
+            raise ParseError(
+                f"rotary_embedding: {name} last dimension must equal head_size/2 to be compatible with input"
+            )
+    count = positions.shape.elements
+    if count == batch * seq and seq > 1:
+        indices = info.add("reshape", positions, dims=[batch, seq, 1])
+    else:
+        if count == 1 and batch > 1:
+            start = info.add("reshape", positions, dims=[1, 1, 1])
+            start = info.add("multibroadcast", start, out_lens=[batch, 1, 1])
+        else:
+            start = info.add("reshape", positions, dims=[batch, 1, 1])
+        if seq > 1:
+            start = info.add("multibroadcast", start, out_lens=[batch, seq, 1])
+            steps = info.add_literal(np.arange(seq), positions.shape.dtype, [1, seq, 1])
+            steps = info.add("multibroadcast", steps, out_lens=[batch, seq, 1])
+            indices = info.add_common_op("add", start, steps)
+        else:
+            indices = start
+    gathered = [info.add("gathernd", cache, indices, batch_dims=0) for cache in (cos, sin)]
+    if interleaved:
+        gathered = [info.add("reshape", g, dims=[g.shape.elements, 1]) for g in gathered]
+    doubled = [info.add("concat", g, g, axis=-1) for g in gathered]
+    cos, sin = (info.add("reshape", d, dims=[batch, 1, seq, head]) for d in doubled)
+    return cos, sin
+
+
+def _apply_rotation(
+    info: NodeInfo, x: Instruction, cos: Instruction, sin: Instruction, interleaved: bool
+) -> Instruction:
+    lens = list(x.shape.lens)
+    width = lens[-1]
+    half = width // 2
+    signs = info.add_literal(np.array([-1.0, 1.0], np.float32), x.shape.dtype, [2])
+    if interleaved:
+        signs = info.add("reshape", signs, dims=[1, 2])
+        signs = info.add("multibroadcast", signs, out_lens=[half, 2])
+        signs = info.add("reshape", signs, dims=[width])
+        pairs = info.add("reshape", x, dims=[x.shape.elements // 2, 2])
+        evens = info.add("slice", pairs, axes=[1], starts=[0], ends=[1])
+        odds = info.add("slice", pairs, axes=[1], starts=[1], ends=[2])
+        rotated = info.add("reshape", info.add("concat", odds, evens, axis=-1), dims=lens)
+    else:
+        signs = info.add("reshape", signs, dims=[2, 1])
+        signs = info.add("multibroadcast", signs, out_lens=[2, half])
+        signs = info.add("reshape", signs, dims=[width])
+        first = info.add("slice", x, axes=[-1], starts=[0], ends=[half])
+        second = info.add("slice", x, axes=[-1], starts=[half], ends=[width])
+        rotated = info.add("concat", second, first, axis=-1)
+    signs = info.add("multibroadcast", signs, out_lens=lens)
+    by_cos = info.add_common_op("mul", x, cos)
+    by_sin = info.add_common_op("mul", signs, sin)
+    by_sin = info.add_common_op("mul", rotated, by_sin)
+    return info.add_common_op("add", by_cos, by_sin)
+
+
+_ROTARY = "RotaryEmbedding"
+
+
+@dataclass
+class _RotaryParams:
+    interleaved: bool = False
+    num_heads: int = 0
+    rotary_dim: int = 0
+    batch: int = 0
+    seq: int = 0
+    head: int = 0
+    hidden: int = 0
+    bnsh: bool = False
+
+
+def _rotary_attributes(info: NodeInfo) -> _RotaryParams:
+    p = _RotaryParams(interleaved=bool(info.attr_int("interleaved", 0)))
+    if info.has("is_packed_batching") and info.attr_int("is_packed_batching"):
+        raise ParseError(f"{_ROTARY}: is_packed_batching aka ragged batching is not supported.")
+    p.num_heads = info.attr_int("num_heads", 0) or 0
+    p.rotary_dim = info.attr_int("rotary_embedding_dim", 0) or 0
+    if info.has("scale") and info.attr_float("scale") != 1.0:
+        raise ParseError(f"{_ROTARY}: scale is not supported.")
+    if (p.num_heads != 0) != (p.rotary_dim != 0):
+        raise ParseError(f"{_ROTARY}: num_heads and rotary_embedding dims must be used together and non-zero")
+    return p
+
+
+def _rotary_inputs(args: Args, p: _RotaryParams) -> None:
+    lens = args[0].shape.lens
+    if len(lens) not in (3, 4):
+        raise ParseError(
+            f"{_ROTARY}:Input must be 3D (Batch , Sequence Length, Hidden size) or 4D (Batch, Num Heads, "
+            "Sequence Length, Head Size))"
+        )
+    p.batch = lens[0]
+    if len(lens) == 3:
+        p.seq, p.hidden = lens[1], lens[2]
+    else:
+        p.num_heads, p.seq, p.head = lens[1], lens[2], lens[3]
+        p.hidden = p.num_heads * p.head
+        p.bnsh = True
+    positions = args[1].shape
+    if positions.ndim > 2 or positions.scalar:
+        raise ParseError(
+            f"{_ROTARY}: Position_ids must be either 1D tensor of shape (1) or 2d (Batch, Sequence Length)"
+        )
+    if positions.ndim == 1 and positions.lens[0] != 1:
+        raise ParseError(f"{_ROTARY}: Position_id must have shape of 1 for 1D tensor")
+    if positions.ndim == 2 and positions.lens != (p.batch, p.seq):
+        raise ParseError(f"{_ROTARY}: Position_id 2D dims must match input batch size and sequence length")
+    cos_lens, sin_lens = args[2].shape.lens, args[3].shape.lens
+    if len(cos_lens) != 2 or len(sin_lens) != 2:
+        # MIGraphX reads the second dimension unchecked; a clear refusal here
+        raise ParseError(f"{_ROTARY}: cos_cache and sin_cache must be 2-D (max sequence length, rotary dim / 2)")
+    if p.num_heads == 0:
+        p.head = cos_lens[1] * 2
+        p.num_heads = p.hidden // p.head
+    else:
+        p.head = p.hidden // p.num_heads
+    if p.rotary_dim == 0:
+        p.rotary_dim = p.head
+    elif p.head < p.rotary_dim:
+        raise ParseError(f"{_ROTARY}: rotary_embedding_dim must be <= head_size")
+    _check_rotary_cache_width(cos_lens[1], p)
+    if cos_lens[0] != sin_lens[0]:
+        raise ParseError(f"{_ROTARY}: max_sequence_length must be the same between sin & cos caches!")
+    _check_rotary_cache_width(sin_lens[1], p)
+
+
+def _check_rotary_cache_width(width: int, p: _RotaryParams) -> None:
+    if p.rotary_dim != 0 and p.rotary_dim // 2 != width:
+        raise ParseError(f"{_ROTARY}: rotary_embedding must be the same between sin & cos caches!")
+
+
+@onnx_op("RotaryEmbedding")
+def parse_rotary_embedding(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    if len(args) != 4:
+        raise ParseError(f"{_ROTARY}: Wrong number of inputs provided require 4")
+    p = _rotary_attributes(info)
+    _rotary_inputs(args, p)
+    x = args[0]
+    if not p.bnsh:
+        x = info.add("reshape", x, dims=[p.batch, p.seq, p.num_heads, p.head])
+        x = info.add("transpose", x, permutation=[0, 2, 1, 3])
+    tail = None
+    if p.head > p.rotary_dim:
+        tail = info.add("slice", x, axes=[-1], starts=[p.rotary_dim], ends=[p.head])
+        x = info.add("slice", x, axes=[-1], starts=[0], ends=[p.rotary_dim])
+    out = rotary_embedding(info, x, args[1], args[2], args[3], p.interleaved)
+    if tail is not None:
+        out = info.add("concat", out, tail, axis=-1)
+    if not p.bnsh:
+        out = info.add("transpose", out, permutation=[0, 2, 1, 3])
+        out = info.add("reshape", out, dims=[p.batch, p.seq, p.hidden])
+    return out
+
+
+# -- GroupQueryAttention ---------------------------------------------------------------------------
+
+_GQA = "GroupQueryAttention"
+
+
+@dataclass
+class _GqaParams:
+    num_heads: int
+    kv_num_heads: int
+    do_rotary: bool = False
+    interleaved: bool = False
+    local_window: int = -1
+    scale: float = 0.0
+
+
+def _gqa_attributes(info: NodeInfo) -> _GqaParams:
+    do_rotary = bool(info.attr_int("do_rotary", 0))
+    if not info.has("kv_num_heads"):
+        raise ParseError(f"{_GQA}: Attribute 'kv_num_heads' is required but was not provided.")
+    kv_num_heads = info.attr_int("kv_num_heads")
+    local_window = info.attr_int("local_window_size", -1)
+    if not info.has("num_heads"):
+        raise ParseError(f"{_GQA}: Attribute 'num_heads' is required but was not provided.")
+    p = _GqaParams(info.attr_int("num_heads"), kv_num_heads, do_rotary, local_window=local_window)
+    p.interleaved = bool(info.attr_int("rotary_interleaved", 0))
+    p.scale = float(np.float32(info.attr_float("scale", 0.0)))
+    if info.has("softcap") and info.attr_float("softcap") != 0.0:
+        raise ParseError(f"{_GQA}: non-zero softcap is not yet supported.")
+    if p.num_heads <= 0 or p.kv_num_heads <= 0:
+        # MIGraphX divides by them unchecked; a clear refusal here
+        raise ParseError(f"{_GQA}: num_heads and kv_num_heads must be positive")
+    return p
+
+
+def _gqa_scores(
+    info: NodeInfo, p: _GqaParams, q: Instruction, k: Instruction, past: Instruction, head_size: int
+) -> Instruction:
+    """Scaled q.k^T where future keys, keys past each batch's length and (with a local window) keys
+    too far back are -inf, in MIGraphX's instruction order."""
+    batch, _, sequence, _ = q.shape.lens
+    max_sequence = k.shape.lens[2]
+    scores = info.add("dot", q, info.add("transpose", k, permutation=[0, 1, 3, 2]))
+    bnsm = [batch, p.num_heads, sequence, max_sequence]
+    index_type = past.shape.dtype
+    dtype = q.shape.dtype
+    key_range = info.add_literal(np.arange(max_sequence), index_type, [max_sequence])
+    key_range = info.add("multibroadcast", key_range, out_lens=bnsm)
+    minus_inf = info.add_literal(np.float32(-np.inf), dtype, [1])
+    minus_inf = info.add("multibroadcast", minus_inf, out_lens=bnsm)
+    scale = p.scale if p.scale != 0.0 else float(np.float32(1.0) / np.sqrt(np.float32(head_size)))
+    scale_literal = info.add("multibroadcast", info.add_literal(scale, dtype, [1]), out_lens=bnsm)
+    scores = info.add("mul", scores, scale_literal)
+    query_range = None
+    if sequence > 1:
+        query_range = info.add_literal(np.arange(sequence), index_type, [sequence])
+        query_range = info.add("reshape", query_range, dims=[sequence, 1])
+        query_range = info.add("multibroadcast", query_range, out_lens=bnsm)
+        causal = info.add("convert", info.add("greater", key_range, query_range), target_type=DType.bool)
+        scores = info.add("where", causal, minus_inf, scores)
+    lengths = info.add("reshape", past, dims=[batch, p.num_heads, 1, 1])
+    lengths = info.add("multibroadcast", lengths, out_lens=bnsm)
+    if p.local_window > 0:
+        prompt = query_range is not None
+        window = info.add_literal(-p.local_window if prompt else -(p.local_window + 1), index_type, [1])
+        window = info.add("multibroadcast", window, out_lens=bnsm)
+        start = info.add("add", query_range if query_range is not None else lengths, window)
+        outside = info.add("convert", info.add("greater", start, key_range), target_type=DType.bool)
+        scores = info.add("where", outside, minus_inf, scores)
+    beyond = info.add("convert", info.add("greater", key_range, lengths), target_type=DType.bool)
+    return info.add("where", beyond, minus_inf, scores)
+
+
+@onnx_op("GroupQueryAttention")
+def parse_group_query_attention(parser: OnnxParser, info: NodeInfo, args: Args) -> list[Instruction]:
+    p = _gqa_attributes(info)
+    if not 7 <= len(args) <= 11:
+        raise ParseError(f"{_GQA}: Wrong number of inputs provided")
+    qkv = args[0]
+    if len(args[1].shape.lens) > 1:
+        qkv = info.add("concat", args[0], args[1], args[2], axis=2)
+    if qkv.shape.ndim != 3:
+        raise ParseError(f"{_GQA}: query must be 3-D (batch, sequence, hidden), got {qkv.shape.ndim}-D")
+    batch, sequence, hidden = qkv.shape.lens
+    heads = p.num_heads + 2 * p.kv_num_heads
+    head_size = hidden // heads
+    packed = info.add("reshape", qkv, dims=[batch, sequence, heads, head_size])
+    packed = info.add("transpose", packed, permutation=[0, 2, 1, 3])
+    qk_heads = p.num_heads + p.kv_num_heads
+    qk = info.add("slice", packed, axes=[1], starts=[0], ends=[qk_heads])
+    new_v = info.add("slice", packed, axes=[1], starts=[qk_heads], ends=[heads])
+    seqlens = args[5]
+    if p.do_rotary:
+        positions = seqlens
+        if sequence > 1:
+            positions = info.add_literal(0, seqlens.shape.dtype, [1])
+        qk = rotary_embedding(info, qk, positions, args[7], args[8], p.interleaved)
+    q = info.add("slice", qk, axes=[1], starts=[0], ends=[p.num_heads])
+    new_k = info.add("slice", qk, axes=[1], starts=[p.num_heads], ends=[qk_heads])
+    k = info.add("concat_past_present", new_k, seqlens, args[3], kv_num_heads=p.kv_num_heads)
+    v = info.add("concat_past_present", new_v, seqlens, args[4], kv_num_heads=p.kv_num_heads)
+    present = [k, v]
+    past = info.add("multibroadcast", seqlens, out_lens=[batch, p.num_heads])
+    group = p.num_heads // p.kv_num_heads
+    if group != 1:
+        grouped_lens = list(k.shape.lens)
+        grouped_lens[1] = p.num_heads
+        k, v = (info.add("unsqueeze", t, axes=[2]) for t in (k, v))
+        spread = list(k.shape.lens)
+        spread[2] = group
+        k, v = (info.add("multibroadcast", t, out_lens=spread) for t in (k, v))
+        k, v = (info.add("reshape", t, dims=grouped_lens) for t in (k, v))
+    scores = _gqa_scores(info, p, q, k, past, head_size)
+    out = info.add("dot", info.add("softmax", scores, axis=3), v)
+    out = info.add("transpose", out, permutation=[0, 2, 1, 3])
+    out = info.add("reshape", out, dims=[batch, sequence, head_size * p.num_heads])
+    return [out, *present]
