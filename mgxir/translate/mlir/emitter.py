@@ -88,6 +88,16 @@ class Emitter:
     ) -> ir.Value:
         """A parallel `linalg.generic` over `lens`; an input of one element (any rank) is read as a
         scalar, others must have `lens`."""
+        return self.elementwise_outputs(inputs, [out_type], lens, body)[0]
+
+    def elementwise_outputs(
+        self,
+        inputs: Sequence[tuple[ir.Value, Sequence[int]]],
+        out_types: Sequence[DType],
+        lens: Sequence[int],
+        body: Body,
+    ) -> list[ir.Value]:
+        """`elementwise` with one result per type of `out_types` (the body yields one each)."""
         rank = len(lens)
         ins = []
         for value, in_lens in inputs:
@@ -96,8 +106,8 @@ class Emitter:
             else:
                 scalar = self.collapse(value, in_lens, [])
                 ins.append((scalar, ir.AffineMapAttr.get(ir.AffineMap.get(rank, 0, []))))
-        init = self.empty(out_type, lens)
-        return self.generic(ins, [(init, self.identity_map(rank))], [PARALLEL] * rank, body)[0]
+        outs = [(self.empty(t, lens), self.identity_map(rank)) for t in out_types]
+        return self.generic(ins, outs, [PARALLEL] * rank, body)
 
     def collapse(self, value: ir.Value, lens: Sequence[int], keep: Sequence[int]) -> ir.Value:
         """Drops the size-1 dimensions of `value` that are not in `keep` (`tensor.collapse_shape`)."""

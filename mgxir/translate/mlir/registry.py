@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from mgxir.translate.mlir.lower import Lowering
     from mgxir.translate.mlir.scalar import Scalars
 
-TensorRule = Callable[["Lowering", Instruction, list[ir.Value]], ir.Value]
+# a rule gets its arguments' values (a tuple's elements as a list) and returns its instruction's
+TensorRule = Callable[["Lowering", Instruction, list], "ir.Value | list[ir.Value]"]
 ScalarRule = Callable[["Scalars", Operation, list[ir.Value], list[DType], DType], ir.Value]
 
 
@@ -33,6 +34,7 @@ ScalarRule = Callable[["Scalars", Operation, list[ir.Value], list[DType], DType]
 class Rule:
     lower: Callable
     to: str | Callable[[str], str]  # what the op becomes, for the docs table (given the op's name)
+    takes_tuples: bool = False  # whether it takes tuple arguments (their elements, as a list)
 
     def describe(self, name: str) -> str:
         return self.to if isinstance(self.to, str) else self.to(name)
@@ -50,7 +52,9 @@ def _definition(name: str) -> type[OpDef]:
     return type(defn)
 
 
-def lowers(*names: str, to: str | Callable[[str], str]) -> Callable[[TensorRule], TensorRule]:
+def lowers(
+    *names: str, to: str | Callable[[str], str], takes_tuples: bool = False
+) -> Callable[[TensorRule], TensorRule]:
     """Registers a tensor rule for the named operators."""
 
     def register(fn: TensorRule) -> TensorRule:
@@ -58,7 +62,7 @@ def lowers(*names: str, to: str | Callable[[str], str]) -> Callable[[TensorRule]
             cls = _definition(name)
             if cls in TENSOR_RULES:
                 raise ValueError(f"two tensor lowerings for '{name}'")
-            TENSOR_RULES[cls] = Rule(fn, to)
+            TENSOR_RULES[cls] = Rule(fn, to, takes_tuples)
         return fn
 
     return register
