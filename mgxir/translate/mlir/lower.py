@@ -27,7 +27,7 @@ from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape, standard_strides
 from mgxir.translate.mlir import families  # noqa: F401  (registers every rule)
 from mgxir.translate.mlir.emitter import Emitter
-from mgxir.translate.mlir.registry import POINTWISE_AS_GENERIC, Rule, scalar_rule, tensor_rule
+from mgxir.translate.mlir.registry import POINTWISE_AS_GENERIC, Rule, scalar_rule, sizes, tensor_rule
 from mgxir.translate.mlir.scalar import CannotLower, Scalars
 from mgxir.translate.mlir.types import UNSIGNED, TypeCache, lowers_type
 
@@ -40,6 +40,7 @@ TAG_STRIDES = "mgx.strides"
 TAG_OUTER = "mgx.outer"
 TAG_MODULES = "mgx.modules"
 TAG_FIRST = "mgx.first"
+TAG_DYN_DIMS = "mgx.dyn_dims"
 PARAM_ATTR = "mgx.param"
 
 # what an instruction lowers to: one tensor, or the elements of a tuple
@@ -200,6 +201,8 @@ class Lowering:
             except KeyError:
                 raise self.error(module, ins, "an argument comes from another module (not lowered)") from None
             rule = self.rule_for(module, ins)
+            if not rule.dynamic and (ins.shape.is_dynamic or any(a.shape.is_dynamic for a in ins.args)):
+                raise self.error(module, ins, "dynamic dimensions have no lowering for this operator")
             if not rule.takes_tuples and any(isinstance(a, list) for a in args):
                 raise self.error(module, ins, "a tuple argument has no lowering (only get_tuple_elem takes tuples)")
             token = self._pending = (region, ins)
@@ -244,8 +247,6 @@ class Lowering:
         for element in _elements(shape):
             if element.is_tuple:
                 raise self.error(module, ins, "a tuple of tuples has no lowering")
-            if element.is_dynamic:
-                raise self.error(module, ins, "dynamic shapes have no lowering yet")
             if not lowers_type(element.dtype):
                 raise self.error(module, ins, f"{element.dtype.type_name} has no MLIR element type")
         self._lowers_shape.add(shape)
@@ -328,8 +329,8 @@ class Lowering:
             raise CannotLower(f"module '{body.name}' has {len(params)} parameters but gets {len(args)} inputs")
         outputs = _outputs(body)
         shapes = _elements(ins.shape)
-        lens = shapes[0].lens
-        inputs = [(v, a.shape.lens) for v, a in zip(args, ins.args)]
+        lens = sizes(shapes[0])
+        inputs = [(v, sizes(a.shape)) for v, a in zip(args, ins.args)]
 
         def fill(scalars: list[ir.Value]) -> list[ir.Value]:
             region = Region()
@@ -398,7 +399,9 @@ def _shape_notes(shape: Shape) -> dict[str, ir.Attribute]:
     notes: dict[str, ir.Attribute] = {}
     if shape.dtype in UNSIGNED:
         notes[TAG_TYPE] = ir.StringAttr.get(shape.dtype.type_name)
-    if not shape.is_dynamic and shape.strides != standard_strides(shape.lens):
+    if shape.is_dynamic:  # the ranges of the dimensions ([min, max] pairs; optimals are dropped)
+        notes[TAG_DYN_DIMS] = ir.DenseI64ArrayAttr.get([n for d in shape.dyn_dims for n in (d.min, d.max)])
+    elif shape.strides != standard_strides(shape.lens):
         notes[TAG_STRIDES] = ir.DenseI64ArrayAttr.get(list(shape.strides))
     return notes
 

@@ -23,6 +23,7 @@ from mgxir.text.syntax import SyntaxProblem, parse_layer2
 from mgxir.translate.mlir.lower import (
     PARAM_ATTR,
     TAG_ARGS,
+    TAG_DYN_DIMS,
     TAG_FIRST,
     TAG_MODULE,
     TAG_MODULES,
@@ -235,6 +236,9 @@ class Reader:
         tensor_type = ir.RankedTensorType(mlir_type)
         dtype = self._dtype(tensor_type.element_type, notes)
         lens = list(tensor_type.shape) or [1]
+        if notes is not None and TAG_DYN_DIMS in notes:
+            bounds = list(ir.DenseI64ArrayAttr(notes[TAG_DYN_DIMS]))
+            return Shape.dynamic(dtype, list(zip(bounds[::2], bounds[1::2])))
         if notes is not None and TAG_STRIDES in notes:
             return Shape.make(dtype, lens, list(ir.DenseI64ArrayAttr(notes[TAG_STRIDES])))
         return Shape.make(dtype, lens)

@@ -19,6 +19,7 @@ from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.operation import OpDef, Operation
 from mgxir.ir.registry import lookup
+from mgxir.ir.shape import Shape
 from mgxir.ops import register_all_ops
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ class Rule:
     lower: Callable
     to: str | Callable[[str], str]  # what the op becomes, for the docs table (given the op's name)
     takes_tuples: bool = False  # whether it takes tuple arguments (their elements, as a list)
+    dynamic: bool = False  # whether it lowers dynamic dimensions (`?` sizes)
 
     def describe(self, name: str) -> str:
         return self.to if isinstance(self.to, str) else self.to(name)
@@ -53,7 +55,7 @@ def _definition(name: str) -> type[OpDef]:
 
 
 def lowers(
-    *names: str, to: str | Callable[[str], str], takes_tuples: bool = False
+    *names: str, to: str | Callable[[str], str], takes_tuples: bool = False, dynamic: bool = False
 ) -> Callable[[TensorRule], TensorRule]:
     """Registers a tensor rule for the named operators."""
 
@@ -62,7 +64,7 @@ def lowers(
             cls = _definition(name)
             if cls in TENSOR_RULES:
                 raise ValueError(f"two tensor lowerings for '{name}'")
-            TENSOR_RULES[cls] = Rule(fn, to, takes_tuples)
+            TENSOR_RULES[cls] = Rule(fn, to, takes_tuples, dynamic)
         return fn
 
     return register
@@ -82,6 +84,13 @@ def lowers_scalar(*names: str, to: str | Callable[[str], str]) -> Callable[[Scal
     return register
 
 
+def sizes(shape: Shape) -> list[int | None]:
+    """The dimensions of a shape, None for a dynamic one (a `?` in its tensor type)."""
+    if shape.is_dynamic:
+        return [d.min if d.is_fixed else None for d in shape.dyn_dims]
+    return list(shape.lens)
+
+
 def tensor_rule(defn: OpDef) -> Rule | None:
     return TENSOR_RULES.get(type(defn))
 
@@ -96,13 +105,13 @@ def _pointwise_as_generic(lowering: Lowering, ins: Instruction, args: list[ir.Va
     assert rule is not None
     types = [a.shape.dtype for a in ins.args]
     out = ins.shape.dtype
-    inputs = [(v, a.shape.lens) for v, a in zip(args, ins.args)]
+    inputs = [(v, sizes(a.shape)) for v, a in zip(args, ins.args)]
     n = len(args)
 
     def body(scalars: list[ir.Value]) -> list[ir.Value]:
         return [rule.lower(lowering.scalars, ins.op, scalars[:n], types, out)]
 
-    return lowering.emitter.elementwise(inputs, out, ins.shape.lens, body)
+    return lowering.emitter.elementwise(inputs, out, sizes(ins.shape), body)
 
 
-POINTWISE_AS_GENERIC = Rule(_pointwise_as_generic, "linalg.generic { scalar rule }")
+POINTWISE_AS_GENERIC = Rule(_pointwise_as_generic, "linalg.generic { scalar rule }", dynamic=True)

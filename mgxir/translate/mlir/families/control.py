@@ -25,7 +25,7 @@ TAG_MODULES = "mgx.modules"
 TAG_PARAMS = "mgx.params"
 
 
-@lowers("pointwise", to="linalg.generic whose region is the module on scalars (one result per output)")
+@lowers("pointwise", to="linalg.generic whose region is the module on scalars (one result per output)", dynamic=True)
 def _pointwise(lowering: Lowering, ins: Instruction, args: Values) -> Lowered:
     return lowering.pointwise(ins, args)
 

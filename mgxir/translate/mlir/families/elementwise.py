@@ -308,12 +308,12 @@ _TYPE_NOTE = {TOSA_FLOATS: "f16/bf16/f32", FLOATS_INTS: "f16/bf16/f32/i8/i16/i32
 
 def _describe_tosa(name: str) -> str:
     op, _, takes = TOSA[name]
-    return f"{op} ({_TYPE_NOTE[takes]}), else linalg.generic"
+    return f"{op} ({_TYPE_NOTE[takes]}), else (and with dynamic dimensions) linalg.generic"
 
 
-@lowers(*TOSA, to=_describe_tosa)
+@lowers(*TOSA, to=_describe_tosa, dynamic=True)
 def _tosa_elementwise(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     _, build, takes = TOSA[ins.op.name]
-    if ins.shape.dtype not in takes or any(a.shape.dtype not in takes for a in ins.args):
+    if ins.shape.is_dynamic or ins.shape.dtype not in takes or any(a.shape.dtype not in takes for a in ins.args):
         return POINTWISE_AS_GENERIC.lower(lowering, ins, args)
     return build(lowering, lowering.types.of_shape(ins.shape), args)
