@@ -7,7 +7,8 @@ OUT/prepare.json (what happened to each model). `run` (the GPU machine; iree-bas
 each compiled module on its device and compares every output with the reference by MIGraphX's rms
 rule (tolerance 1e-3; integer and bool outputs exactly).
 
-    python bench/bench_iree_onnx.py prepare OUT [--device cuda --device vulkan] [--jobs 2] [MODEL ...]
+    python bench/bench_iree_onnx.py prepare OUT [--device cuda --device vulkan] [--jobs 2] [--models-dir DIR]
+                                             [MODEL ...]
     python bench/bench_iree_onnx.py run OUT [--device cuda --device vulkan] [--json results.json]
 
 The table: per device, models imported (and ran on the reference), lowered to MLIR, compiled, ran,
@@ -97,9 +98,9 @@ def _storable(a: np.ndarray) -> np.ndarray:
     return a.view(np.dtype(f"u{a.dtype.itemsize}")) if a.dtype.name.startswith(("bfloat16", "float8")) else a
 
 
-def prepare(out: Path, devices: list[str], jobs: int, models: list[str]) -> None:
+def prepare(out: Path, devices: list[str], jobs: int, models: list[str], folder: Path = MODELS) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    paths = [str(MODELS / f"{m}.onnx") for m in models] or sorted(str(p) for p in MODELS.glob("*.onnx"))
+    paths = [str(folder / f"{m}.onnx") for m in models] or sorted(str(p) for p in folder.glob("*.onnx"))
     tasks = [(p, str(out), devices) for p in paths]
     records, arrays = [], {}
     started = time.perf_counter()
@@ -230,10 +231,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", action="append", default=[])
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--models-dir", type=Path, default=MODELS)
     args = parser.parse_args(argv)
     devices = args.device or ["cuda", "vulkan"]
     if args.step == "prepare":
-        prepare(args.out, devices, args.jobs, args.models)
+        prepare(args.out, devices, args.jobs, args.models, args.models_dir)
         print(report(args.out, {}))
         return 0
     results = run(args.out, devices)
