@@ -98,14 +98,22 @@ def _storable(a: np.ndarray) -> np.ndarray:
     return a.view(np.dtype(f"u{a.dtype.itemsize}")) if a.dtype.name.startswith(("bfloat16", "float8")) else a
 
 
-def prepare(out: Path, devices: list[str], jobs: int, models: list[str], folder: Path = MODELS) -> None:
+def prepare(
+    out: Path, devices: list[str], jobs: int, models: list[str], folder: Path = MODELS, deadline: float = 1e9
+) -> None:
+    """Models still unfinished `deadline` seconds after the start are recorded as not reached."""
     out.mkdir(parents=True, exist_ok=True)
     paths = [str(folder / f"{m}.onnx") for m in models] or sorted(str(p) for p in folder.glob("*.onnx"))
     tasks = [(p, str(out), devices) for p in paths]
     records, arrays = [], {}
     started = time.perf_counter()
     with mp.get_context("spawn").Pool(jobs, maxtasksperchild=50) as pool:
-        for i, record in enumerate(pool.imap_unordered(prepare_one, tasks)):
+        pending = pool.imap_unordered(prepare_one, tasks)
+        for i in range(len(tasks)):
+            try:
+                record = pending.next(timeout=max(deadline - (time.perf_counter() - started), 0.01))
+            except mp.TimeoutError:
+                break
             data = record.pop("arrays", None)
             if data is not None:
                 with np.load(io.BytesIO(bytes.fromhex(data))) as z:
@@ -113,6 +121,11 @@ def prepare(out: Path, devices: list[str], jobs: int, models: list[str], folder:
             records.append(record)
             if i % 50 == 0:
                 print(f"{i}/{len(tasks)} {time.perf_counter() - started:.0f}s", flush=True)
+        pool.terminate()
+    done = {r["model"] for r in records}
+    for p in paths:
+        if Path(p).stem not in done:
+            records.append({"model": Path(p).stem, "stage": "not reached", "message": "deadline", "devices": {}})
     np.savez_compressed(out / "cases.npz", **arrays)
     (out / "prepare.json").write_text(json.dumps(sorted(records, key=lambda r: r["model"]), indent=1))
 
@@ -122,11 +135,12 @@ def run(prepared: Path, devices: list[str]) -> dict:
     from mgxir.drivers.run import rms_error
     from mgxir.ir.dtype import DType
     from mgxir.targets.iree.devices import device
-    from mgxir.targets.iree.runtime import LoadedModule
+    from mgxir.targets.iree.runtime import LoadedModule, runtime_config
 
     records = json.loads((prepared / "prepare.json").read_text())
     cases = np.load(prepared / "cases.npz")
     results: dict = {d: {} for d in devices}
+    configs = {d: runtime_config(device(d)) for d in devices}
     for record in records:
         if record["stage"] != "compile":
             continue
@@ -137,7 +151,7 @@ def run(prepared: Path, devices: list[str]) -> dict:
             if record["devices"].get(d) != "compiled":
                 continue
             try:
-                module = LoadedModule(prepared / f"{name}.{d}.vmfb", device(d))
+                module = LoadedModule(prepared / f"{name}.{d}.vmfb", device(d), configs[d])
                 types = [DType.from_numpy(w.dtype) for w in wanted]
                 got = module(inputs, types)
             except MgxError as e:
@@ -178,11 +192,12 @@ def _compare(got: list[np.ndarray], wanted: list[np.ndarray], rms_error) -> tupl
 def report(prepared: Path, results: dict) -> str:
     records = json.loads((prepared / "prepare.json").read_text())
     stages = Counter(r["stage"] for r in records)
-    imported = len(records) - stages["import"]
+    imported = len(records) - stages["import"] - stages["not reached"]
     reference = imported - stages["reference"]
     lowered = stages["compile"]
     lines = [
-        f"models: {len(records)}; imported: {imported}; ran on the reference: {reference}; lowered to MLIR: {lowered}",
+        f"models: {len(records)} ({stages['not reached']} not reached before the deadline); imported: {imported}; "
+        f"ran on the reference: {reference}; lowered to MLIR: {lowered}",
         "",
         "| device | lowered | compiled | ran | matched | worst rms of matched |",
         "| --- | --- | --- | --- | --- | --- |",
@@ -232,10 +247,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--models-dir", type=Path, default=MODELS)
+    parser.add_argument("--deadline", type=float, default=1e9, help="seconds for prepare")
     args = parser.parse_args(argv)
     devices = args.device or ["cuda", "vulkan"]
     if args.step == "prepare":
-        prepare(args.out, devices, args.jobs, args.models, args.models_dir)
+        prepare(args.out, devices, args.jobs, args.models, args.models_dir, args.deadline)
         print(report(args.out, {}))
         return 0
     results = run(args.out, devices)

@@ -11,14 +11,21 @@ from mgxir.ir.dtype import DType
 from mgxir.targets.iree.devices import Device
 
 
+def runtime_config(device: Device) -> object:
+    """iree.runtime's Config (the driver's device) for a device; one serves many modules."""
+    import iree.runtime as rt  # only when running
+
+    try:
+        return rt.Config(device.driver)
+    except (RuntimeError, ValueError) as e:
+        raise MgxError(f"IREE device '{device.name}' is not available here: {e}") from None
+
+
 class LoadedModule:
-    def __init__(self, path: Path, device: Device) -> None:
+    def __init__(self, path: Path, device: Device, config: object | None = None) -> None:
         import iree.runtime as rt  # only when running
 
-        try:
-            config = rt.Config(device.driver)
-        except (RuntimeError, ValueError) as e:
-            raise MgxError(f"IREE device '{device.name}' is not available here: {e}") from None
+        config = config if config is not None else runtime_config(device)
         self.context = rt.SystemContext(config=config)
         self.context.add_vm_module(rt.VmModule.mmap(config.vm_instance, str(path)))
         self.main = self.context.modules.module["main"]
