@@ -146,7 +146,7 @@ def _iree_time(call, iterations: int) -> float:
     return 1000 * float(np.median(times))
 
 
-def measure(name: str, prepared: Path, iterations: int) -> list[str] | None:
+def measure(name: str, prepared: Path, iterations: int, check_cpu: bool = False) -> list[str] | None:
     import iree.runtime as rt
     import torch
     from bench_models import export, torch_time
@@ -186,15 +186,33 @@ def measure(name: str, prepared: Path, iterations: int) -> list[str] | None:
     got = np.asarray(main(*args).to_host()).astype(np.float32)
     iree_ms = _iree_time(lambda: main(*args).to_host(), iterations)
     error = rms_error(got.reshape(reference.shape), reference)
+    if check_cpu:  # the same MLIR through IREE's CPU backend on this machine, next to its CUDA result
+        from mgxir.diagnostics import DiagnosticSink
+        from mgxir.targets.iree.compile import compile_module
+        from mgxir.targets.iree.devices import device
+        from mgxir.targets.iree.runtime import LoadedModule
+        from mgxir.translate.mlir.api import mlir_bytecode
+
+        cpu = device("local-task")
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "cpu.vmfb"
+            path.write_bytes(compile_module(mlir_bytecode(program, None, DiagnosticSink()), cpu, list(cpu.flags)))
+            inputs = [np.ascontiguousarray(feed[p]) for p in program.main.parameter_names()]
+            on_cpu = LoadedModule(path, cpu)(inputs, [program.main.return_instruction.args[0].shape.dtype])[0]
+        print(
+            f"{name}: IREE local-task vs reference rms {rms_error(on_cpu.reshape(reference.shape), reference):.2e}, "
+            f"IREE cuda vs IREE local-task rms {rms_error(got.reshape(on_cpu.shape), on_cpu):.2e}",
+            flush=True,
+        )
     best = min(eager, inductor)
     times = [f"{iree_ms:.3f}", f"{eager:.3f}", f"{inductor:.3f}", f"{best / iree_ms:.2f}"]
     return [name, "f32", "1", *times, f"{error:.2e}", f"{eager_error:.2e}", f"{torch_error:.2e}"]
 
 
-def run(prepared: Path, iterations: int) -> list[list[str]]:
+def run(prepared: Path, iterations: int, check_cpu: tuple[str, ...] = ()) -> list[list[str]]:
     rows = []
     for name in NAMES:
-        row = measure(name, prepared, iterations)
+        row = measure(name, prepared, iterations, name in check_cpu)
         if row is not None:
             rows.append(row)
             print("| " + " | ".join(row) + " |", flush=True)
@@ -215,13 +233,14 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("run")
     r.add_argument("prepared", type=Path)
     r.add_argument("--iterations", type=int, default=50)
+    r.add_argument("--check-cpu", default="", help="models also compiled and run on IREE's CPU backend here")
     args = parser.parse_args(argv)
     if args.step == "export":
         export_graphs(args.out)
     elif args.step == "prepare":
         prepare(args.graphs, args.out)
     else:
-        rows = run(args.prepared, args.iterations)
+        rows = run(args.prepared, args.iterations, tuple(args.check_cpu.split(",")))
         print("| " + " | ".join(HEADER) + " |")
         print("|" + " --- |" * len(HEADER))
         for row in rows:

@@ -157,6 +157,9 @@ def run(prepared: Path, devices: list[str]) -> dict:
             except MgxError as e:
                 results[d][name] = ("run-error", _first_line(e.message))
                 continue
+            except Exception as e:  # the runtime's own errors (copies back to the host, ...)
+                results[d][name] = ("run-error", f"{type(e).__name__}: {_first_line(str(e))}")
+                continue
             results[d][name] = _compare(got, wanted, rms_error)
     return results
 
