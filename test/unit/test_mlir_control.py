@@ -211,3 +211,16 @@ e:@2 = @return(e:@1)
     )
     with pytest.raises(MgxError, match=r"cannot lower 'if' \(@2\) to MLIR: an if whose modules take parameters"):
         mlir_text(program)
+
+
+def test_a_literal_without_elements_is_refused() -> None:
+    from mgxir.ir.dtype import DType
+    from mgxir.ir.literal import Literal
+    from mgxir.ir.program import Program
+    from mgxir.ir.shape import Shape
+
+    program = Program()
+    empty = program.main.add_literal(Literal(Shape.make(DType.int64, ()), np.zeros(0, np.int64)))
+    program.main.add_return([empty])
+    with pytest.raises(MgxError, match=r"cannot lower '@literal' \(@0\) to MLIR: a literal without elements"):
+        mlir_text(program)

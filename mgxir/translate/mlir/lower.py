@@ -193,6 +193,8 @@ class Lowering:
                 break
             self._check_shape(module, ins)
             if ins.is_literal:
+                if not ins.shape.lens:
+                    raise self.error(module, ins, "a literal without elements (shape {}) has no tensor type")
                 value = self.emitter.constant(self._literal_data(module, ins, index), ins.shape.dtype)
                 self._tag(region, ins, value, literal=True)
                 continue
