@@ -66,6 +66,14 @@ def mlir_of_split_input(path: str, output: str | None, sink: DiagnosticSink) -> 
     write_output(api.mlir_text_of_chunks(data.decode(), filename, sink), output)
 
 
+def programs_of_split_mlir(path: str, output: str | None, sink: DiagnosticSink) -> None:
+    """`--split-input-file --from-mlir`: each `// -----` part of MLIR text read back on its own."""
+    from mgxir.translate.mlir import api
+
+    data, filename = api.read_bytes(path)
+    write_output(api.programs_of_mlir_chunks(data.decode(), filename, sink), output)
+
+
 def mlir_lowering_table(output: str | None) -> None:
     """`--list-lowerings`: what each operator lowers to (docs/mlir-lowerings.md is this output)."""
     from mgxir.translate.mlir import table

@@ -88,7 +88,7 @@ class TranslateOptions:
     to: str = "mgx"
     source: str = "mgx"
     output: str | None = None
-    split_input_file: bool = False  # with --to-mlir: each `// -----` part on its own
+    split_input_file: bool = False  # with --to-mlir/--from-mlir: each `// -----` part on its own
     list_lowerings: bool = False  # print what each operator lowers to in MLIR, read nothing
     # format-specific options by name (None: not given)
     format_options: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -110,8 +110,11 @@ def _translate(options: TranslateOptions, sink: DiagnosticSink) -> int:
     if options.to not in FOLDER_WRITERS:
         check_output_path(options.output)
     if options.split_input_file:
+        if (options.to, options.source) == ("mgx", "mlir"):
+            load_entry("mgxir.drivers.formats:programs_of_split_mlir")(options.input, options.output, sink)
+            return 0
         if options.to != "mlir" or options.source != "mgx":
-            raise MgxError("--split-input-file goes with --to-mlir on program text")
+            raise MgxError("--split-input-file goes with --to-mlir on program text or --from-mlir on MLIR text")
         load_entry("mgxir.drivers.formats:mlir_of_split_input")(options.input, options.output, sink)
         return 0
     program = read(options.input, options.format_options, sink)

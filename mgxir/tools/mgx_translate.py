@@ -38,7 +38,10 @@ def mgx_translate(
         int | None, typer.Option("--bytecode-version", help="With --to-mlirbc: the bytecode format version (0 to 6).")
     ] = None,
     split_input_file: Annotated[
-        bool, typer.Option("--split-input-file", help="With --to-mlir: translate each '// -----' part on its own.")
+        bool,
+        typer.Option(
+            "--split-input-file", help="With --to-mlir or --from-mlir: translate each '// -----' part on its own."
+        ),
     ] = False,
     default_dim_value: Annotated[
         int | None, typer.Option("--default-dim-value", help="ONNX: size of dimensions the model leaves open.")

@@ -90,8 +90,14 @@ def run_on_iree(program: Program, params: dict[str, np.ndarray], sink: Diagnosti
     outputs = list(ret.args) if ret is not None else ([main.last] if main.last is not None else [])
     start = time.perf_counter()
     options.timings["ready"] = start - entered
-    results = module(inputs, [o.shape.dtype for o in outputs])
+    # a tuple output is its elements, flattened in place in the module's results
+    shapes = [list(o.shape.sub_shapes) if o.shape.is_tuple else [o.shape] for o in outputs]
+    flat = module(inputs, [s.dtype for group in shapes for s in group])
     options.timings["run"] = time.perf_counter() - start
+    results: list[RuntimeValue] = []
+    for o, group in zip(outputs, shapes):
+        elements, flat = flat[: len(group)], flat[len(group) :]
+        results.append(tuple(elements) if o.shape.is_tuple else elements[0])
     if options.timing:
         parts = [f"{k} {1000 * v:.1f} ms" for k, v in options.timings.items()]
         print(

@@ -11,14 +11,21 @@ from mgxir.ir.dtype import DType
 from mgxir.targets.iree.devices import Device
 
 
+def runtime_config(device: Device) -> object:
+    """iree.runtime's Config (the driver's device) for a device; one serves many modules."""
+    import iree.runtime as rt  # only when running
+
+    try:
+        return rt.Config(device.driver)
+    except (RuntimeError, ValueError) as e:
+        raise MgxError(f"IREE device '{device.name}' is not available here: {e}") from None
+
+
 class LoadedModule:
-    def __init__(self, path: Path, device: Device) -> None:
+    def __init__(self, path: Path, device: Device, config: object | None = None) -> None:
         import iree.runtime as rt  # only when running
 
-        try:
-            config = rt.Config(device.driver)
-        except (RuntimeError, ValueError) as e:
-            raise MgxError(f"IREE device '{device.name}' is not available here: {e}") from None
+        config = config if config is not None else runtime_config(device)
         self.context = rt.SystemContext(config=config)
         self.context.add_vm_module(rt.VmModule.mmap(config.vm_instance, str(path)))
         self.main = self.context.modules.module["main"]
@@ -29,7 +36,10 @@ class LoadedModule:
     def _to_host(self, value: object) -> np.ndarray:
         if self.staged:
             return _staged_to_host(self.device, value)
-        return np.asarray(value.to_host())
+        try:
+            return np.asarray(value.to_host())
+        except ValueError:  # a host allocation the driver will not import (CUDA: some sizes and alignments)
+            return _staged_to_host(self.device, value)
 
     def __call__(self, inputs: list[np.ndarray], types: list[DType]) -> list[np.ndarray]:
         """Runs `main`; unsigned arrays travel as the signed type of their width (MLIR's integers
@@ -62,6 +72,9 @@ def _staged_to_host(device: object, value: object) -> np.ndarray:
     import iree.runtime as rt
 
     view = value._buffer_view
+    dtype = rt.HalElementType.map_to_dtype(view.element_type)
+    if 0 in view.shape:
+        return np.zeros(view.shape, dtype)
     source = view.get_buffer()
     staging = device.allocator.allocate_buffer(
         memory_type=int(rt.MemoryType.HOST_LOCAL | rt.MemoryType.DEVICE_VISIBLE),
@@ -76,7 +89,6 @@ def _staged_to_host(device: object, value: object) -> np.ndarray:
         signal_semaphores=rt.HalFence.create_at(semaphore, 1),
     )
     rt.HalFence.create_at(semaphore, 1).wait()
-    dtype = rt.HalElementType.map_to_dtype(view.element_type)
     return np.array(staging.map().asarray(view.shape, dtype))
 
 

@@ -11,6 +11,7 @@ from iree.compiler import ir
 from mgxir.diagnostics import DiagnosticSink, Location, MgxError
 from mgxir.ir.program import Program
 from mgxir.text.parser import parse_program
+from mgxir.text.printer import print_program
 from mgxir.text.split import SPLIT_MARKER, split_input
 from mgxir.translate.mlir.bytecode import check_readable, is_bytecode, write_bytecode
 from mgxir.translate.mlir.lower import to_mlir
@@ -41,6 +42,17 @@ def mlir_text_of_chunks(text: str, filename: str, sink: DiagnosticSink) -> str:
         program = parse_program(chunk.text, filename, sink=sink, line_map=chunk.line_map())
         verify(program, sink)
         outputs.append(mlir_text(program, sink))
+    return f"{SPLIT_MARKER}\n".join(outputs)
+
+
+def programs_of_mlir_chunks(text: str, filename: str, sink: DiagnosticSink) -> str:
+    """`--split-input-file --from-mlir`: each `// -----` separated module read back on its own, the
+    programs printed and joined by the same marker."""
+    outputs = []
+    for chunk in split_input(text):
+        program = program_from_mlir(chunk.text.encode(), filename)
+        verify(program, sink)
+        outputs.append(print_program(program))
     return f"{SPLIT_MARKER}\n".join(outputs)
 
 

@@ -50,10 +50,11 @@ class Emitter:
 
     # -- tensors --------------------------------------------------------------------------------
 
-    def empty(self, t: DType, lens: Sequence[int]) -> ir.Value:
+    def empty(self, t: DType, lens: Sequence[int | ir.Value]) -> ir.Value:
+        """A `tensor.empty`; a size may be an index value (a dynamic dimension)."""
         return tensor.empty(list(lens), self.types.element(t))
 
-    def filled(self, t: DType, lens: Sequence[int], value: float | int | bool) -> ir.Value:
+    def filled(self, t: DType, lens: Sequence[int | ir.Value], value: float | int | bool) -> ir.Value:
         scalar = self.scalar_constant(value, t)
         return single(linalg.fill(scalar, outs=[self.empty(t, lens)]))
 
@@ -88,6 +89,17 @@ class Emitter:
     ) -> ir.Value:
         """A parallel `linalg.generic` over `lens`; an input of one element (any rank) is read as a
         scalar, others must have `lens`."""
+        return self.elementwise_outputs(inputs, [out_type], lens, body)[0]
+
+    def elementwise_outputs(
+        self,
+        inputs: Sequence[tuple[ir.Value, Sequence[int | None]]],
+        out_types: Sequence[DType],
+        lens: Sequence[int | None],
+        body: Body,
+    ) -> list[ir.Value]:
+        """`elementwise` with one result per type of `out_types` (the body yields one each). A
+        dynamic dimension (None) takes its size from an input of the same dimensions."""
         rank = len(lens)
         ins = []
         for value, in_lens in inputs:
@@ -96,8 +108,18 @@ class Emitter:
             else:
                 scalar = self.collapse(value, in_lens, [])
                 ins.append((scalar, ir.AffineMapAttr.get(ir.AffineMap.get(rank, 0, []))))
-        init = self.empty(out_type, lens)
-        return self.generic(ins, [(init, self.identity_map(rank))], [PARALLEL] * rank, body)[0]
+        dims: Sequence[int | ir.Value] = lens  # type: ignore[assignment]
+        if None in lens:
+            source = next(v for v, in_lens in inputs if tuple(in_lens) == tuple(lens))
+            dims = self.dims(source)
+        outs = [(self.empty(t, dims), self.identity_map(rank)) for t in out_types]
+        return self.generic(ins, outs, [PARALLEL] * rank, body)
+
+    def dims(self, value: ir.Value) -> list[int | ir.Value]:
+        """The sizes of a tensor: ints where its type has them, `tensor.dim` for `?`."""
+        shape = ir.RankedTensorType(value.type).shape
+        dynamic = ir.ShapedType.get_dynamic_size()
+        return [tensor.dim(value, self.index(d)) if n == dynamic else n for d, n in enumerate(shape)]
 
     def collapse(self, value: ir.Value, lens: Sequence[int], keep: Sequence[int]) -> ir.Value:
         """Drops the size-1 dimensions of `value` that are not in `keep` (`tensor.collapse_shape`)."""
@@ -105,20 +127,24 @@ class Emitter:
         if len(keep) == len(lens):
             return value
         element = ir.RankedTensorType(value.type).element_type
-        groups: list[list[int]] = []
-        pending: list[int] = []
-        for d in range(len(lens)):
-            if d in keep:
-                groups.append([*pending, d])
-                pending = []
-            elif groups:
-                groups[-1].append(d)
-            else:
-                pending.append(d)
-        if pending and groups:
-            groups[-1].extend(pending)
+        groups = _unit_groups(len(lens), keep)
         result = ir.RankedTensorType.get([lens[d] for d in keep], element)
         return tensor.collapse_shape(result, value, _reassociation(groups))
+
+    def expand_units(self, value: ir.Value, out_sizes: Sequence[int | None], keep: Sequence[int]) -> ir.Value:
+        """Inserts the size-1 dimensions of `out_sizes` that are not in `keep` (the inverse of
+        `collapse`; dynamic dimensions allowed)."""
+        if len(keep) == len(out_sizes):
+            return value
+        element = ir.RankedTensorType(value.type).element_type
+        dynamic = ir.ShapedType.get_dynamic_size()
+        result = ir.RankedTensorType.get([dynamic if n is None else n for n in out_sizes], element)
+        dims = self.dims(value)
+        position = {d: i for i, d in enumerate(sorted(keep))}
+        output_shape = [dims[position[d]] for d, n in enumerate(out_sizes) if n is None]
+        static = [dynamic if n is None else n for n in out_sizes]
+        groups = _unit_groups(len(out_sizes), sorted(keep))
+        return tensor.expand_shape(result, value, _reassociation(groups), output_shape, static)
 
     def reshape(self, value: ir.Value, lens: Sequence[int], new_lens: Sequence[int]) -> ir.Value:
         """Any reshape of a static tensor: collapse to one dimension, expand to the new lens."""
@@ -197,6 +223,23 @@ class Emitter:
 def single(result: ir.Value | ir.OpResultList) -> ir.Value:
     """The one result of a builder that returns a result list (the opdsl-built linalg ops)."""
     return result[0] if isinstance(result, ir.OpResultList) else result
+
+
+def _unit_groups(rank: int, keep: Sequence[int]) -> list[list[int]]:
+    """The reassociation that folds each dimension not in `keep` into a neighbouring kept one."""
+    groups: list[list[int]] = []
+    pending: list[int] = []
+    for d in range(rank):
+        if d in keep:
+            groups.append([*pending, d])
+            pending = []
+        elif groups:
+            groups[-1].append(d)
+        else:
+            pending.append(d)
+    if pending and groups:
+        groups[-1].extend(pending)
+    return groups
 
 
 def _reassociation(groups: Sequence[Sequence[int]]) -> ir.ArrayAttr:

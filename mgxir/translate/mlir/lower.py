@@ -27,7 +27,7 @@ from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape, standard_strides
 from mgxir.translate.mlir import families  # noqa: F401  (registers every rule)
 from mgxir.translate.mlir.emitter import Emitter
-from mgxir.translate.mlir.registry import POINTWISE_AS_GENERIC, Rule, scalar_rule, tensor_rule
+from mgxir.translate.mlir.registry import POINTWISE_AS_GENERIC, Rule, scalar_rule, sizes, tensor_rule
 from mgxir.translate.mlir.scalar import CannotLower, Scalars
 from mgxir.translate.mlir.types import UNSIGNED, TypeCache, lowers_type
 
@@ -37,16 +37,64 @@ TAG_MODULE = "mgx.module"
 TAG_PARAMS = "mgx.params"
 TAG_TYPE = "mgx.type"
 TAG_STRIDES = "mgx.strides"
+TAG_OUTER = "mgx.outer"
+TAG_MODULES = "mgx.modules"
+TAG_FIRST = "mgx.first"
+TAG_DYN_DIMS = "mgx.dyn_dims"
 PARAM_ATTR = "mgx.param"
+
+# what an instruction lowers to: one tensor, or the elements of a tuple
+Lowered = ir.Value | list[ir.Value]
 
 
 class Region:
-    """What one region knows while it is filled: the value and the reference of each instruction."""
+    """What one module's region knows while it is filled: the value and the reference of each
+    instruction. A branch or loop body is a region inside the region of the module that holds it,
+    whose values it may use (`mgx.outer` says how many regions out an argument is)."""
 
-    def __init__(self) -> None:
-        self.values: dict[Instruction, ir.Value] = {}
+    def __init__(self, parent: Region | None = None) -> None:
+        self.parent = parent
+        self.values: dict[Instruction, Lowered] = {}
         self.refs: dict[Instruction, int] = {}
+        # an instruction that lowers to no op and is the value of another (perhaps an outer one)
+        self.aliases: dict[Instruction, Instruction] = {}
+        # the references of the elements of a tuple instruction, and (regions out, reference) of a
+        # get_tuple_elem, which lowers to no op
+        self.element_refs: dict[Instruction, list[int]] = {}
+        self.elements: dict[Instruction, tuple[int, int]] = {}
         self.tagged = 0
+
+    def value(self, ins: Instruction) -> Lowered:
+        region: Region | None = self
+        while region is not None:
+            found = region.values.get(ins)
+            if found is not None:
+                return found
+            region = region.parent
+        raise KeyError(ins)
+
+    def reference(self, ins: Instruction) -> tuple[int, int]:
+        """(how many regions out, reference there) of an instruction's value."""
+        region: Region | None = self
+        depth = 0
+        while region is not None:
+            if ins in region.aliases:
+                ins = region.aliases[ins]
+                continue
+            if ins in region.refs:
+                return depth, region.refs[ins]
+            if ins in region.elements:
+                out, ref = region.elements[ins]
+                return depth + out, ref
+            region, depth = region.parent, depth + 1
+        raise KeyError(ins)
+
+    def outer(self, depth: int) -> Region:
+        region = self
+        for _ in range(depth):
+            assert region.parent is not None
+            region = region.parent
+        return region
 
 
 class Lowering:
@@ -69,6 +117,7 @@ class Lowering:
         # set while a rule runs: the tags of its instruction, for `create` to put on the op it makes
         self._pending: tuple[Region, Instruction] | None = None
         self._consumed: tuple[Region, Instruction] | None = None
+        self._running: tuple[Region, Instruction] | None = None
         # values made once per function and shared by its ops (tosa.mul's shift, ...)
         self.function_values: dict[object, ir.Value] = {}
 
@@ -96,7 +145,7 @@ class Lowering:
         for o in outputs:
             self._check_shape(module, o)
         arg_types = [self.types.of_shape(p.shape) for p in params]
-        result_types = [self.types.of_shape(o.shape) for o in outputs]
+        result_types = [self.types.of_shape(s) for o in outputs for s in _elements(o.shape)]
         with ir.InsertionPoint(self.module.body):
             fn = func.FuncOp(name, (arg_types, result_types))
         if not public:
@@ -104,17 +153,30 @@ class Lowering:
         fn.arg_attrs = ir.ArrayAttr.get([self._param_attrs(p) for p in params])
         self._functions[name] = fn
         block = fn.add_entry_block()
-        region = Region()
-        for i, p in enumerate(params):
-            region.values[p] = block.arguments[i]
-            region.refs[p] = -1 - i
+        with ir.InsertionPoint(block):
+            values = self.body(module, None, list(zip(params, block.arguments)))
+            func.ReturnOp(values)
+        return fn
+
+    def body(self, module: Module, parent: Region | None, params: list[tuple[Instruction, ir.Value]]) -> list[ir.Value]:
+        """Fills a region with a module at the current insertion point: its parameters bound to
+        values (parameter j is the region's argument j for `mgx.args`); the module's outputs, tuple
+        outputs flattened in place."""
+        region = Region(parent)
+        for j, (p, value) in enumerate(params):
+            region.values[p] = value
+            region.refs[p] = -1 - j
         outer_values, self.function_values = self.function_values, {}
         outer_pending, self._pending = self._pending, None
-        with ir.InsertionPoint(block):
-            self._fill(module, region)
-            func.ReturnOp([region.values[o] for o in outputs])
+        self._fill(module, region)
         self.function_values, self._pending = outer_values, outer_pending
-        return fn
+        return [v for o in _outputs(module) for v in _flat(region.value(o))]
+
+    @property
+    def region(self) -> Region:
+        """The region of the instruction whose rule is running."""
+        assert self._running is not None
+        return self._running[0]
 
     def _param_attrs(self, p: Instruction) -> ir.DictAttr:
         attrs = {PARAM_ATTR: ir.StringAttr.get(p.param_name)}
@@ -131,19 +193,28 @@ class Lowering:
                 break
             self._check_shape(module, ins)
             if ins.is_literal:
+                if not ins.shape.lens:
+                    raise self.error(module, ins, "a literal without elements (shape {}) has no tensor type")
                 value = self.emitter.constant(self._literal_data(module, ins, index), ins.shape.dtype)
                 self._tag(region, ins, value, literal=True)
                 continue
             try:
-                args = [region.values[a] for a in ins.args]
+                args = [region.value(a) for a in ins.args]
             except KeyError:
                 raise self.error(module, ins, "an argument comes from another module (not lowered)") from None
             rule = self.rule_for(module, ins)
+            if not rule.dynamic and (ins.shape.is_dynamic or any(a.shape.is_dynamic for a in ins.args)):
+                raise self.error(module, ins, "dynamic dimensions have no lowering for this operator")
+            if not rule.takes_tuples and any(isinstance(a, list) for a in args):
+                raise self.error(module, ins, "a tuple argument has no lowering (only get_tuple_elem takes tuples)")
             token = self._pending = (region, ins)
+            outer_running, self._running = self._running, token
             try:
                 value = rule.lower(self, ins, args)
             except CannotLower as e:
                 raise self.error(module, ins, str(e)) from None
+            finally:
+                self._running = outer_running
             self._pending = None
             if self._consumed is token:  # `create` made the op with its tags
                 region.values[ins] = value
@@ -175,41 +246,58 @@ class Lowering:
         shape = ins.shape
         if shape in self._lowers_shape:
             return
-        if shape.is_tuple:
-            raise self.error(module, ins, "tuple values have no lowering")
-        if shape.is_dynamic:
-            raise self.error(module, ins, "dynamic shapes have no lowering yet")
-        if not lowers_type(shape.dtype):
-            raise self.error(module, ins, f"{shape.dtype.type_name} has no MLIR element type")
+        for element in _elements(shape):
+            if element.is_tuple:
+                raise self.error(module, ins, "a tuple of tuples has no lowering")
+            if not lowers_type(element.dtype):
+                raise self.error(module, ins, f"{element.dtype.type_name} has no MLIR element type")
         self._lowers_shape.add(shape)
 
-    def _tag(self, region: Region, ins: Instruction, value: ir.Value, literal: bool = False) -> None:
-        """Records the instruction on the op that made its value, or refers to an argument whose value
-        it is (a no-op lowering)."""
+    def _tag(self, region: Region, ins: Instruction, value: Lowered, literal: bool = False) -> None:
+        """Records the instruction on the op that made its value (all the elements of a tuple come
+        from one op), or refers to an argument whose value (or tuple element) it is: an
+        instruction that lowers to no op."""
         region.values[ins] = value
-        owner = defining_op(value)
+        first = value[0] if isinstance(value, list) else value
+        owner = defining_op(first)
         if owner is None or TAG_OP in owner.attributes:
             for a in ins.args:
-                if region.values[a] == value:
-                    region.refs[ins] = region.refs[a]
+                arg_value = region.value(a)
+                if arg_value == value:
+                    region.aliases[ins] = a
+                    return
+                if isinstance(arg_value, list) and not isinstance(value, list) and value in arg_value:
+                    depth, _ = region.reference(a)
+                    refs = region.outer(depth).element_refs[a]
+                    region.elements[ins] = (depth, refs[arg_value.index(value)])
                     return
             raise AssertionError(f"lowering of {ins.op.text} returned a value it did not make")
         attrs = owner.attributes
         for key, tag in self._tags(region, ins).items():
             attrs[key] = tag
+        if isinstance(value, list):
+            start = ir.OpResult(first).result_number
+            if start:
+                attrs[TAG_FIRST] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), start)
+            region.element_refs[ins] = list(range(region.tagged, region.tagged + len(value)))
+            region.tagged += len(value)
         if literal:
             for key, note in _shape_notes(ins.shape).items():
                 attrs[key] = note
 
     def _tags(self, region: Region, ins: Instruction) -> dict[str, ir.Attribute]:
-        """The instruction's tags; it takes the next reference of the region."""
+        """The instruction's tags; it takes the next reference of the region (a tuple takes the
+        ones after it for its elements)."""
         tags: dict[str, ir.Attribute] = {TAG_OP: self._op_name(ins)}
         if ins.args:
-            refs = tuple(region.refs[a] for a in ins.args)
-            found = self._arg_refs.get(refs)
-            if found is None:
-                found = self._arg_refs[refs] = ir.DenseI64ArrayAttr.get(list(refs))
-            tags[TAG_ARGS] = found
+            found = [region.reference(a) for a in ins.args]
+            refs = tuple(ref for _, ref in found)
+            attr = self._arg_refs.get(refs)
+            if attr is None:
+                attr = self._arg_refs[refs] = ir.DenseI64ArrayAttr.get(list(refs))
+            tags[TAG_ARGS] = attr
+            if any(depth for depth, _ in found):
+                tags[TAG_OUTER] = ir.DenseI64ArrayAttr.get([depth for depth, _ in found])
         region.refs[ins] = region.tagged
         region.tagged += 1
         return tags
@@ -234,17 +322,17 @@ class Lowering:
 
     # -- pointwise bodies -----------------------------------------------------------------------
 
-    def pointwise(self, ins: Instruction, args: list[ir.Value]) -> ir.Value:
-        """A `pointwise` instruction: a `linalg.generic` whose body is its module on scalars."""
+    def pointwise(self, ins: Instruction, args: list[ir.Value]) -> Lowered:
+        """A `pointwise` instruction: a `linalg.generic` whose body is its module on scalars, with
+        one result per output of the module (a tuple where there are several)."""
         body = ins.module_args[0]
         params = sorted(body.parameters(), key=lambda p: p.param_name)
         if len(params) != len(args):
             raise CannotLower(f"module '{body.name}' has {len(params)} parameters but gets {len(args)} inputs")
         outputs = _outputs(body)
-        if len(outputs) != 1:
-            raise CannotLower(f"module '{body.name}' returns {len(outputs)} values (tuples have no lowering)")
-        lens = ins.shape.lens
-        inputs = [(v, a.shape.lens) for v, a in zip(args, ins.args)]
+        shapes = _elements(ins.shape)
+        lens = sizes(shapes[0])
+        inputs = [(v, sizes(a.shape)) for v, a in zip(args, ins.args)]
 
         def fill(scalars: list[ir.Value]) -> list[ir.Value]:
             region = Region()
@@ -252,15 +340,15 @@ class Lowering:
                 region.values[p] = scalars[i]
                 region.refs[p] = -1 - i
             self._fill_scalars(body, region)
-            return [region.values[outputs[0]]]
+            return [region.value(o) for o in outputs]
 
-        result = self.emitter.elementwise(inputs, ins.shape.dtype, lens, fill)
-        generic = defining_op(result)
+        results = self.emitter.elementwise_outputs(inputs, [s.dtype for s in shapes], lens, fill)
+        generic = defining_op(results[0])
         assert generic is not None
         attrs = generic.attributes
         attrs[TAG_MODULE] = ir.StringAttr.get(body.name)
         attrs[TAG_PARAMS] = ir.ArrayAttr.get([ir.StringAttr.get(p.param_name) for p in params])
-        return result
+        return results if ins.shape.is_tuple else results[0]
 
     def _fill_scalars(self, module: Module, region: Region) -> None:
         for index, ins in enumerate(module):
@@ -313,7 +401,9 @@ def _shape_notes(shape: Shape) -> dict[str, ir.Attribute]:
     notes: dict[str, ir.Attribute] = {}
     if shape.dtype in UNSIGNED:
         notes[TAG_TYPE] = ir.StringAttr.get(shape.dtype.type_name)
-    if not shape.is_dynamic and shape.strides != standard_strides(shape.lens):
+    if shape.is_dynamic:  # the ranges of the dimensions ([min, max] pairs; optimals are dropped)
+        notes[TAG_DYN_DIMS] = ir.DenseI64ArrayAttr.get([n for d in shape.dyn_dims for n in (d.min, d.max)])
+    elif shape.strides != standard_strides(shape.lens):
         notes[TAG_STRIDES] = ir.DenseI64ArrayAttr.get(list(shape.strides))
     return notes
 
@@ -322,6 +412,14 @@ def defining_op(value: ir.Value) -> ir.Operation | None:
     """The op whose result `value` is (None for a block argument)."""
     owner = value.owner
     return None if isinstance(owner, ir.Block) else owner.operation
+
+
+def _elements(shape: Shape) -> list[Shape]:
+    return list(shape.sub_shapes) if shape.is_tuple else [shape]
+
+
+def _flat(value: Lowered) -> list[ir.Value]:
+    return value if isinstance(value, list) else [value]
 
 
 def _outputs(module: Module) -> list[Instruction]:

@@ -23,15 +23,46 @@ from mgxir.text.syntax import SyntaxProblem, parse_layer2
 from mgxir.translate.mlir.lower import (
     PARAM_ATTR,
     TAG_ARGS,
+    TAG_DYN_DIMS,
+    TAG_FIRST,
     TAG_MODULE,
+    TAG_MODULES,
     TAG_OP,
+    TAG_OUTER,
     TAG_PARAMS,
     TAG_STRIDES,
     TAG_TYPE,
 )
 from mgxir.translate.mlir.types import RAW_BITS, dtype_of
 
-TERMINATORS = frozenset({"func.return", "linalg.yield"})
+TERMINATORS = frozenset({"func.return", "linalg.yield", "scf.yield"})
+
+
+class Scope:
+    """What one region read so far: its tagged instructions (a tuple's elements follow it as
+    get_tuple_elem instructions), its parameters, and the region around it."""
+
+    def __init__(self, params: list[Instruction], parent: Scope | None = None) -> None:
+        self.params = params
+        self.parent = parent
+        self.tagged: list[Instruction] = []
+        self.by_value: dict[ir.Value, Instruction] = {}
+
+    def resolve(self, ref: int, depth: int) -> Instruction:
+        scope = self
+        for _ in range(depth):
+            assert scope.parent is not None
+            scope = scope.parent
+        return scope.params[-1 - ref] if ref < 0 else scope.tagged[ref]
+
+    def lookup(self, value: ir.Value) -> Instruction | None:
+        scope: Scope | None = self
+        while scope is not None:
+            found = scope.by_value.get(value)
+            if found is not None:
+                return found
+            scope = scope.parent
+        return None
 
 
 class Reader:
@@ -68,54 +99,96 @@ class Reader:
             name = ir.StringAttr(attrs[PARAM_ATTR]).value
             shape = self.shape_of(value.type, attrs)
             params.append(module.insert(None, make_param(name), (), (), shape))
-        self.region(block, module, params)
+        self.region(block, module, Scope(params), list(block.arguments))
 
-    def region(self, block: ir.Block, module: Module, params: list[Instruction]) -> None:
-        tagged: list[Instruction] = []
-        by_value: dict[ir.Value, Instruction] = {v: p for v, p in zip(block.arguments, params)}
+    def region(self, block: ir.Block, module: Module, scope: Scope, param_values: list[ir.Value]) -> None:
+        for value, param in zip(param_values, scope.params):
+            scope.by_value[value] = param
         for op in block.operations:
             operation = op.operation
             attrs = operation.attributes
             if operation.name in TERMINATORS:
-                outputs = [self._resolve_value(v, by_value, operation) for v in operation.operands]
-                if operation.name == "linalg.yield" or outputs:
+                outputs = [self._resolve_value(v, scope, operation) for v in operation.operands]
+                if operation.name != "func.return" or outputs:
                     module.insert(None, make_return(), outputs)
+                _drop_unused_elements(module)
                 return
             if TAG_OP not in attrs:
                 continue
             text = ir.StringAttr(attrs[TAG_OP]).value
             refs = list(ir.DenseI64ArrayAttr(attrs[TAG_ARGS])) if TAG_ARGS in attrs else []
-            args = [params[-1 - r] if r < 0 else tagged[r] for r in refs]
+            depths = list(ir.DenseI64ArrayAttr(attrs[TAG_OUTER])) if TAG_OUTER in attrs else [0] * len(refs)
+            args = [scope.resolve(r, d) for r, d in zip(refs, depths)]
             if text == "@literal":
                 literal = self.literal(operation)
                 ins = module.insert(None, make_literal(literal), (), (), literal.shape)
             else:
-                ins = self.instruction(module, operation, text, args)
-            tagged.append(ins)
-            for result in operation.results:
-                by_value[result] = ins
+                ins = self.instruction(module, operation, text, args, scope)
+            scope.tagged.append(ins)
+            results = list(operation.results)
+            if ins.shape.is_tuple:
+                first = ir.IntegerAttr(attrs[TAG_FIRST]).value if TAG_FIRST in attrs else 0
+                for index, result in enumerate(results[first:]):
+                    element = module.insert(None, self.operation(f"get_tuple_elem[index={index}]"), [ins])
+                    scope.tagged.append(element)
+                    scope.by_value[result] = element
+            else:
+                for result in results:
+                    scope.by_value[result] = ins
         raise self.error(f"the body of '{module.name}' has no terminator")
 
-    def _resolve_value(self, value: ir.Value, by_value: dict[ir.Value, Instruction], op: ir.Operation) -> Instruction:
-        found = by_value.get(value)
+    def _resolve_value(self, value: ir.Value, scope: Scope, op: ir.Operation) -> Instruction:
+        found = scope.lookup(value)
         if found is None:
             raise self.error(f"'{op.name}' returns a value that no op with {TAG_OP} made")
         return found
 
     # -- instructions ---------------------------------------------------------------------------
 
-    def instruction(self, module: Module, op: ir.Operation, text: str, args: list[Instruction]) -> Instruction:
+    def instruction(
+        self, module: Module, op: ir.Operation, text: str, args: list[Instruction], scope: Scope
+    ) -> Instruction:
         operation = self.operation(text)
         modules: list[Module] = []
-        if TAG_MODULE in op.attributes:
+        if op.name == "scf.if":
+            names = [ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes[TAG_MODULES])]
+            for name, region in zip(names, op.regions):
+                modules.append(self.nested_module(name, region.blocks[0], scope, [], []))
+        elif op.name == "scf.while":
+            modules.append(self.loop_body(op, scope))
+        elif TAG_MODULE in op.attributes:
             modules.append(self.pointwise_module(op, args))
         elif op.name == "func.call":
             modules.append(self.called_module(op))
         try:
             return module.insert(None, operation, args, modules)
         except ShapeError:
-            shape = self.shape_of(op.results[0].type, None)
+            first = ir.IntegerAttr(op.attributes[TAG_FIRST]).value if TAG_FIRST in op.attributes else 0
+            shapes = [self.shape_of(r.type, None) for r in list(op.results)[first:]]
+            shape = shapes[0] if len(shapes) == 1 else Shape.tuple_of(shapes)
             return module.insert(None, operation, args, modules, shape)
+
+    def nested_module(
+        self, name: str, block: ir.Block, scope: Scope, names: list[str], values: list[ir.Value]
+    ) -> Module:
+        """A branch or loop body: a region that may use the values of the regions around it; its
+        parameters `names` (in MIGraphX's creation order) are `values`."""
+        module = self.program.create_module(name)
+        params = [module.add_parameter(n, self.shape_of(v.type, None)) for n, v in zip(names, values)]
+        self.region(block, module, Scope(params, scope), values)
+        return module
+
+    def loop_body(self, op: ir.Operation, scope: Scope) -> Module:
+        name = ir.StringAttr(op.attributes[TAG_MODULE]).value
+        names = [ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes[TAG_PARAMS])]
+        after = op.regions[1].blocks[0]
+        inner = [o.operation for o in after.operations]
+        counter = next((o for o in inner if o.name == "tensor.from_elements"), None)
+        body = next((o for o in inner if o.name == "scf.execute_region"), None)
+        if counter is None or body is None:
+            raise self.error(f"the scf.while of loop body '{name}' is not as --to-mlir writes it")
+        values = [counter.results[0], *list(after.arguments)[1 : len(names)]]
+        return self.nested_module(name, body.regions[0].blocks[0], scope, names, values)
 
     def operation(self, text: str) -> Operation:
         found = self._operations.get(text)
@@ -142,7 +215,7 @@ class Reader:
         params = [
             module.insert(None, make_param(n), (), (), Shape.scalar_of(a.shape.dtype)) for n, a in zip(names, args)
         ]
-        self.region(block, module, params)
+        self.region(block, module, Scope(params), list(block.arguments))
         return module
 
     def called_module(self, op: ir.Operation) -> Module:
@@ -163,6 +236,9 @@ class Reader:
         tensor_type = ir.RankedTensorType(mlir_type)
         dtype = self._dtype(tensor_type.element_type, notes)
         lens = list(tensor_type.shape) or [1]
+        if notes is not None and TAG_DYN_DIMS in notes:
+            bounds = list(ir.DenseI64ArrayAttr(notes[TAG_DYN_DIMS]))
+            return Shape.dynamic(dtype, list(zip(bounds[::2], bounds[1::2])))
         if notes is not None and TAG_STRIDES in notes:
             return Shape.make(dtype, lens, list(ir.DenseI64ArrayAttr(notes[TAG_STRIDES])))
         return Shape.make(dtype, lens)
@@ -194,6 +270,13 @@ class Reader:
         )
         data = _dense_data(op.attributes["value"], storage or shape.dtype.numpy)
         return Literal(shape, data.view(shape.dtype.numpy).reshape(shape.lens))
+
+
+def _drop_unused_elements(module: Module) -> None:
+    """The get_tuple_elem instructions made for tuple elements that nothing reads."""
+    for ins in list(module):
+        if ins.op.name == "get_tuple_elem" and not ins.users:
+            module.remove(ins)
 
 
 def _dense_data(attr: ir.Attribute, dtype: np.dtype) -> np.ndarray:

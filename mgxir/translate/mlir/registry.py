@@ -19,13 +19,15 @@ from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.operation import OpDef, Operation
 from mgxir.ir.registry import lookup
+from mgxir.ir.shape import Shape
 from mgxir.ops import register_all_ops
 
 if TYPE_CHECKING:
     from mgxir.translate.mlir.lower import Lowering
     from mgxir.translate.mlir.scalar import Scalars
 
-TensorRule = Callable[["Lowering", Instruction, list[ir.Value]], ir.Value]
+# a rule gets its arguments' values (a tuple's elements as a list) and returns its instruction's
+TensorRule = Callable[["Lowering", Instruction, list], "ir.Value | list[ir.Value]"]
 ScalarRule = Callable[["Scalars", Operation, list[ir.Value], list[DType], DType], ir.Value]
 
 
@@ -33,6 +35,8 @@ ScalarRule = Callable[["Scalars", Operation, list[ir.Value], list[DType], DType]
 class Rule:
     lower: Callable
     to: str | Callable[[str], str]  # what the op becomes, for the docs table (given the op's name)
+    takes_tuples: bool = False  # whether it takes tuple arguments (their elements, as a list)
+    dynamic: bool = False  # whether it lowers dynamic dimensions (`?` sizes)
 
     def describe(self, name: str) -> str:
         return self.to if isinstance(self.to, str) else self.to(name)
@@ -50,7 +54,9 @@ def _definition(name: str) -> type[OpDef]:
     return type(defn)
 
 
-def lowers(*names: str, to: str | Callable[[str], str]) -> Callable[[TensorRule], TensorRule]:
+def lowers(
+    *names: str, to: str | Callable[[str], str], takes_tuples: bool = False, dynamic: bool = False
+) -> Callable[[TensorRule], TensorRule]:
     """Registers a tensor rule for the named operators."""
 
     def register(fn: TensorRule) -> TensorRule:
@@ -58,7 +64,7 @@ def lowers(*names: str, to: str | Callable[[str], str]) -> Callable[[TensorRule]
             cls = _definition(name)
             if cls in TENSOR_RULES:
                 raise ValueError(f"two tensor lowerings for '{name}'")
-            TENSOR_RULES[cls] = Rule(fn, to)
+            TENSOR_RULES[cls] = Rule(fn, to, takes_tuples, dynamic)
         return fn
 
     return register
@@ -78,6 +84,13 @@ def lowers_scalar(*names: str, to: str | Callable[[str], str]) -> Callable[[Scal
     return register
 
 
+def sizes(shape: Shape) -> list[int | None]:
+    """The dimensions of a shape, None for a dynamic one (a `?` in its tensor type)."""
+    if shape.is_dynamic:
+        return [d.min if d.is_fixed else None for d in shape.dyn_dims]
+    return list(shape.lens)
+
+
 def tensor_rule(defn: OpDef) -> Rule | None:
     return TENSOR_RULES.get(type(defn))
 
@@ -92,13 +105,13 @@ def _pointwise_as_generic(lowering: Lowering, ins: Instruction, args: list[ir.Va
     assert rule is not None
     types = [a.shape.dtype for a in ins.args]
     out = ins.shape.dtype
-    inputs = [(v, a.shape.lens) for v, a in zip(args, ins.args)]
+    inputs = [(v, sizes(a.shape)) for v, a in zip(args, ins.args)]
     n = len(args)
 
     def body(scalars: list[ir.Value]) -> list[ir.Value]:
         return [rule.lower(lowering.scalars, ins.op, scalars[:n], types, out)]
 
-    return lowering.emitter.elementwise(inputs, out, ins.shape.lens, body)
+    return lowering.emitter.elementwise(inputs, out, sizes(ins.shape), body)
 
 
-POINTWISE_AS_GENERIC = Rule(_pointwise_as_generic, "linalg.generic { scalar rule }")
+POINTWISE_AS_GENERIC = Rule(_pointwise_as_generic, "linalg.generic { scalar rule }", dynamic=True)

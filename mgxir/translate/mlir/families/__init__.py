@@ -3,6 +3,7 @@
 from mgxir.translate.mlir.families import (  # noqa: F401
     control,
     detection,
+    dynamic,
     elementwise,
     layout,
     movement,

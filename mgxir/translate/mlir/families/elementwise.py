@@ -12,7 +12,7 @@ from iree.compiler.dialects import arith, math, tosa
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.operation import Operation
-from mgxir.translate.mlir.emitter import TOSA_FLOATS, TOSA_INTS
+from mgxir.translate.mlir.emitter import TOSA_FLOATS
 from mgxir.translate.mlir.registry import POINTWISE_AS_GENERIC, lowers, lowers_scalar
 from mgxir.translate.mlir.scalar import CannotLower, Scalars
 from mgxir.translate.mlir.types import UNSIGNED
@@ -283,7 +283,8 @@ def _tosa(name: str) -> TosaBuilder:
     return lambda lowering, result, args: lowering.create(name, result, args)
 
 
-FLOATS_INTS = TOSA_FLOATS | TOSA_INTS
+# tosa's integer profile has add, sub, maximum, minimum and abs on i32 only (i8/i16 fail to legalize)
+FLOATS_INTS = TOSA_FLOATS | {DType.int32}
 # op name -> (tosa op, builder, the element types tosa takes for it)
 TOSA: dict[str, tuple[str, TosaBuilder, frozenset[DType]]] = {
     "add": ("tosa.add", _tosa("tosa.add"), FLOATS_INTS),
@@ -305,17 +306,17 @@ TOSA: dict[str, tuple[str, TosaBuilder, frozenset[DType]]] = {
     "cos": ("tosa.cos", _tosa("tosa.cos"), TOSA_FLOATS),
     "erf": ("tosa.erf", _tosa("tosa.erf"), TOSA_FLOATS),
 }
-_TYPE_NOTE = {TOSA_FLOATS: "f16/bf16/f32", FLOATS_INTS: "f16/bf16/f32/i8/i16/i32"}
+_TYPE_NOTE = {TOSA_FLOATS: "f16/bf16/f32", FLOATS_INTS: "f16/bf16/f32/i32"}
 
 
 def _describe_tosa(name: str) -> str:
     op, _, takes = TOSA[name]
-    return f"{op} ({_TYPE_NOTE[takes]}), else linalg.generic"
+    return f"{op} ({_TYPE_NOTE[takes]}), else (and with dynamic dimensions) linalg.generic"
 
 
-@lowers(*TOSA, to=_describe_tosa)
+@lowers(*TOSA, to=_describe_tosa, dynamic=True)
 def _tosa_elementwise(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     _, build, takes = TOSA[ins.op.name]
-    if ins.shape.dtype not in takes or any(a.shape.dtype not in takes for a in ins.args):
+    if ins.shape.is_dynamic or ins.shape.dtype not in takes or any(a.shape.dtype not in takes for a in ins.args):
         return POINTWISE_AS_GENERIC.lower(lowering, ins, args)
     return build(lowering, lowering.types.of_shape(ins.shape), args)

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 Values = list[ir.Value]
 
 
-@lowers("contiguous", "identity", "layout", to="nothing: a tensor has no layout (the argument's value)")
+@lowers("contiguous", "identity", "layout", to="nothing: a tensor has no layout (the argument's value)", dynamic=True)
 def _same_value(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     return args[0]
 
@@ -39,11 +39,16 @@ def _reshape(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     return lowering.emitter.reshape(args[0], ins.args[0].shape.lens, ins.shape.lens)
 
 
-@lowers("transpose", to="tosa.transpose (linalg.transpose for types tosa lacks)")
+@lowers("transpose", to="tosa.transpose (linalg.transpose for types tosa lacks and dynamic dimensions)", dynamic=True)
 def _transpose(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     perm = ins.op["permutation"]
     if list(perm) == list(range(len(perm))):
         return args[0]
+    if ins.shape.is_dynamic:
+        e = lowering.emitter
+        dims = e.dims(args[0])
+        init = e.empty(ins.shape.dtype, [dims[p] for p in perm])
+        return linalg.transpose(args[0], outs=[init], permutation=list(perm)).results[0]
     return lowering.emitter.transpose(args[0], ins.shape.dtype, ins.args[0].shape.lens, perm)
 
 

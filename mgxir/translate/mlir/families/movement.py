@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from iree.compiler import ir
-from iree.compiler.dialects import arith, func, math, tensor
+from iree.compiler.dialects import arith, math, tensor
 
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
@@ -312,11 +312,6 @@ def _gqa_rotary_embedding(lowering: Lowering, ins: Instruction, args: Values) ->
     return indexed(lowering, t, ins.shape.lens, body, inputs=[(args[0], e.identity_map(qkv_shape.ndim))])
 
 
-@lowers("undefined", to="tensor.empty (contents unspecified; rnn/gru/lstm read it as an absent input)")
-def _undefined(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
-    return lowering.emitter.empty(ins.shape.dtype, ins.shape.lens)
-
-
 @lowers(
     "multinomial",
     to="linalg.generic counting, in f64, the classes whose cdf is at most the scaled sample (searchsorted right)",
@@ -340,13 +335,6 @@ def _multinomial(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value
 
     init = lowering.emitter.filled(out_t, ins.shape.lens, 0)
     return indexed(lowering, out_t, ins.shape.lens, count, init=init, reduced=[classes])
-
-
-@lowers("group", to="func.call of a private func.func holding the module")
-def _group(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
-    body = ins.module_args[0]
-    fn = lowering.function(body, body.name, public=False)
-    return func.CallOp(fn, args).result
 
 
 NOT_WRITTEN = {

@@ -14,7 +14,7 @@ from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
 from mgxir.translate.mlir.emitter import PARALLEL, REDUCTION, single
 from mgxir.translate.mlir.families.layout import pad_constant
-from mgxir.translate.mlir.registry import lowers
+from mgxir.translate.mlir.registry import lowers, sizes
 from mgxir.translate.mlir.scalar import CannotLower, Scalars
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def reduce(
     lowering: Lowering,
     value: ir.Value,
     t: DType,
-    lens: Sequence[int],
+    lens: Sequence[int | ir.Value],
     axes: Sequence[int],
     acc_t: DType,
     initial: float | int | bool,
@@ -85,7 +85,7 @@ def reduce(
     return e.generic([(value, e.identity_map(rank))], [(init, e.projection(rank, kept))], iterators, body)[0]
 
 
-@lowers(*REDUCTIONS, to="linalg.generic with reduction iterators (narrow floats accumulate in f32)")
+@lowers(*REDUCTIONS, to="linalg.generic with reduction iterators (narrow floats accumulate in f32)", dynamic=True)
 def _reduce(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     if len(args) != 1:
         raise CannotLower("the variable-axes form has no lowering")
@@ -95,22 +95,41 @@ def _reduce(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     axes = _normalized(ins.op["axes"], source.ndim)
     if not axes:
         return args[0]
+    e, s = lowering.emitter, lowering.scalars
+    dims = e.dims(args[0])
     initial, combine = REDUCTIONS[name]
     acc_t = DType.bool if name in LOGICAL else accumulator_type(t)
-    reduced = reduce(lowering, args[0], t, source.lens, axes, acc_t, initial(acc_t), combine)
-    kept_lens = [n for d, n in enumerate(source.lens) if d not in axes]
-    e, s = lowering.emitter, lowering.scalars
-    count = int(np.prod([source.lens[a] for a in axes]))
+    reduced = reduce(lowering, args[0], t, dims, axes, acc_t, initial(acc_t), combine)
+    kept = [d for d in range(source.ndim) if d not in axes]
+    source_sizes = sizes(source)
+    kept_sizes = [source_sizes[d] for d in kept]
     if name == "reduce_mean" or acc_t is not t:
+        count = _element_count(lowering, [dims[a] for a in axes], acc_t) if name == "reduce_mean" else None
 
         def finish(scalars: Values) -> Values:
             x = scalars[0]
-            if name == "reduce_mean":
-                x = s.div(x, s.const(count, acc_t), acc_t)
+            if count is not None:
+                x = s.div(x, count, acc_t)
             return [s.convert(x, acc_t, t) if acc_t is not DType.bool else s.from_bool(x, t)]
 
-        reduced = e.elementwise([(reduced, kept_lens)], t, kept_lens, finish)
-    return e.reshape(reduced, kept_lens, ins.shape.lens)
+        reduced = e.elementwise([(reduced, kept_sizes)], t, kept_sizes, finish)
+    if source.is_dynamic:
+        return e.expand_units(reduced, sizes(ins.shape), kept)
+    return e.reshape(reduced, kept_sizes, ins.shape.lens)
+
+
+def _element_count(lowering: Lowering, dims: list[int | ir.Value], t: DType) -> ir.Value:
+    """The product of sizes (constants, or `tensor.dim` values at run time) as a scalar of type `t`."""
+    e, s = lowering.emitter, lowering.scalars
+    static = int(np.prod([n for n in dims if isinstance(n, int)]))
+    dynamic = [n for n in dims if not isinstance(n, int)]
+    if not dynamic:
+        return s.const(static, t)
+    count = e.index(static)
+    for n in dynamic:
+        count = arith.muli(count, n)
+    wide = arith.index_cast(lowering.types.element(DType.int64), count)
+    return s.convert(wide, DType.int64, t)
 
 
 @lowers("argmax", "argmin", to="linalg.generic reducing (value, index) pairs")

@@ -1,0 +1,268 @@
+"""The ONNX models of ../shared/onnx-models through IREE on GPUs, against mgxir's reference interpreter.
+
+Two steps: `prepare` (any machine with iree-base-compiler; no GPU) imports each model, runs it on the
+reference interpreter with random inputs (bench/onnx_oracle.py's), lowers it to MLIR and compiles it
+for each device, writing OUT/cases.npz (inputs and expected outputs), OUT/NAME.DEVICE.vmfb and
+OUT/prepare.json (what happened to each model). `run` (the GPU machine; iree-base-runtime only) runs
+each compiled module on its device and compares every output with the reference by MIGraphX's rms
+rule (tolerance 1e-3; integer and bool outputs exactly).
+
+    python bench/bench_iree_onnx.py prepare OUT [--device cuda --device vulkan] [--jobs 2] [--models-dir DIR]
+                                             [MODEL ...]
+    python bench/bench_iree_onnx.py run OUT [--device cuda --device vulkan] [--json results.json]
+
+The table: per device, models imported (and ran on the reference), lowered to MLIR, compiled, ran,
+matched; then the reasons models stopped at each step, grouped by message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import multiprocessing as mp
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ROOT.parent / "shared" / "onnx-models"
+RMS_TOLERANCE = 1e-3
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def _first_line(text: str) -> str:
+    return (text.strip().splitlines() or [""])[0][:160]
+
+
+def prepare_one(task: tuple[str, str, list[str]]) -> dict:
+    """Imports, runs on the reference, lowers and compiles one model; the arrays go back as npz bytes."""
+    path, out, devices = task
+    from onnx_oracle import random_inputs
+
+    from mgxir.diagnostics import DiagnosticSink, MgxError
+    from mgxir.drivers.run import flatten_outputs
+    from mgxir.interp import Interpreter
+    from mgxir.targets.iree.compile import compile_module
+    from mgxir.targets.iree.devices import device
+    from mgxir.translate.mlir.api import mlir_bytecode
+    from mgxir.translate.onnx import import_model
+    from mgxir.verifier import verify
+
+    name = Path(path).stem
+    record: dict = {"model": name, "stage": "import", "message": "", "devices": {}}
+    sink = DiagnosticSink()
+    try:
+        program = import_model(path, sink=sink)
+        verify(program, sink)
+        if any(p.shape.is_dynamic for p in program.main.parameters()):
+            record["message"] = "dynamic input shapes"
+            return record
+        inputs = random_inputs(program, 0)
+        record["stage"] = "reference"
+        with np.errstate(all="ignore"):
+            expected = flatten_outputs(Interpreter(program, sink).run(inputs))
+        record["stage"] = "lower"
+        mlir = mlir_bytecode(program, None, sink)
+    except MgxError as e:
+        record["message"] = _first_line(e.message.replace(path + ": ", ""))
+        return record
+    except Exception as e:
+        record["message"] = f"internal error: {type(e).__name__}: {_first_line(str(e))}"
+        return record
+    record["stage"] = "compile"
+    buffer = io.BytesIO()
+    arrays = {f"in.{k}": v for k, v in inputs.items()} | {f"out.{k}": v for k, v in expected.items()}
+    np.savez(buffer, **{k: _storable(v) for k, v in arrays.items()})
+    record["arrays"] = buffer.getvalue().hex()
+    record["inputs"] = [p.param_name for p in program.main.parameters()]
+    record["outputs"] = list(expected)
+    record["types"] = {k: str(v.dtype) for k, v in arrays.items()}
+    for name_ in devices:
+        target = device(name_)
+        try:
+            vmfb = compile_module(mlir, target, list(target.flags))
+        except MgxError as e:
+            record["devices"][name_] = _first_line(e.message)
+            continue
+        (Path(out) / f"{name}.{name_}.vmfb").write_bytes(vmfb)
+        record["devices"][name_] = "compiled"
+    return record
+
+
+def _storable(a: np.ndarray) -> np.ndarray:
+    a = np.asarray(a)
+    return a.view(np.dtype(f"u{a.dtype.itemsize}")) if a.dtype.name.startswith(("bfloat16", "float8")) else a
+
+
+def prepare(
+    out: Path, devices: list[str], jobs: int, models: list[str], folder: Path = MODELS, deadline: float = 1e9
+) -> None:
+    """Models still unfinished `deadline` seconds after the start are recorded as not reached."""
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [str(folder / f"{m}.onnx") for m in models] or sorted(str(p) for p in folder.glob("*.onnx"))
+    tasks = [(p, str(out), devices) for p in paths]
+    records, arrays = [], {}
+    started = time.perf_counter()
+    with mp.get_context("spawn").Pool(jobs, maxtasksperchild=50) as pool:
+        pending = pool.imap_unordered(prepare_one, tasks)
+        for i in range(len(tasks)):
+            try:
+                record = pending.next(timeout=max(deadline - (time.perf_counter() - started), 0.01))
+            except mp.TimeoutError:
+                break
+            data = record.pop("arrays", None)
+            if data is not None:
+                with np.load(io.BytesIO(bytes.fromhex(data))) as z:
+                    arrays.update({f"{record['model']}/{k}": z[k] for k in z.files})
+            records.append(record)
+            if i % 50 == 0:
+                print(f"{i}/{len(tasks)} {time.perf_counter() - started:.0f}s", flush=True)
+        pool.terminate()
+    done = {r["model"] for r in records}
+    for p in paths:
+        if Path(p).stem not in done:
+            records.append({"model": Path(p).stem, "stage": "not reached", "message": "deadline", "devices": {}})
+    np.savez_compressed(out / "cases.npz", **arrays)
+    (out / "prepare.json").write_text(json.dumps(sorted(records, key=lambda r: r["model"]), indent=1))
+
+
+def run(prepared: Path, devices: list[str]) -> dict:
+    from mgxir.diagnostics import MgxError
+    from mgxir.drivers.run import rms_error
+    from mgxir.ir.dtype import DType
+    from mgxir.targets.iree.devices import device
+    from mgxir.targets.iree.runtime import LoadedModule, runtime_config
+
+    records = json.loads((prepared / "prepare.json").read_text())
+    cases = np.load(prepared / "cases.npz")
+    results: dict = {d: {} for d in devices}
+    configs = {d: runtime_config(device(d)) for d in devices}
+    for record in records:
+        if record["stage"] != "compile":
+            continue
+        name = record["model"]
+        inputs = [_typed(cases[f"{name}/in.{p}"], record["types"][f"in.{p}"]) for p in record["inputs"]]
+        wanted = [_typed(cases[f"{name}/out.{o}"], record["types"][f"out.{o}"]) for o in record["outputs"]]
+        for d in devices:
+            if record["devices"].get(d) != "compiled":
+                continue
+            try:
+                module = LoadedModule(prepared / f"{name}.{d}.vmfb", device(d), configs[d])
+                types = [DType.from_numpy(w.dtype) for w in wanted]
+                got = module(inputs, types)
+            except MgxError as e:
+                results[d][name] = ("run-error", _first_line(e.message))
+                continue
+            except Exception as e:  # the runtime's own errors (copies back to the host, ...)
+                results[d][name] = ("run-error", f"{type(e).__name__}: {_first_line(str(e))}")
+                continue
+            results[d][name] = _compare(got, wanted, rms_error)
+    return results
+
+
+def _typed(a: np.ndarray, dtype: str) -> np.ndarray:
+    import ml_dtypes  # noqa: F401  (registers bfloat16 and the float8 names with numpy)
+
+    wanted = np.dtype(dtype)
+    return a.view(wanted) if a.dtype != wanted else a
+
+
+def _compare(got: list[np.ndarray], wanted: list[np.ndarray], rms_error) -> tuple[str, str]:
+    worst = 0.0
+    for index, (g, w) in enumerate(zip(got, wanted)):
+        g, w = np.asarray(g), np.asarray(w)
+        if g.size != w.size:
+            return "mismatch", f"output {index}: {g.size} elements, reference {w.size}"
+        g64, w64 = g.astype(np.float64).ravel(), w.astype(np.float64).ravel()
+        if w.dtype.kind in "biu":
+            if not np.array_equal(g64, w64):
+                return "mismatch", f"output {index}: integers differ at {int(np.sum(g64 != w64))} elements"
+            continue
+        nan_g, nan_w = np.isnan(g64), np.isnan(w64)
+        if not np.array_equal(nan_g, nan_w):
+            return "mismatch", f"output {index}: NaN at {int(nan_g.sum())} elements, reference {int(nan_w.sum())}"
+        error = rms_error(g64[~nan_g], w64[~nan_w]) if (~nan_g).any() else 0.0
+        if not (error <= RMS_TOLERANCE or np.array_equal(g64, w64, equal_nan=True)):
+            return "mismatch", f"output {index}: rms error {error:.3g}"
+        worst = max(worst, error)
+    return "match", f"{worst:.2e}"
+
+
+def report(prepared: Path, results: dict) -> str:
+    records = json.loads((prepared / "prepare.json").read_text())
+    stages = Counter(r["stage"] for r in records)
+    imported = len(records) - stages["import"] - stages["not reached"]
+    reference = imported - stages["reference"]
+    lowered = stages["compile"]
+    lines = [
+        f"models: {len(records)} ({stages['not reached']} not reached before the deadline); imported: {imported}; "
+        f"ran on the reference: {reference}; lowered to MLIR: {lowered}",
+        "",
+        "| device | lowered | compiled | ran | matched | worst rms of matched |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for d, found in results.items():
+        compiled = sum(1 for r in records if r["devices"].get(d) == "compiled")
+        ran = sum(1 for status, _ in found.values() if status != "run-error")
+        matched = [float(m) for status, m in found.values() if status == "match"]
+        worst = f"{max(matched):.2e}" if matched else "-"
+        lines.append(f"| {d} | {lowered} | {compiled} | {ran} | {len(matched)} | {worst} |")
+    lines.append("")
+    not_lowered = Counter(r["message"] for r in records if r["stage"] == "lower")
+    lines.append(f"not lowered ({sum(not_lowered.values())}), by reason:")
+    for message, n in _by_reason(not_lowered).most_common(25):
+        lines.append(f"  {n:4d}  {message}")
+    for d, found in results.items():
+        failed = Counter(
+            message for r in records for dev, message in r["devices"].items() if dev == d and message != "compiled"
+        )
+        lines.append(f"{d}: not compiled ({sum(failed.values())}):")
+        for message, n in failed.most_common(10):
+            lines.append(f"  {n:4d}  {message}")
+        bad = Counter(f"{status}: {message}" for status, message in found.values() if status != "match")
+        lines.append(f"{d}: run errors and mismatches ({sum(bad.values())}):")
+        for name, (status, message) in sorted(found.items()):
+            if status != "match":
+                lines.append(f"  {name}: {status}: {message}")
+    return "\n".join(lines)
+
+
+def _by_reason(messages: Counter) -> Counter:
+    """Lowering errors without the instruction and position: `cannot lower 'OP' ...: WHY`."""
+    grouped: Counter = Counter()
+    for message, n in messages.items():
+        head, _, why = message.partition(" to MLIR: ")
+        op = head.split("'")[1] if "'" in head else head
+        grouped[f"{op}: {why}" if why else message] += n
+    return grouped
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("step", choices=["prepare", "run"])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("models", nargs="*")
+    parser.add_argument("--device", action="append", default=[])
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--models-dir", type=Path, default=MODELS)
+    parser.add_argument("--deadline", type=float, default=1e9, help="seconds for prepare")
+    args = parser.parse_args(argv)
+    devices = args.device or ["cuda", "vulkan"]
+    if args.step == "prepare":
+        prepare(args.out, devices, args.jobs, args.models, args.models_dir, args.deadline)
+        print(report(args.out, {}))
+        return 0
+    results = run(args.out, devices)
+    if args.json is not None:
+        args.json.write_text(json.dumps(results, indent=1))
+    print(report(args.out, results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,226 @@
+"""Tuples and control flow in MLIR: each program goes to MLIR (text and bytecode), comes back and
+computes the same on the reference interpreter, and runs through IREE on local-task with the
+reference's outputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("iree.compiler")
+pytest.importorskip("iree.runtime")
+
+from mgxir import DiagnosticSink, MgxError, parse_program, verify
+from mgxir.drivers.run import flatten_outputs
+from mgxir.interp import Interpreter
+from mgxir.targets.iree import IreeOptions, run_on_iree, using
+from mgxir.translate.mlir.api import mlir_bytecode, mlir_text, program_from_mlir
+
+IF = """
+module: "main"
+x = @param:x -> float_type, {2, 3}
+cond = @param:cond -> bool_type, {1}, {0}
+@2 = @literal{2} -> float_type, {1}, {0}
+@3 = if(cond), [then, else]
+@4 = get_tuple_elem[index=0](@3)
+@5 = get_tuple_elem[index=1](@3)
+@6 = @return(@5,@4)
+
+module: "then"
+then:@0 = multibroadcast[out_lens={2, 3}](@2)
+then:@1 = mul(x,then:@0)
+then:@2 = neg(x)
+then:@3 = @return(then:@1,then:@2)
+
+module: "else"
+else:@0 = exp(x)
+else:@1 = relu(x)
+else:@2 = @return(else:@1,else:@0)
+"""
+
+LOOP = """
+module: "main"
+trip = @param:trip -> int64_type, {1}, {0}
+go = @param:go -> bool_type, {1}, {0}
+b = @param:b -> float_type, {2}, {1}
+a = @param:a -> float_type, {2}, {1}
+@4 = loop[max_iterations=5,scan_output_directions={0, 1}](trip,go,b), [body]
+@5 = get_tuple_elem[index=0](@4)
+@6 = get_tuple_elem[index=1](@4)
+@7 = get_tuple_elem[index=2](@4)
+@8 = @return(@5,@6,@7)
+
+module: "body"
+body:b_in = @param:b_in -> float_type, {2}, {1}
+body:cond_in = @param:cond_in -> bool_type, {1}, {0}
+body:i = @param:i -> int64_type, {1}, {0}
+body:@3 = add(a,body:b_in)
+body:@4 = convert[target_type=float_type](body:i)
+body:@5 = multibroadcast[out_lens={2}](body:@4)
+body:@6 = mul(body:@3,body:@5)
+body:@7 = reduce_sum[axes={0}](body:@6)
+body:@8 = @literal{20} -> float_type, {1}, {0}
+body:@9 = less(body:@7,body:@8)
+body:@10 = convert[target_type=bool_type](body:@9)
+body:@11 = @return(body:@10,body:@6,body:@3,body:@7)
+"""
+
+TOPK_FLOAT = """
+x = @param:x -> float_type, {4, 6}
+@1 = topk[k=3,axis=-1,largest={largest}](x)
+@2 = @return(@1)
+"""
+
+TOPK_INT = """
+x = @param:x -> int32_type, {5, 2}
+@1 = topk[k=4,axis=0,largest=0](x)
+@2 = get_tuple_elem[index=1](@1)
+@3 = get_tuple_elem[index=0](@1)
+@4 = @return(@2,@3)
+"""
+
+POINTWISE = """
+module: "main"
+x = @param:x -> float_type, {2, 3}
+y = @param:y -> float_type, {2, 3}
+@2 = pointwise(x,y), [main:pointwise0]
+@3 = get_tuple_elem[index=0](@2)
+@4 = get_tuple_elem[index=1](@2)
+@5 = get_tuple_elem[index=2](@2)
+@6 = @return(@5,@3,@4)
+
+module: "main:pointwise0"
+main:pointwise0:x1 = @param:x1 -> float_type, {1}, {0}
+main:pointwise0:x0 = @param:x0 -> float_type, {1}, {0}
+main:pointwise0:@2 = add(main:pointwise0:x0,main:pointwise0:x1) -> float_type, {1}, {0}
+main:pointwise0:@3 = mul(main:pointwise0:@2,main:pointwise0:x1) -> float_type, {1}, {0}
+main:pointwise0:@4 = greater(main:pointwise0:@2,main:pointwise0:x0) -> float_type, {1}, {0}
+main:pointwise0:@5 = convert[target_type=0](main:pointwise0:@4) -> bool_type, {1}, {0}
+main:pointwise0:@6 = @return(main:pointwise0:@3,main:pointwise0:@5,main:pointwise0:x1)
+"""
+
+RUN_ON_TARGET = """
+module: "main"
+x = @param:x -> float_type, {2}, {1}
+@1 = run_on_target[target_id=0](x), [sub] -> [float_type, {2}, {1}, float_type, {2}, {1}]
+@2 = get_tuple_elem[index=1](@1) -> float_type, {2}, {1}
+@3 = exp(@2)
+@4 = @return(@3,@1)
+
+module: "sub"
+p = @param:p -> float_type, {2}, {1}
+@1 = exp(p) -> float_type, {2}, {1}
+@2 = neg(p) -> float_type, {2}, {1}
+@3 = @return(@1,@2)
+"""
+
+RNG = np.random.default_rng(7)
+X46 = RNG.uniform(-1, 1, (4, 6)).astype(np.float32)
+X46[0, :3] = X46[0, 3:]  # ties
+X46[1, 2] = np.nan
+X46[2, [1, 4]] = np.nan
+
+
+def _loop_inputs(trip: int, go: bool, b: list[float]) -> dict[str, np.ndarray]:
+    a = np.array([0.25, 0.5], np.float32)
+    return {"trip": np.array([trip]), "go": np.array([go]), "b": np.array(b, np.float32), "a": a}
+
+
+CASES = {
+    "if-then": (IF, {"x": RNG.uniform(-1, 1, (2, 3)).astype(np.float32), "cond": np.array([True])}),
+    "if-else": (IF, {"x": RNG.uniform(-1, 1, (2, 3)).astype(np.float32), "cond": np.array([False])}),
+    "loop-condition": (LOOP, _loop_inputs(9, True, [1, 2])),
+    "loop-trip-count": (LOOP, _loop_inputs(2, True, [0.5, 1])),
+    "loop-not-entered": (LOOP, _loop_inputs(3, False, [1, 1])),
+    "topk-largest": (TOPK_FLOAT.replace("{largest}", "1"), {"x": X46}),
+    "topk-smallest": (TOPK_FLOAT.replace("{largest}", "0"), {"x": X46}),
+    "topk-int": (TOPK_INT, {"x": np.array([[3, 1], [1, 1], [3, -2], [0, 1], [3, 5]], np.int32)}),
+    "pointwise-outputs": (POINTWISE, {"x": X46[:2, :3].copy(), "y": X46[2:, 3:].copy()}),
+    "run_on_target": (RUN_ON_TARGET, {"x": np.array([0.5, -1], np.float32)}),
+}
+
+
+def _program(text: str):
+    program = parse_program(text)
+    verify(program)
+    return program
+
+
+def _inputs(program, given: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    params = dict(given)
+    for p in program.main.parameters():
+        if p.param_name not in params:
+            values = np.linspace(-1, 1, p.shape.elements).astype(p.shape.dtype.numpy)
+            params[p.param_name] = values.reshape(p.shape.lens)
+    return params
+
+
+def _run(program, params) -> dict[str, np.ndarray]:
+    with np.errstate(all="ignore"):
+        return flatten_outputs(Interpreter(program).run(params))
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_comes_back_computing_the_same(name: str) -> None:
+    program = _program(CASES[name][0])
+    params = _inputs(program, CASES[name][1])
+    expected = list(_run(program, params).values())
+    for data in (mlir_text(program).encode(), mlir_bytecode(program)):
+        back = program_from_mlir(data, "x.mlir")
+        verify(back)
+        got = list(_run(back, params).values())  # tuple outputs come back flattened in place
+        assert len(got) == len(expected)
+        for g, e in zip(got, expected):
+            assert g.dtype == e.dtype and np.array_equal(g, e, equal_nan=True)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_runs_on_iree_as_on_the_reference(name: str, tmp_path: Path) -> None:
+    program = _program(CASES[name][0])
+    params = _inputs(program, CASES[name][1])
+    expected = _run(program, params)
+    with using(IreeOptions(device="local-task", cache_dir=tmp_path)):
+        got = flatten_outputs(run_on_iree(program, params, DiagnosticSink()))
+    assert list(got) == list(expected)
+    for key, value in expected.items():
+        np.testing.assert_allclose(got[key], value, rtol=1e-6, atol=1e-6, err_msg=f"{name}: {key}")
+
+
+def test_if_with_module_parameters_is_refused() -> None:
+    program = _program(
+        """
+module: "main"
+x = @param:x -> float_type, {2}, {1}
+c = @param:c -> bool_type, {1}, {0}
+@2 = if(c,x), [t, e]
+@3 = get_tuple_elem[index=0](@2)
+@4 = @return(@3)
+
+module: "t"
+t:p = @param:p -> float_type, {2}, {1}
+t:@1 = neg(t:p)
+t:@2 = @return(t:@1)
+
+module: "e"
+e:p = @param:p -> float_type, {2}, {1}
+e:@1 = exp(e:p)
+e:@2 = @return(e:@1)
+"""
+    )
+    with pytest.raises(MgxError, match=r"cannot lower 'if' \(@2\) to MLIR: an if whose modules take parameters"):
+        mlir_text(program)
+
+
+def test_a_literal_without_elements_is_refused() -> None:
+    from mgxir.ir.dtype import DType
+    from mgxir.ir.literal import Literal
+    from mgxir.ir.program import Program
+    from mgxir.ir.shape import Shape
+
+    program = Program()
+    empty = program.main.add_literal(Literal(Shape.make(DType.int64, ()), np.zeros(0, np.int64)))
+    program.main.add_return([empty])
+    with pytest.raises(MgxError, match=r"cannot lower '@literal' \(@0\) to MLIR: a literal without elements"):
+        mlir_text(program)
