@@ -46,8 +46,13 @@ def _has_gpu() -> bool:
         return False
 
 
+# why each optional feature is missing: lit counts the tests it skips (`--show-unsupported` lists
+# them), and these notes say why
+missing_features: dict[str, str] = {}
 if _has_gpu():
     config.available_features.add("gpu")
+else:
+    missing_features["gpu"] = "no working nvidia-smi or rocm-smi"
 
 
 def _has_iree_vulkan() -> bool:
@@ -62,6 +67,8 @@ if _has_iree_vulkan():
     config.available_features.add("vulkan")
 if os.path.isdir(shared):
     config.available_features.add("shared")
+else:
+    missing_features["shared"] = f"no shared reference material at {shared}"
 
 
 def _has_vulkan() -> bool:
@@ -79,8 +86,14 @@ def _has_vulkan() -> bool:
 
 if _has_vulkan():
     config.available_features.add("vulkan")
+elif "vulkan" not in config.available_features:
+    missing_features["vulkan"] = "no Vulkan loader and driver (apt-get install mesa-vulkan-drivers libvulkan1)"
 for key in ("VK_DRIVER_FILES", "VK_ICD_FILENAMES"):
     if key in os.environ:
         config.environment[key] = os.environ[key]
 if shutil.which("dot"):
     config.available_features.add("graphviz")
+else:
+    missing_features["graphviz"] = "no graphviz 'dot' on PATH"
+for feature, why in missing_features.items():
+    lit_config.note(f"tests that REQUIRE '{feature}' are unsupported here: {why}")
