@@ -48,10 +48,15 @@ def _has_gpu(tool_name: str) -> bool:
         return False
 
 
-# gpu: an NVIDIA GPU (CUDA); rocm: an AMD GPU with ROCm (the gpu target's hip platform)
+# gpu: an NVIDIA GPU (CUDA); rocm: an AMD GPU with ROCm (the gpu target's hip platform). Why each
+# optional feature is missing: lit counts the tests it skips (`--show-unsupported` lists them), and
+# these notes say why
+missing_features: dict[str, str] = {}
 for feature, tool_name in (("gpu", "nvidia-smi"), ("rocm", "rocm-smi")):
     if _has_gpu(tool_name):
         config.available_features.add(feature)
+    else:
+        missing_features[feature] = f"no working {tool_name}"
 
 
 def _has_iree_vulkan() -> bool:
@@ -66,6 +71,8 @@ if _has_iree_vulkan():
     config.available_features.add("vulkan")
 if os.path.isdir(shared):
     config.available_features.add("shared")
+else:
+    missing_features["shared"] = f"no shared reference material at {shared}"
 
 
 def _has_vulkan() -> bool:
@@ -83,8 +90,14 @@ def _has_vulkan() -> bool:
 
 if _has_vulkan():
     config.available_features.add("vulkan")
+elif "vulkan" not in config.available_features:
+    missing_features["vulkan"] = "no Vulkan loader and driver (apt-get install mesa-vulkan-drivers libvulkan1)"
 for key in ("VK_DRIVER_FILES", "VK_ICD_FILENAMES"):
     if key in os.environ:
         config.environment[key] = os.environ[key]
 if shutil.which("dot"):
     config.available_features.add("graphviz")
+else:
+    missing_features["graphviz"] = "no graphviz 'dot' on PATH"
+for feature, why in missing_features.items():
+    lit_config.note(f"tests that REQUIRE '{feature}' are unsupported here: {why}")

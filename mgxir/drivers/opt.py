@@ -92,18 +92,42 @@ def _opt(options: OptOptions, sink: DiagnosticSink) -> int:
         write_program(program, options.output, lossless=options.lossless, sidecar=options.sidecar)
         return 0
     # chunks of the input, and their expected diagnostics: imported only by the commands that ask
-    from mgxir.drivers.diagnostics_check import SPLIT_MARKER, Chunk, split_input
+    from mgxir.drivers.diagnostics_check import Chunk, split_input
 
     chunks = split_input(text) if options.split else []
     if options.verify_diagnostics:
         return _verify_diagnostics(chunks or [Chunk(text, 1)], filename, base_dir, transform, options.lossless)
-    outputs = []
+    return _opt_chunks(chunks, filename, base_dir, transform, options, sink)
+
+
+def _opt_chunks(
+    chunks: list[Chunk],
+    filename: str,
+    base_dir: Path | None,
+    transform: Transform,
+    options: OptOptions,
+    sink: DiagnosticSink,
+) -> int:
+    """`--split-input-file` as mlir-opt does it: every chunk is processed and a failing one
+    reports its error and prints nothing between its markers; exit 1 if any failed, and `-o`
+    then writes nothing."""
+    from mgxir.drivers.diagnostics_check import SPLIT_MARKER
+
+    outputs: list[str] = []
+    failed = False
     for chunk in chunks:
-        program = parse_program(chunk.text, filename, base_dir=base_dir, sink=sink, line_map=chunk.line_map())
-        transform(program, sink, _reader(chunk.text, filename, base_dir, chunk.line_map()))
-        outputs.append(render(program, options.lossless)[0])
-    write_output(f"{SPLIT_MARKER}\n".join(outputs), options.output)
-    return 0
+        try:
+            program = parse_program(chunk.text, filename, base_dir=base_dir, sink=sink, line_map=chunk.line_map())
+            transform(program, sink, _reader(chunk.text, filename, base_dir, chunk.line_map()))
+            outputs.append(render(program, options.lossless)[0])
+        except MgxError as e:
+            sink.flush()
+            print(e.render(), file=sys.stderr)
+            outputs.append("")
+            failed = True
+    if not failed or options.output in (None, "-"):
+        write_output(f"{SPLIT_MARKER}\n".join(outputs), options.output)
+    return 1 if failed else 0
 
 
 def _opt_log(options: OptOptions, sink: DiagnosticSink, transform: Transform) -> int:

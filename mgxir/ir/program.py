@@ -29,7 +29,11 @@ class Program:
         return self.modules.get(name)
 
     def remove_module(self, name: str) -> None:
-        del self.modules[name]
+        """Drops a module; its instructions stop being users of what they read (values of an
+        enclosing module included), as MIGraphX's `program::remove_module` unlinks them."""
+        module = self.modules.pop(name)
+        for ins in module:
+            ins._unlink_args()
 
     def __iter__(self) -> Iterator[Module]:
         return iter(self.modules.values())

@@ -147,7 +147,7 @@ def parse_layer2(text: str, start: str, what: str):
         tok = e.token
         if tok.type == "$END":
             col = len(text.rstrip("\r\n"))
-            found = "the end of the " + what
+            found = f"the end of {what}"
         else:
             col = (tok.column or 1) - 1
             found = f"'{tok}'"

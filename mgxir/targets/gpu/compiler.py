@@ -11,6 +11,7 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from mgxir.diagnostics import MgxError
 from mgxir.targets.gpu.kernels import Kernel
@@ -49,6 +50,10 @@ def device_arch(device: int = 0) -> str | None:
         (err,) = driver.cuInit(0)
     except (ImportError, RuntimeError, OSError):  # no cuda-bindings, or no driver library
         return None
+    return _compute_capability(driver, err, device)
+
+
+def _compute_capability(driver: Any, err: Any, device: int) -> str | None:  # no cover: needs a GPU driver
     if err != driver.CUresult.CUDA_SUCCESS:
         return None
     err, handle = driver.cuDeviceGet(device)

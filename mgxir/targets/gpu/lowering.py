@@ -425,10 +425,12 @@ def gemm_layout(shape: Shape) -> tuple[bool, int, int, int] | None:
     is contiguous."""
     lens, strides = shape.lens, shape.strides
     rows, cols = lens[-2], lens[-1]
+    # the leading dimension is the stride between rows (columns when transposed); only a single row
+    # (column) may have any stride, and then the smallest valid one stands in
     if strides[-1] == 1 or cols == 1:
-        transposed, ld = False, max(strides[-2], cols, 1)
+        transposed, ld = False, strides[-2] if rows > 1 else max(strides[-2], cols, 1)
     elif strides[-2] == 1 or rows == 1:
-        transposed, ld = True, max(strides[-1], rows, 1)
+        transposed, ld = True, strides[-1] if cols > 1 else max(strides[-1], rows, 1)
     else:
         return None
     if ld < (rows if transposed else cols):

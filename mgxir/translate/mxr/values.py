@@ -262,7 +262,8 @@ def literal_from_value(v: Any, what: str = "literal") -> Literal:
     if "shape" not in obj:
         raise ValueError_(f"{what} has no 'shape'")
     shape = shape_from_mxr_value(obj["shape"], f"{what}: shape")
-    return Literal(shape, array_from_memory(shape, as_binary(obj["data"], f"{what}: data") if "data" in obj else b""))
+    raw = as_binary(obj["data"], f"{what}: data") if "data" in obj else b""
+    return Literal(shape, array_from_memory(shape, raw, what))
 
 
 def array_from_memory(shape: Shape, raw: bytes, what: str = "literal") -> np.ndarray:

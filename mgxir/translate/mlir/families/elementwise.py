@@ -175,9 +175,29 @@ def _min(s: Scalars, op: Operation, args: Values, types: Types, out: DType) -> i
     return s.min(args[0], args[1], out)
 
 
-@lowers_scalar("pow", to="math.powf / math.ipowi")
+@lowers_scalar("pow", to="math.powf (integers: by squaring, over the exponent's bits)")
 def _pow(s: Scalars, op: Operation, args: Values, types: Types, out: DType) -> ir.Value:
-    return math.powf(args[0], args[1]) if out.is_float else math.ipowi(args[0], args[1])
+    return math.powf(args[0], args[1]) if out.is_float else _integer_power(s, args[0], args[1], out)
+
+
+def _integer_power(s: Scalars, base: ir.Value, exponent: ir.Value, t: DType) -> ir.Value:
+    """base ** exponent, wrapping as integer products do (IREE's CPU backend cannot lower
+    math.ipowi). A negative exponent gives what MIGraphX's std::pow truncates to: 1 for a base of 1,
+    -1 or 1 for -1 (odd or even exponent), else 0."""
+    one, zero = s.const(1, t), s.const(0, t)
+    result, square, rest = one, base, exponent
+    for _ in range(8 * t.itemsize):
+        odd = s.cmp("ne", arith.andi(rest, one), zero, t)
+        result = s.select(odd, s.mul(result, square, t), result)
+        square = s.mul(square, square, t)
+        rest = arith.shrui(rest, one)
+    if t in UNSIGNED or t is DType.bool:
+        return result
+    odd_exponent = s.cmp("ne", arith.andi(exponent, one), zero, t)
+    minus_one = s.const(-1, t)
+    of_minus_one = s.select(odd_exponent, minus_one, one)
+    fraction = s.select(s.cmp("eq", base, one, t), one, s.select(s.cmp("eq", base, minus_one, t), of_minus_one, zero))
+    return s.select(s.cmp("lt", exponent, zero, t), fraction, result)
 
 
 @lowers_scalar("fmod", to="arith.remf / remsi / remui")
@@ -258,6 +278,11 @@ def _quantize(s: Scalars, op: Operation, args: Values, types: Types, out: DType)
 
 @lowers_scalar("dequantizelinear", to="(x - zero point) * scale")
 def _dequantize(s: Scalars, op: Operation, args: Values, types: Types, out: DType) -> ir.Value:
+    if not out.is_float:  # an integer scale (MIGraphX allows it): integer arithmetic
+        x = s.convert(args[0], types[0], out)
+        if len(args) == 3:
+            x = s.sub(x, s.convert(args[2], types[2], out), out)
+        return s.mul(x, args[1], out)
     x = s.to_float(args[0], types[0], out)
     if len(args) == 3:
         x = arith.subf(x, s.to_float(args[2], types[2], out))
