@@ -121,8 +121,8 @@ def repaired_for_ort(model: object) -> bytes:
             if default_domain and plain and node.op_type in contrib:
                 node.domain = CONTRIB_DOMAIN
                 changed = True
-                if node.op_type == "RotaryEmbedding":
-                    int64_inputs.add(node.input[1])
+            if node.op_type == "RotaryEmbedding" and node.domain == CONTRIB_DOMAIN:
+                int64_inputs.add(node.input[1])
             axes = next((a for a in node.attribute if a.name == "axes"), None)
             if node.op_type == "ReduceSum" and axes is not None and _opset(model) >= 13:
                 name = f"{node.output[0]}_axes"
