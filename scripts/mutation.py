@@ -62,11 +62,11 @@ TEST_SELECTIONS: dict[str, Selection] = {
         "simplify_algebra",
     ),
     "mgxir/ops/common.py": Selection(
-        (U + "test_ops_shapes.py", U + "test_shape.py", U + "test_text_roundtrip.py"),
+        (U + "test_ops_common.py", U + "test_ops_shapes.py", U + "test_shape.py", U + "test_text_roundtrip.py"),
         "text/shape-rules or run/elementwise or run/layout",
     ),
     "mgxir/interp/interpreter.py": Selection((U + "test_ops_compute_last.py", U + "test_mutation_interp.py"), "run/"),
-    "mgxir/text/printer.py": Selection((U + "test_text_roundtrip.py",), "text/"),
+    "mgxir/text/printer.py": Selection((U + "test_text_printer.py", U + "test_text_roundtrip.py"), "text/"),
     # whole packages (a module without its own row takes its package's)
     "mgxir/passes/": Selection((U + "test_pass_differential.py", U + "test_mutation_passes.py"), "opt/"),
     "mgxir/ops/": Selection(
