@@ -9,6 +9,7 @@ hip-python-interop beside cuda-bindings: both install a package named `cuda`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -44,7 +45,9 @@ class HipPlatform(Platform):  # pragma: no cover - needs an AMD GPU and ROCm (te
         try:
             count = _ok(hip.hipGetDeviceCount(), "hipGetDeviceCount")
         except (RuntimeError, OSError, MgxError) as e:
-            raise MgxError(f"no usable AMD GPU or ROCm runtime ({str(e).splitlines()[0]})") from None
+            # hip-python's loader quotes byte strings as 'b'name''
+            reason = re.sub(r"'?b'([^']*)''?", r"'\1'", str(e).splitlines()[0])
+            raise MgxError(f"no usable AMD GPU or ROCm runtime ({reason})") from None
         if index >= count:
             raise MgxError(f"no GPU {index}: {count} AMD GPU{'s' if count != 1 else ''} visible")
         _ok(hip.hipSetDevice(index), "hipSetDevice")
