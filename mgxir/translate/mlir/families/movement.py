@@ -29,6 +29,17 @@ def _axis(ins: Instruction, rank: int, name: str = "axis") -> int:
     return axis + rank if axis < 0 else axis
 
 
+def _even_odd_maps(rank: int, axis: int) -> list[ir.AffineMapAttr]:
+    """The maps reading elements 2i and 2i + 1 along `axis` (two values packed into one)."""
+    d = [ir.AffineDimExpr.get(i) for i in range(rank)]
+    maps = []
+    for parity in (0, 1):
+        exprs = list(d)
+        exprs[axis] = d[axis] * 2 + parity
+        maps.append(ir.AffineMapAttr.get(ir.AffineMap.get(rank, 0, exprs)))
+    return maps
+
+
 @lowers("fill", "scalar", to="linalg.generic broadcasting the one element")
 def _fill(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     source = ins.args[0].shape
@@ -116,12 +127,7 @@ def _pack_int4(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     rank = ins.shape.ndim
     axis = _axis(ins, rank)
     t = ins.shape.dtype
-    d = [ir.AffineDimExpr.get(i) for i in range(rank)]
-    maps = []
-    for parity in (0, 1):
-        exprs = list(d)
-        exprs[axis] = d[axis] * 2 + parity
-        maps.append(ir.AffineMapAttr.get(ir.AffineMap.get(rank, 0, exprs)))
+    maps = _even_odd_maps(rank, axis)
     init = e.empty(t, ins.shape.lens)
 
     def body(scalars: Values) -> Values:
@@ -175,12 +181,7 @@ def _pack_fp4(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     rank = ins.shape.ndim
     axis = _axis(ins, rank)
     byte = DType.fp4x2
-    d = [ir.AffineDimExpr.get(i) for i in range(rank)]
-    maps = []
-    for parity in (0, 1):
-        exprs = list(d)
-        exprs[axis] = d[axis] * 2 + parity
-        maps.append(ir.AffineMapAttr.get(ir.AffineMap.get(rank, 0, exprs)))
+    maps = _even_odd_maps(rank, axis)
 
     def code(value: ir.Value) -> ir.Value:
         wide = s.to_float(value, t, w)
