@@ -70,6 +70,22 @@ def _padding(op: Operation, spatial: int) -> tuple[list[int], list[int]]:
     return padding[:spatial], padding[spatial:]
 
 
+def _build_plans(cudnn, graph, failure: str, plan_index: int = -1, all_plans: bool = False) -> None:
+    """Validates the graph and builds its execution plans (the chosen one, or every one for tuning);
+    an unsupported graph is `failure` with cuDNN's first line."""
+    try:
+        graph.validate()
+        graph.build_operation_graph()
+        graph.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+        graph.check_support()
+        if plan_index >= 0:
+            graph.select_plan(plan_index)
+        policy = cudnn.build_plan_policy.ALL if all_plans else cudnn.build_plan_policy.HEURISTICS_CHOICE
+        graph.build_plans(policy)
+    except Exception as e:  # cuDNN reports an unsupported graph through several exception types
+        raise MgxError(f"{failure} ({str(e).splitlines()[0]})") from None
+
+
 class ConvPlan:
     """One convolution's cuDNN graph, built and planned; call it with pointers and a stream."""
 
@@ -125,21 +141,7 @@ class ConvPlan:
             result.set_dim(list(out.lens)).set_stride(list(out.strides))
         self.y = result
         self.graph = graph
-        try:
-            graph.validate()
-            graph.build_operation_graph()
-            graph.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
-            graph.check_support()
-            if plan_index >= 0:
-                graph.select_plan(plan_index)
-            if all_plans:
-                graph.build_plans(cudnn.build_plan_policy.ALL)
-            else:
-                graph.build_plans(cudnn.build_plan_policy.HEURISTICS_CHOICE)
-        except Exception as e:  # cuDNN reports an unsupported graph through several exception types
-            raise MgxError(
-                f"gpu::convolution: cuDNN cannot run {op.text} on {x.lens} ({str(e).splitlines()[0]})"
-            ) from None
+        _build_plans(cudnn, graph, f"gpu::convolution: cuDNN cannot run {op.text} on {x.lens}", plan_index, all_plans)
         self.plan_count = graph.get_execution_plan_count()
         self.workspace_bytes = int(graph.get_workspace_size())
 
@@ -238,14 +240,7 @@ class AttentionPlan:
         o.set_output(True).set_dim(list(out.lens)).set_stride(list(out.strides)).set_data_type(io)
         self.o = o
         self.graph = graph
-        try:
-            graph.validate()
-            graph.build_operation_graph()
-            graph.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
-            graph.check_support()
-            graph.build_plans(cudnn.build_plan_policy.HEURISTICS_CHOICE)
-        except Exception as e:  # cuDNN reports an unsupported graph through several exception types
-            raise MgxError(f"gpu::attention: cuDNN cannot run {q.lens} x {k_lens} ({str(e).splitlines()[0]})") from None
+        _build_plans(cudnn, graph, f"gpu::attention: cuDNN cannot run {q.lens} x {k_lens}")
         self.workspace_bytes = int(graph.get_workspace_size())
 
     def __call__(self, stream: int, workspace: int, q: int, k_t: int, v: int, out: int) -> None:
