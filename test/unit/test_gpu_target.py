@@ -472,6 +472,7 @@ def test_every_gemm_candidate_computes_the_product() -> None:
     program = _program(PROGRAMS["gemm_long_k"])
     params = _inputs(program)
     executable = load_on_gpu(program, DiagnosticSink())
+    executable.run(params)  # the parameters uploaded
     ((gemm, plan),) = executable.gemm_plans.items()
     assert len(plan.algorithms) > plan.offered  # split-K variants were accepted
     want = params["a"].astype(np.float64) @ params["b"].astype(np.float64)

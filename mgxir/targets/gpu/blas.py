@@ -54,6 +54,20 @@ def layout_of(shape: Shape) -> Layout:
     return Layout(*found)
 
 
+def fold_batch(a: Layout, b: Layout, out: Layout, rows: int) -> tuple[Layout, Layout, Layout, int] | None:
+    """A batched product whose B is one matrix for every batch and whose A and output batches
+    follow one another row after row is one product of batch x `rows` rows, as torch runs a
+    Linear layer on a 3-d input (BERT's projections: 32 x 128 rows become 4096): (A, B, output,
+    rows) of that single product, or None where the batches do not fold."""
+    batch = out.batch
+    if batch == 1 or (b.batch != 1 and b.batch_stride != 0):
+        return None
+    if any(x.transposed or x.batch != batch or x.batch_stride != rows * x.ld for x in (a, out)):
+        return None
+    a, b, out = (dataclasses.replace(x, batch=1, batch_stride=0) for x in (a, b, out))
+    return a, b, out, rows * batch
+
+
 class GemmPlan:
     """One gemm's cuBLASLt descriptors and chosen algorithm; call it with pointers and a stream."""
 
@@ -69,6 +83,9 @@ class GemmPlan:
             raise MgxError("gpu::gemm: the output must be row-major")
         m, n, k = out.lens[-1], out.lens[-2], a.lens[-1]
         batch = max(la.batch, lb.batch, lo.batch)
+        folded = fold_batch(la, lb, lo, n)
+        if folded is not None:
+            (la, lb, lo, n), batch = folded, 1
         self.alpha = np.array([alpha], scale)
         self.beta = np.array([beta], scale)
         self.desc = lt.matmul_desc_create(compute_type, 0 if scale is np.float32 else 1)

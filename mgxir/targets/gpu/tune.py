@@ -25,7 +25,7 @@ from mgxir.targets.gpu.ops import CodeObject
 LAUNCHES: tuple[tuple[int, int], ...] = ((128, 1), (256, 1), (512, 1), (1024, 1), (256, 2), (256, 4), (128, 4))
 MAX_CONV_PLANS = int(os.environ.get("MGXIR_TUNE_CONV_PLANS", "12"))  # cuDNN plans timed per convolution
 ITERATIONS = 20
-GRAPH_CALLS, GRAPH_REPLAYS = 5, 4  # a gemm candidate is timed as 4 replays of a graph of 5 calls
+GRAPH_CALLS, GRAPH_REPLAYS = 4, 3  # a gemm candidate is timed as 3 replays of a graph of 4 calls
 
 
 class ProblemCache:
