@@ -9,7 +9,8 @@ beside it. ResNet-50's batch norms are folded into its convolutions (calibrated 
 so activations stay in float16's range) before export, and every peer runs that same folded model.
 
     python bench/bench_models.py [--models resnet50,bert] [--dtypes f16,f32] [--batches 1,32]
-                                 [--exhaustive-tune] [--deadline SECONDS] [--out table.md] [--perf-dir DIR]
+                                 [--configs bert:f32:32,...] [--exhaustive-tune] [--deadline SECONDS]
+                                 [--out table.md] [--perf-dir DIR]
 
 Rows are printed as they are measured; configurations that would start after the deadline are
 skipped and listed as such."""
@@ -229,9 +230,12 @@ def measure(
         counts[step.ins.op.defn.name] = counts.get(step.ins.op.defn.name, 0) + 1
     error = rms_error(got.reshape(reference.shape), reference)
     torch_error = rms_error(eager_out, reference)
+    plans = [p for p in executable.gemm_plans.values() if hasattr(p, "offered")]  # cuBLASLt's plans
+    split = sum(p.choice >= p.offered for p in plans)
     log(
         f"  {name} {dtype} bs{batch}: import {imported:.1f}s, mgxir compile {mgx_compile:.1f}s, "
-        f"inductor compile {inductor_compile:.1f}s; steps {counts}; host steps {host}"
+        f"inductor compile {inductor_compile:.1f}s; steps {counts}; host steps {host}; "
+        f"gemm candidates {sum(len(p.algorithms) for p in plans)} ({split} of {len(plans)} gemms run split-K)"
     )
     best = min(eager, inductor, graphs)
     return [
@@ -267,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default="resnet50,bert")
     parser.add_argument("--dtypes", default="f16,f32")
     parser.add_argument("--batches", default="1,32")
+    parser.add_argument("--configs", default=None, help="model:dtype:batch,... in this order (instead of the lists)")
     parser.add_argument("--exhaustive-tune", action="store_true")
     parser.add_argument("--deadline", type=float, default=1e9, help="seconds; later configurations are skipped")
     parser.add_argument("--out", type=Path, default=None, help="also write the table here (markdown)")
@@ -295,6 +300,8 @@ def main(argv: list[str] | None = None) -> int:
         for d in args.dtypes.split(",")
         for m in args.models.split(",")
     ]
+    if args.configs:
+        configs = [(int(b), d, m) for m, d, b in (c.split(":") for c in args.configs.split(","))]
     for batch, dtype, name in configs:
         if time.perf_counter() - start > args.deadline:
             lines.append(f"| {name} | {dtype} | {batch} | skipped (deadline) |")

@@ -32,3 +32,36 @@ CASES = [
 def test_gemm_layout(lens: tuple[int, ...], strides: tuple[int, ...] | None, expected: object) -> None:
     shape = Shape.make(DType.float, lens) if strides is None else Shape.make(DType.float, lens, strides)
     assert gemm_layout(shape) == expected
+
+
+def _layout(lens: tuple[int, ...], strides: tuple[int, ...] | None = None):
+    from mgxir.targets.gpu.blas import Layout
+
+    shape = Shape.make(DType.float, lens) if strides is None else Shape.make(DType.float, lens, strides)
+    return Layout(*gemm_layout(shape))
+
+
+FOLDS = [
+    # BERT's projection: (32, 128, 768) x one (768, 3072) weight -> one 4096-row product
+    (((32, 128, 768), None), ((32, 768, 3072), (0, 3072, 1)), ((32, 128, 3072), None), 4096),
+    (((32, 128, 768), None), ((768, 3072), None), ((32, 128, 3072), None), 4096),  # B not batched at all
+    (((32, 128, 64), None), ((32, 64, 128), None), ((32, 128, 128), None), None),  # a B per batch
+    (((32, 128, 64), (8192, 1, 128)), ((64, 128), None), ((32, 128, 128), None), None),  # A transposed
+    (((32, 128, 64), (9000, 64, 1)), ((64, 128), None), ((32, 128, 128), None), None),  # A's batches apart
+    (((32, 128, 64), None), ((64, 128), None), ((32, 128, 128), (20000, 128, 1)), None),  # output's apart
+    (((128, 64), None), ((64, 128), None), ((128, 128), None), None),  # nothing to fold
+]
+
+
+@pytest.mark.parametrize(("a", "b", "out", "rows"), FOLDS)
+def test_fold_batch(a: tuple, b: tuple, out: tuple, rows: int | None) -> None:
+    from mgxir.targets.gpu.blas import fold_batch
+
+    folded = fold_batch(_layout(*a), _layout(*b), _layout(*out), out[0][-2])
+    if rows is None:
+        assert folded is None
+    else:
+        assert folded is not None
+        la, lb, lo, n = folded
+        assert n == rows and la.batch == lb.batch == lo.batch == 1
+        assert (la.ld, lb.ld, lo.ld) == (_layout(*a).ld, _layout(*b).ld, _layout(*out).ld)

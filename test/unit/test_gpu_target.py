@@ -26,6 +26,32 @@ HAS_GPU = device_arch() is not None
 gpu = pytest.mark.gpu
 needs_gpu = pytest.mark.skipif(not HAS_GPU, reason="no GPU")
 
+
+def _attention(dtype: str) -> str:
+    """BERT's attention over q, k, v sliced from one (batch 2, sequence 8, 3, 4 heads, 16) qkv
+    product: softmax(q k^T / 4) v, heads moved back beside each other."""
+    return f"""
+qkv = @param:qkv -> {dtype}, {{2, 8, 3, 4, 16}}, {{1536, 192, 64, 16, 1}}
+@1 = @literal{{0.25}} -> {dtype}, {{1}}, {{0}}
+@2 = transpose[permutation={{2, 0, 3, 1, 4}}](qkv)
+@3 = slice[axes={{0}},starts={{0}},ends={{1}}](@2)
+@4 = slice[axes={{0}},starts={{1}},ends={{2}}](@2)
+@5 = slice[axes={{0}},starts={{2}},ends={{3}}](@2)
+@6 = squeeze[axes={{0}}](@3)
+@7 = squeeze[axes={{0}}](@4)
+@8 = squeeze[axes={{0}}](@5)
+@9 = transpose[permutation={{0, 1, 3, 2}}](@7)
+@10 = dot(@6,@9)
+@11 = multibroadcast[out_lens={{2, 4, 8, 8}}](@1)
+@12 = mul(@10,@11)
+@13 = softmax[axis=3](@12)
+@14 = dot(@13,@8)
+@15 = transpose[permutation={{0, 2, 1, 3}}](@14)
+@16 = reshape[dims={{2, 8, 64}}](@15)
+@17 = @return(@16)
+"""
+
+
 # name -> program text: each exercises one kind of kernel or library call
 PROGRAMS: dict[str, str] = {
     "pointwise_broadcast": """
@@ -127,6 +153,13 @@ b = @param:b -> float_type, {3, 40, 24}, {960, 24, 1}
 @3 = dot(a,@2)
 @4 = @return(@3)
 """,
+    # K long against the output (64 x 192): cuBLASLt accepts split-K variants of its algorithms
+    "gemm_long_k": """
+a = @param:a -> float_type, {64, 1536}, {1536, 1}
+b = @param:b -> float_type, {1536, 192}, {192, 1}
+@2 = dot(a,b)
+@3 = @return(@2)
+""",
     "gemm_half": """
 a = @param:a -> half_type, {64, 32}, {32, 1}
 b = @param:b -> half_type, {32, 16}, {16, 1}
@@ -204,46 +237,9 @@ qkv = @param:qkv -> half_type, {2, 8, 3, 4, 16}, {1536, 192, 64, 16, 1}
 """,
     # BERT's attention: q, k, v views of one qkv product, scaled softmax: one cuDNN attention that
     # reads the views where they are and writes heads interleaved (the reshape after it a view)
-    "attention_half": """
-qkv = @param:qkv -> half_type, {2, 8, 3, 4, 16}, {1536, 192, 64, 16, 1}
-@1 = @literal{0.25} -> half_type, {1}, {0}
-@2 = transpose[permutation={2, 0, 3, 1, 4}](qkv)
-@3 = slice[axes={0},starts={0},ends={1}](@2)
-@4 = slice[axes={0},starts={1},ends={2}](@2)
-@5 = slice[axes={0},starts={2},ends={3}](@2)
-@6 = squeeze[axes={0}](@3)
-@7 = squeeze[axes={0}](@4)
-@8 = squeeze[axes={0}](@5)
-@9 = transpose[permutation={0, 1, 3, 2}](@7)
-@10 = dot(@6,@9)
-@11 = multibroadcast[out_lens={2, 4, 8, 8}](@1)
-@12 = mul(@10,@11)
-@13 = softmax[axis=3](@12)
-@14 = dot(@13,@8)
-@15 = transpose[permutation={0, 2, 1, 3}](@14)
-@16 = reshape[dims={2, 8, 64}](@15)
-@17 = @return(@16)
-""",
-    "attention_float_unfused": """
-qkv = @param:qkv -> float_type, {2, 8, 3, 4, 16}, {1536, 192, 64, 16, 1}
-@1 = @literal{0.25} -> float_type, {1}, {0}
-@2 = transpose[permutation={2, 0, 3, 1, 4}](qkv)
-@3 = slice[axes={0},starts={0},ends={1}](@2)
-@4 = slice[axes={0},starts={1},ends={2}](@2)
-@5 = slice[axes={0},starts={2},ends={3}](@2)
-@6 = squeeze[axes={0}](@3)
-@7 = squeeze[axes={0}](@4)
-@8 = squeeze[axes={0}](@5)
-@9 = transpose[permutation={0, 1, 3, 2}](@7)
-@10 = dot(@6,@9)
-@11 = multibroadcast[out_lens={2, 4, 8, 8}](@1)
-@12 = mul(@10,@11)
-@13 = softmax[axis=3](@12)
-@14 = dot(@13,@8)
-@15 = transpose[permutation={0, 2, 1, 3}](@14)
-@16 = reshape[dims={2, 8, 64}](@15)
-@17 = @return(@16)
-""",
+    "attention_half": _attention("half_type"),
+    # cuDNN attends in half and bf16 only: float32 stays two gemms around the softmax kernel
+    "attention_float_unfused": _attention("float_type"),
     "transpose_copy_and_host_step": """
 x = @param:x -> float_type, {4, 6}, {6, 1}
 @1 = transpose[permutation={1, 0}](x)
@@ -273,6 +269,24 @@ def _inputs(program, seed: int = 0) -> dict[str, np.ndarray]:
         else:
             values[p.param_name] = rng.uniform(-1, 1, shape.lens).astype(shape.dtype.numpy)
     return values
+
+
+def _assert_matches_reference(
+    program, params: dict[str, np.ndarray], outputs: list, tolerance: float, half_tolerance: float | None = None
+) -> None:
+    """A run's `outputs` against the reference interpreter's, each of the same shape and within
+    `tolerance` (`half_tolerance` for a float16 output, where given) by MIGraphX's rms rule,
+    computed in float64."""
+    from mgxir.drivers.run import flatten_outputs, rms_error
+
+    got = flatten_outputs(outputs)
+    with np.errstate(all="ignore"):
+        want = flatten_outputs(Interpreter(program).run(params))
+    assert got.keys() == want.keys()
+    for key in want:
+        assert np.shape(got[key]) == np.shape(want[key]), key
+        limit = half_tolerance if half_tolerance is not None and want[key].dtype == np.float16 else tolerance
+        assert rms_error(np.asarray(got[key], np.float64), np.asarray(want[key], np.float64)) <= limit, key
 
 
 @pytest.fixture(scope="module")
@@ -350,7 +364,6 @@ def test_attention_is_one_library_call(lowered: dict) -> None:
     assert attention.op["scale"] == 0.25
     assert attention.shape.strides == (512, 16, 64, 1)  # (batch, seq, heads, d) in memory
     assert "reshape_lazy" in names
-    # cuDNN attends in half and bf16 only: float32 stays two gemms around the softmax kernel
     unfused = [i.op.defn.name for i in lowered["attention_float_unfused"].main]
     assert unfused.count("gpu::gemm") == 2 and "gpu::attention" not in unfused
 
@@ -412,23 +425,18 @@ def test_no_gpu_is_one_line(tmp_path: Path) -> None:
 @needs_gpu
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_gpu_matches_reference(name: str) -> None:
-    from mgxir.drivers.run import flatten_outputs, rms_error
+    from mgxir.drivers.run import flatten_outputs
     from mgxir.targets.gpu.driver import load_on_gpu
 
     program = _program(PROGRAMS[name])
     params = _inputs(program)
     executable = load_on_gpu(program, DiagnosticSink())
-    got = flatten_outputs(executable.run(params))
+    outputs = executable.run(params)
     again = flatten_outputs(executable.run(params))  # a second replay of the same graphs
-    with np.errstate(all="ignore"):
-        want = flatten_outputs(Interpreter(program).run(params))
-    assert got.keys() == want.keys()
-    for key in want:
-        # cuDNN convolves float32 in TF32 on tensor cores, as PyTorch lets it by default
-        tolerance = 1e-2 if want[key].dtype == np.float16 else 2e-3 if name.startswith("conv") else 1e-4
-        assert got[key].shape == want[key].shape
-        assert rms_error(got[key], want[key]) <= tolerance, key
-        assert np.array_equal(got[key], again[key])
+    # cuDNN convolves float32 in TF32 on tensor cores, as PyTorch lets it by default
+    _assert_matches_reference(program, params, outputs, 2e-3 if name.startswith("conv") else 1e-4, half_tolerance=1e-2)
+    for key, got in flatten_outputs(outputs).items():
+        assert np.array_equal(got, again[key])
 
 
 @gpu
@@ -451,6 +459,30 @@ def test_exhaustive_tune_records_winners(tmp_path: Path, monkeypatch: pytest.Mon
         assert rms_error(np.asarray(got), expected) <= 2e-3
     again = load_on_gpu(program, DiagnosticSink(), exhaustive_tune=True)  # winners from the problem cache
     assert print_program(again.program) == printed
+
+
+@gpu
+@needs_gpu
+def test_every_gemm_candidate_computes_the_product() -> None:
+    """--exhaustive-tune's gemm candidates (cuBLASLt's offered algorithms and their split-K
+    variants) each compute the product, into an output poisoned with NaN before each."""
+    from mgxir.drivers.run import rms_error
+    from mgxir.targets.gpu.driver import load_on_gpu
+
+    program = _program(PROGRAMS["gemm_long_k"])
+    params = _inputs(program)
+    executable = load_on_gpu(program, DiagnosticSink())
+    executable.run(params)  # the parameters uploaded
+    ((gemm, plan),) = executable.gemm_plans.items()
+    assert len(plan.algorithms) > plan.offered  # split-K variants were accepted
+    want = params["a"].astype(np.float64) @ params["b"].astype(np.float64)
+    poison = np.full(gemm.shape.lens, np.nan, np.float32)
+    for choice in range(len(plan.algorithms)):
+        plan.choice = choice
+        executable._upload(executable.pointer[gemm], poison, gemm.shape)
+        executable.gemm_call(gemm)()
+        got = executable._download(executable.pointer[gemm], gemm.shape)
+        assert rms_error(got, want) <= 1e-5, f"candidate {choice}"
 
 
 @gpu
@@ -556,15 +588,11 @@ def test_convolutions_without_a_library_are_generated_kernels(generated_convolut
 @needs_gpu
 @pytest.mark.parametrize("name", CONVOLUTIONS)
 def test_generated_convolutions_match_reference(generated_convolutions: dict, name: str) -> None:
-    from mgxir.drivers.run import flatten_outputs, rms_error
     from mgxir.targets.gpu.runtime import GpuExecutable
 
     program = _program(PROGRAMS[name])
     params = _inputs(program)
-    got = flatten_outputs(GpuExecutable(generated_convolutions[name]).run(params))
-    want = flatten_outputs(Interpreter(program).run(params))
-    for key in want:
-        assert rms_error(np.asarray(got[key], np.float64), np.asarray(want[key], np.float64)) < 1e-3, key
+    _assert_matches_reference(program, params, GpuExecutable(generated_convolutions[name]).run(params), 1e-3)
 
 
 def _has_rocm() -> bool:
@@ -582,18 +610,14 @@ def _has_rocm() -> bool:
 @pytest.mark.skipif(not _has_rocm(), reason="no AMD GPU with ROCm (the hip platform is tested where ROCm is)")
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_hip_matches_reference(name: str) -> None:  # pragma: no cover - needs ROCm
-    from mgxir.drivers.run import flatten_outputs, rms_error
     from mgxir.targets.gpu.driver import gpu_options, load_on_gpu, select_device
 
     program = _program(PROGRAMS[name])
     params = _inputs(program)
     select_device("hip:0")
     try:
-        got = flatten_outputs(load_on_gpu(program, DiagnosticSink()).run(params))
+        outputs = load_on_gpu(program, DiagnosticSink()).run(params)
     finally:
         select_device(None)
     assert gpu_options.platform == "cuda"
-    with np.errstate(all="ignore"):
-        want = flatten_outputs(Interpreter(program).run(params))
-    for key in want:
-        assert rms_error(np.asarray(got[key], np.float64), np.asarray(want[key], np.float64)) < 1e-3, key
+    _assert_matches_reference(program, params, outputs, 1e-3)

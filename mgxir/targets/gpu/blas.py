@@ -17,6 +17,9 @@ from mgxir.ir.shape import Shape
 from mgxir.targets.gpu.lowering import gemm_layout
 
 WORKSPACE_BYTES = 32 << 20
+HEURISTIC_CANDIDATES = 32  # algorithms asked of cuBLASLt's heuristic; --exhaustive-tune times them all
+SPLIT_K = (2, 3, 4)  # ways of splitting K tried for each offered algorithm that can split it
+REDUCTION_SCHEMES = (1, 2, 4)  # CUBLASLT_REDUCTION_SCHEME_INPLACE, _COMPUTE_TYPE, _OUTPUT_TYPE
 
 # element type -> (cudaDataType, cublasComputeType, scale numpy type)
 GEMM_TYPES: dict[DType, tuple[int, int, type]] = {
@@ -51,6 +54,20 @@ def layout_of(shape: Shape) -> Layout:
     return Layout(*found)
 
 
+def fold_batch(a: Layout, b: Layout, out: Layout, rows: int) -> tuple[Layout, Layout, Layout, int] | None:
+    """A batched product whose B is one matrix for every batch and whose A and output batches
+    follow one another row after row is one product of batch x `rows` rows, as torch runs a
+    Linear layer on a 3-d input (BERT's projections: 32 x 128 rows become 4096): (A, B, output,
+    rows) of that single product, or None where the batches do not fold."""
+    batch = out.batch
+    if batch == 1 or (b.batch != 1 and b.batch_stride != 0):
+        return None
+    if any(x.transposed or x.batch != batch or x.batch_stride != rows * x.ld for x in (a, out)):
+        return None
+    a, b, out = (dataclasses.replace(x, batch=1, batch_stride=0) for x in (a, b, out))
+    return a, b, out, rows * batch
+
+
 class GemmPlan:
     """One gemm's cuBLASLt descriptors and chosen algorithm; call it with pointers and a stream."""
 
@@ -66,6 +83,9 @@ class GemmPlan:
             raise MgxError("gpu::gemm: the output must be row-major")
         m, n, k = out.lens[-1], out.lens[-2], a.lens[-1]
         batch = max(la.batch, lb.batch, lo.batch)
+        folded = fold_batch(la, lb, lo, n)
+        if folded is not None:
+            (la, lb, lo, n), batch = folded, 1
         self.alpha = np.array([alpha], scale)
         self.beta = np.array([beta], scale)
         self.desc = lt.matmul_desc_create(compute_type, 0 if scale is np.float32 else 1)
@@ -87,7 +107,7 @@ class GemmPlan:
             WORKSPACE_BYTES,
             np.uint64,
         )
-        results = np.zeros(8, lt.matmul_heuristic_result_dtype)
+        results = np.zeros(HEURISTIC_CANDIDATES, lt.matmul_heuristic_result_dtype)
         count = np.zeros(1, np.int32)
         lt.matmul_algo_get_heuristic(
             handle,
@@ -104,8 +124,68 @@ class GemmPlan:
         lt.matmul_preference_destroy(preference)
         if count[0] == 0:
             raise MgxError(f"gpu::gemm: cuBLASLt has no algorithm for {a.lens} x {b.lens} ({epilogue})")
-        self.algorithms = results[: int(count[0])]
+        offered = results[: int(count[0])]
+        # the heuristic's algorithms first (choice 0 is its pick), then their split-K variants
+        self.offered = len(offered)
+        self.algorithms = np.concatenate([offered, self._split_k_variants(offered)])
         self.choice = 0
+
+    def _split_k_variants(self, offered: np.ndarray) -> np.ndarray:
+        """Each offered algorithm that supports split-K, splitting K in SPLIT_K ways with every
+        reduction scheme it has, where cuBLASLt accepts the configuration for this problem within
+        the workspace. A gemm whose output tiles fill the GPU's multiprocessors unevenly (BERT's
+        768-wide down projection: 192 tiles of 128x128 on 132 SMs) runs more tiles this way."""
+        lt = self.lt
+        variants = []
+        checked = np.zeros(1, lt.matmul_heuristic_result_dtype)
+        for candidate in offered:
+            algo = np.zeros(1, lt.matmul_heuristic_result_dtype)
+            algo[0] = candidate
+            pointer = algo.ctypes.data  # the result record starts with its algorithm
+            if not self._capability(pointer, lt.MatmulAlgoCapAttribute.SPLITK_SUPPORT, np.int32):
+                continue
+            mask = self._capability(pointer, lt.MatmulAlgoCapAttribute.REDUCTION_SCHEME_MASK, np.uint32)
+            schemes = [bit for bit in REDUCTION_SCHEMES if mask & bit]
+            for split in SPLIT_K:
+                for scheme in schemes:
+                    variant = algo.copy()
+                    at = variant.ctypes.data
+                    self._set(
+                        lt.matmul_algo_config_set_attribute,
+                        at,
+                        lt.MatmulAlgoConfigAttribute.SPLITK_NUM,
+                        split,
+                        np.uint32,
+                    )
+                    self._set(
+                        lt.matmul_algo_config_set_attribute,
+                        at,
+                        lt.MatmulAlgoConfigAttribute.REDUCTION_SCHEME,
+                        scheme,
+                        np.uint32,
+                    )
+                    try:
+                        lt.matmul_algo_check(
+                            self.handle,
+                            self.desc,
+                            self.a_desc,
+                            self.b_desc,
+                            self.d_desc,
+                            self.d_desc,
+                            at,
+                            checked.ctypes.data,
+                        )
+                    except Exception:  # cuBLASLt refuses this split for this problem
+                        continue
+                    if int(checked[0]["workspace_size"]) <= WORKSPACE_BYTES:
+                        variants.append(variant[0])
+        return np.array(variants, lt.matmul_heuristic_result_dtype)
+
+    def _capability(self, algo: int, attribute: int, dtype: type) -> int:
+        buf = np.zeros(1, dtype)
+        written = np.zeros(1, np.uint64)
+        self.lt.matmul_algo_cap_get_attribute(algo, attribute, buf.ctypes.data, buf.nbytes, written.ctypes.data)
+        return int(buf[0])
 
     def _set(self, setter, target: int, attribute: int, value: int, dtype: type) -> None:
         buf = np.array([value], dtype)

@@ -574,8 +574,8 @@ def _block_reduce_kernel(plan: _ReducePlan) -> Kernel:
     """One block per output row (the kept axes); each reduction loops over the row with the block's
     threads and combines across the block; values that depend on the position in the row are
     recomputed where each loop needs them, as MIGraphX's lazy `inner`."""
-    module, inputs, output, params = plan.module, plan.inputs, plan.output, plan.params
-    lens, axes, kept, rows, row_len = plan.lens, plan.axes, plan.kept, plan.rows, plan.row_len
+    inputs, output, params = plan.inputs, plan.output, plan.params
+    lens, axes, rows, row_len = plan.lens, plan.axes, plan.rows, plan.row_len
     per_element, order, index_of = plan.per_element, plan.order, plan.index_of
     tensors = [*inputs, output]
     local = 64
@@ -613,38 +613,20 @@ def _block_reduce_kernel(plan: _ReducePlan) -> Kernel:
             for k, t in enumerate(tensors)
         ]
 
-    for ins in order:
-        name = ins.op.defn.name
-        if name in _VIEWS_OF_ROW_VALUES:
-            row_names[ins] = row_names[ins.args[0]]
-        elif name == "pointwise" and ins not in per_element:
-            statements, result = pointwise_body(
-                ins.module_args[0], [row_names[a] for a in ins.args], f"w{index_of[ins]}_"
-            )
-            body.extend("  " + s for s in statements)
-            row_names[ins] = result
-        elif name in REDUCERS:
-            combiner, initial, mean = REDUCERS[name]
-            acc = accumulator_type(ins.shape.dtype)
-            k = index_of[ins]
-            body.append(f"  {acc} acc{k} = {initial(acc)};")
-            body.append(f"  for (long long r = threadIdx.x; r < {row_len}LL; r += {local}) {{")
-            body.extend(offsets("    "))
-            source = ins.args[0]
-            if source in per_element:
-                statements, value = element_code(source, "    ", f"e{k}_")
-                body.extend(statements)
-            else:
-                value = row_names[source]
-            body.append(f"    acc{k} = {combiner}()(acc{k}, ({acc})({value}));")
-            body.append("  }")
-            body.append(f"  acc{k} = mgx_block_reduce(acc{k}, {combiner}());")
-            c = compute_type(ins.shape.dtype)
-            result = f"(({c})acc{k} / ({c}){row_len})" if mean else f"(({c})acc{k})"
-            body.append(f"  const {c} red{k} = {result};")
-            row_names[ins] = f"red{k}"
+    def accumulate(source: Instruction, k: int, acc: str, combiner: str) -> list[str]:
+        lines = [f"  for (long long r = threadIdx.x; r < {row_len}LL; r += {local}) {{", *offsets("    ")]
+        if source in per_element:
+            statements, value = element_code(source, "    ", f"e{k}_")
+            lines.extend(statements)
+        else:
+            value = row_names[source]
+        return [*lines, f"    acc{k} = {combiner}()(acc{k}, ({acc})({value}));", "  }"]
+
+    def combine(k: int, combiner: str) -> str:
+        return f"  acc{k} = mgx_block_reduce(acc{k}, {combiner}());"
+
+    body.extend(_row_values(plan, row_names, accumulate, combine))
     result = plan.result
-    ost = storage_type(output.dtype)
     if result in per_element:
         body.append(f"  for (long long r = threadIdx.x; r < {row_len}LL; r += {local}) {{")
         body.extend(offsets("    "))
@@ -654,16 +636,8 @@ def _block_reduce_kernel(plan: _ReducePlan) -> Kernel:
         body.append("  }")
     else:
         body.append(f"  if (threadIdx.x == 0) mgx_store(out + base{len(inputs)}, {row_names[result]});")
-    symbol = kernel_name(module)
-    args = [f"const {storage_type(t.dtype)}* __restrict__ x{k}" for k, t in enumerate(inputs)]
-    args.append(f"{ost}* __restrict__ out")
-    lines = [PRELUDE, f'extern "C" __global__ void __launch_bounds__({local}) {symbol}({", ".join(args)}) {{']
-    lines.append("  const long long row = blockIdx.x;")
-    for k, t in enumerate(tensors):
-        lines.append(f"  const long long base{k} = {_axes_offset('row', t, kept, lens)};")
-    lines.extend(body)
-    lines.append("}")
-    return Kernel(symbol, "\n".join(lines) + "\n", rows * local, local)
+    symbol, source = _reduce_source(plan, local, ["  const long long row = blockIdx.x;"], body)
+    return Kernel(symbol, source, rows * local, local)
 
 
 def _row_contiguous(t: Tensor, axes: Sequence[int], lens: Sequence[int]) -> bool:
@@ -757,41 +731,23 @@ def _warp_row_kernel(plan: _ReducePlan) -> Kernel | None:
             body.extend(
                 element_loop(lambda k=k, offset=offset: [f"      c{k}[q] = mgx_load(x{k} + base{k} + {offset});"])
             )
-    for ins in order:
-        name = ins.op.defn.name
-        if name in _VIEWS_OF_ROW_VALUES:
-            row_names[ins] = row_names[ins.args[0]]
-        elif name == "pointwise" and ins not in per_element:
-            statements, result = pointwise_body(
-                ins.module_args[0], [row_names[a] for a in ins.args], f"w{index_of[ins]}_"
-            )
-            body.extend("  " + s for s in statements)
-            row_names[ins] = result
-        elif name in REDUCERS:
-            combiner, initial, mean = REDUCERS[name]
-            acc = accumulator_type(ins.shape.dtype)
-            k = index_of[ins]
-            body.append(f"  {acc} acc{k} = {initial(acc)};")
-            source = ins.args[0]
 
-            def accumulate(
-                source: Instruction = source, k: int = k, acc: str = acc, combiner: str = combiner
-            ) -> list[str]:
-                if source in per_element:
-                    statements, value = element_code(source, f"e{k}_")
-                else:
-                    statements, value = [], row_names[source]
-                return [*statements, f"      acc{k} = {combiner}()(acc{k}, ({acc})({value}));"]
+    def accumulate(source: Instruction, k: int, acc: str, combiner: str) -> list[str]:
+        def lane_elements() -> list[str]:
+            if source in per_element:
+                statements, value = element_code(source, f"e{k}_")
+            else:
+                statements, value = [], row_names[source]
+            return [*statements, f"      acc{k} = {combiner}()(acc{k}, ({acc})({value}));"]
 
-            body.extend(element_loop(accumulate))
-            body.append(
-                f"  for (int o = {ROW_LANES // 2}; o > 0; o /= 2) "
-                f"acc{k} = {combiner}()(acc{k}, MGX_SHFL_XOR(acc{k}, o));"
-            )
-            c = compute_type(ins.shape.dtype)
-            result = f"(({c})acc{k} / ({c}){row_len})" if mean else f"(({c})acc{k})"
-            body.append(f"  const {c} red{k} = {result};")
-            row_names[ins] = f"red{k}"
+        return element_loop(lane_elements)
+
+    def combine(k: int, combiner: str) -> str:
+        return (
+            f"  for (int o = {ROW_LANES // 2}; o > 0; o /= 2) acc{k} = {combiner}()(acc{k}, MGX_SHFL_XOR(acc{k}, o));"
+        )
+
+    body.extend(_row_values(plan, row_names, accumulate, combine))
     result = plan.result
     ost = storage_type(output.dtype)
     out_index = len(inputs)
@@ -820,20 +776,66 @@ def _warp_row_kernel(plan: _ReducePlan) -> Kernel | None:
             body.extend(element_loop(store))
     else:
         body.append(f"  if (lane == 0) mgx_store(out + base{out_index}, {row_names[result]});")
-    symbol = kernel_name(plan.module)
-    args = [f"const {storage_type(t.dtype)}* __restrict__ x{k}" for k, t in enumerate(inputs)]
-    args.append(f"{ost}* __restrict__ out")
     rows_per_block = WARP_ROW_LOCAL // ROW_LANES
-    lines = [PRELUDE, f'extern "C" __global__ void __launch_bounds__({WARP_ROW_LOCAL}) {symbol}({", ".join(args)}) {{']
-    lines.append(f"  const long long row = (long long)blockIdx.x * {rows_per_block} + threadIdx.x / {ROW_LANES};")
-    lines.append(f"  if (row >= {plan.rows}LL) return;")
-    lines.append(f"  const int lane = threadIdx.x % {ROW_LANES};")
-    for k, t in enumerate(tensors):
-        lines.append(f"  const long long base{k} = {_axes_offset('row', t, plan.kept, lens)};")
+    row = [
+        f"  const long long row = (long long)blockIdx.x * {rows_per_block} + threadIdx.x / {ROW_LANES};",
+        f"  if (row >= {plan.rows}LL) return;",
+        f"  const int lane = threadIdx.x % {ROW_LANES};",
+    ]
+    symbol, source = _reduce_source(plan, WARP_ROW_LOCAL, row, body)
+    blocks = -(-plan.rows // rows_per_block)
+    return Kernel(symbol, source, blocks * WARP_ROW_LOCAL, WARP_ROW_LOCAL)
+
+
+def _row_values(
+    plan: _ReducePlan,
+    row_names: dict[Instruction, str],
+    accumulate: Callable[[Instruction, int, str, str], list[str]],
+    combine: Callable[[int, str], str],
+) -> list[str]:
+    """The statements computing the body's row values (one per row), in order, naming each in
+    `row_names`: broadcasts alias their input, pointwise modules of row values run once per row,
+    and each reduction starts its accumulator `acc<k>`, adds the row's elements with the lines of
+    `accumulate(source, k, accumulator type, combiner)`, combines across the row's threads with
+    the line `combine(k, combiner)` and becomes `red<k>` (divided by the row length for a mean).
+    The two reduction kernels differ only in those two callbacks."""
+    body: list[str] = []
+    for ins in plan.order:
+        name = ins.op.defn.name
+        if name in _VIEWS_OF_ROW_VALUES:
+            row_names[ins] = row_names[ins.args[0]]
+        elif name == "pointwise" and ins not in plan.per_element:
+            statements, result = pointwise_body(
+                ins.module_args[0], [row_names[a] for a in ins.args], f"w{plan.index_of[ins]}_"
+            )
+            body.extend("  " + s for s in statements)
+            row_names[ins] = result
+        elif name in REDUCERS:
+            combiner, initial, mean = REDUCERS[name]
+            acc = accumulator_type(ins.shape.dtype)
+            k = plan.index_of[ins]
+            body.append(f"  {acc} acc{k} = {initial(acc)};")
+            body.extend(accumulate(ins.args[0], k, acc, combiner))
+            body.append(combine(k, combiner))
+            c = compute_type(ins.shape.dtype)
+            result = f"(({c})acc{k} / ({c}){plan.row_len})" if mean else f"(({c})acc{k})"
+            body.append(f"  const {c} red{k} = {result};")
+            row_names[ins] = f"red{k}"
+    return body
+
+
+def _reduce_source(plan: _ReducePlan, local: int, row: list[str], body: list[str]) -> tuple[str, str]:
+    """(symbol, source) of a reduction kernel: its signature (inputs `x<k>`, `out`), the lines
+    `row` that find the thread's row, each tensor's row start `base<k>`, then `body`."""
+    symbol = kernel_name(plan.module)
+    args = [f"const {storage_type(t.dtype)}* __restrict__ x{k}" for k, t in enumerate(plan.inputs)]
+    args.append(f"{storage_type(plan.output.dtype)}* __restrict__ out")
+    lines = [PRELUDE, f'extern "C" __global__ void __launch_bounds__({local}) {symbol}({", ".join(args)}) {{', *row]
+    for k, t in enumerate([*plan.inputs, plan.output]):
+        lines.append(f"  const long long base{k} = {_axes_offset('row', t, plan.kept, plan.lens)};")
     lines.extend(body)
     lines.append("}")
-    blocks = -(-plan.rows // rows_per_block)
-    return Kernel(symbol, "\n".join(lines) + "\n", blocks * WARP_ROW_LOCAL, WARP_ROW_LOCAL)
+    return symbol, "\n".join(lines) + "\n"
 
 
 def _reduced(lens: Sequence[int], axes: Sequence[int]) -> tuple[int, ...]:

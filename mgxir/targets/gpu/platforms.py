@@ -165,8 +165,12 @@ class CudaPlatform(Platform):  # pragma: no cover - needs an NVIDIA GPU (tests m
         driver = _driver()
         mode = driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
         cuda_check(driver.cuStreamBeginCapture(self._stream_handle, mode))
-        for step in steps:
-            step()
+        try:
+            for step in steps:
+                step()
+        except BaseException:
+            driver.cuStreamEndCapture(self._stream_handle)  # the stream leaves capture mode
+            raise
         graph = cuda_check(driver.cuStreamEndCapture(self._stream_handle))
         return cuda_check(driver.cuGraphInstantiate(graph, 0))
 
