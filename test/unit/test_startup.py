@@ -52,11 +52,6 @@ def test_plain_runs_import_neither_lark_nor_typer(tmp_path: Path) -> None:
         assert heavy == [], f"{name} imports {heavy}"
 
 
-def test_help_still_goes_through_typer(tmp_path: Path) -> None:
-    done = subprocess.run([str(BIN / "mgx-opt"), "--help"], capture_output=True, text=True, env=_env(tmp_path))
-    assert done.returncode == 0 and "--pass-pipeline" in done.stdout
-
-
 # parses every text input with both layers (the line reader and lark's LALR parser for layer 1)
 # and prints each program or its diagnostic
 _READ_ALL = """
