@@ -1,10 +1,12 @@
 """Start-up time of the tools next to `python -c 'import numpy'`, measured in the same run.
 
-Usage: python bench/bench_startup.py [--repeat N]
+Usage: VENV/bin/python bench/bench_startup.py [--repeat N]
 
-Each command runs N times (default 15), interleaved with the peer so that load on the machine hits
-both alike; the figures are the medians of a whole process's wall time and of its CPU time (user +
-system, which other work on a busy machine disturbs less). The input is a 10-line program
+It measures the tools of the Python that runs it (an editable install or a `pip install .` one; the
+first line says which). Each command runs N times (default 15), interleaved with the peer so that load
+on the machine hits both alike; the figures are the medians of a whole process's wall time and of its
+CPU time (user + system, which other work on a busy machine disturbs less), and the minimum wall time
+(the run least disturbed by other work). The input is a 10-line program
 (examples/conv_relu_pool.mgx). The goal is at most 1.5x the peer: numpy is the floor, as every
 tool needs it.
 """
@@ -12,6 +14,7 @@ tool needs it.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import resource
 import statistics
@@ -57,11 +60,27 @@ def main() -> None:
             samples[name].append(measure(command))
     peer_wall = statistics.median(s[0] for s in samples["import numpy"])
     peer_cpu = statistics.median(s[1] for s in samples["import numpy"])
-    print(f"{'command':<22} {'wall s':>7} {'/ numpy':>8} {'CPU s':>7} {'/ numpy':>8}")
+    peer_least = min(s[0] for s in samples["import numpy"])
+    print(f"mgxir: {installation()}; {args.repeat} runs each")
+    print(f"{'command':<22} {'wall s':>7} {'/ numpy':>8} {'CPU s':>7} {'/ numpy':>8} {'min wall':>9} {'/ numpy':>8}")
     for name, runs in samples.items():
         wall = statistics.median(s[0] for s in runs)
         cpu = statistics.median(s[1] for s in runs)
-        print(f"{name:<22} {wall:>7.3f} {wall / peer_wall:>7.2f}x {cpu:>7.3f} {cpu / peer_cpu:>7.2f}x")
+        least = min(s[0] for s in runs)
+        print(
+            f"{name:<22} {wall:>7.3f} {wall / peer_wall:>7.2f}x {cpu:>7.3f} {cpu / peer_cpu:>7.2f}x"
+            f" {least:>9.3f} {least / peer_least:>7.2f}x"
+        )
+
+
+def installation() -> str:
+    """Where the measured tools' mgxir is: this checkout (an editable install) or an installed copy."""
+    spec = importlib.util.find_spec("mgxir")
+    where = Path(spec.origin).parent if spec is not None and spec.origin else None
+    if where is None:
+        return "not importable"
+    kind = "editable install of this checkout" if where.is_relative_to(REPO) else "installed copy"
+    return f"{kind} ({where})"
 
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ for key in (
     "TMPDIR",
     "MGXIR_TRACEBACK",
     "MGXIR_CACHE_DIR",
+    "MGXIR_PARSER_CACHE",
+    "XDG_CACHE_HOME",
     "COVERAGE_PROCESS_CONFIG",
     "COVERAGE_PROCESS_START",
     "PYTHONPATH",  # a package installed with --target (the GPU machine's runs)

@@ -12,8 +12,7 @@ import gc
 import re
 import threading
 from pathlib import Path
-
-from lark import Lark, Transformer, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from typing import Any
 
 from mgxir.diagnostics import DiagnosticSink, Location, MgxError
 from mgxir.ir.attributes import AttributeError_
@@ -26,8 +25,9 @@ from mgxir.ir.program import Program
 from mgxir.ir.registry import lookup, operation_from_node
 from mgxir.ir.shape import Shape
 from mgxir.ops import register_all_ops
+from mgxir.text import lalr
 from mgxir.text.literals import LiteralSyntaxError, literal_from_items
-from mgxir.text.syntax import SyntaxProblem, describe_expected, grammar_text, parse_layer2
+from mgxir.text.syntax import SyntaxProblem, describe_expected, lark, parse_layer2
 
 # read the line structure with `_LineReader` (False: always with Lark; the tests compare the two)
 FAST_LINES = True
@@ -245,7 +245,7 @@ class _Builder:
             ins.module_args = mods
 
 
-class _Callbacks(Transformer):
+class _Callbacks(lark.Transformer):
     """Routes the first layer's reductions to the builder of the parse in progress."""
 
     def __init__(self) -> None:
@@ -270,18 +270,9 @@ class _Callbacks(Transformer):
 
 
 @functools.cache
-def _program_parser() -> tuple[Lark, _Callbacks]:
+def _program_parser() -> tuple[Any, _Callbacks]:
     callbacks = _Callbacks()
-    parser = Lark(
-        grammar_text(),
-        parser="lalr",
-        lexer="contextual",
-        start="program",
-        maybe_placeholders=True,
-        transformer=callbacks,
-        cache=True,
-    )
-    return parser, callbacks
+    return lalr.program_parser(callbacks), callbacks
 
 
 class _LineReader:
@@ -296,7 +287,7 @@ class _LineReader:
     (a syntax error, a header after a headerless body, an error raised while building) is read again
     by Lark from the start, so diagnostics are Lark's and the grammar stays the one definition."""
 
-    def __init__(self, parser: Lark):
+    def __init__(self, parser: Any):
         pattern = {t.name: t.pattern.to_regexp() for t in parser.terminals}
         self.module = re.compile(pattern["MODULE"]).match
         self.comment = re.compile(pattern["_COMMENT"]).match
@@ -415,20 +406,20 @@ def _read_with_lark(
     callbacks.local.builder = builder
     try:
         parser.parse(text)
-    except UnexpectedInput as e:
+    except lark.UnexpectedInput as e:
         raise _syntax_error(e, source) from None
     finally:
         callbacks.local.builder = None
     return builder
 
 
-def _syntax_error(e: UnexpectedInput, source: SourceText) -> MgxError:
-    if isinstance(e, UnexpectedCharacters):
+def _syntax_error(e: Any, source: SourceText) -> MgxError:
+    if isinstance(e, lark.UnexpectedCharacters):
         line_text = source.line(e.line)
         col0 = e.column - 1
         message, col0 = _diagnose(line_text, col0, set(e.allowed or ()))
         return source.error(message, e.line, col0 + 1)
-    if isinstance(e, UnexpectedToken):
+    if isinstance(e, lark.UnexpectedToken):
         tok = e.token
         if tok.type == "$END":
             last = len(source.lines)

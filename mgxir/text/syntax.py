@@ -1,28 +1,14 @@
-"""Loads `grammar/mgx.lark` and parses the second layer: operator texts, tails and literal bodies."""
+"""Parses the second layer: operator texts, tails and literal bodies."""
 
 from __future__ import annotations
 
 import functools
-import importlib.util
-from pathlib import Path
-
-from lark import Lark, Token, Transformer, UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from typing import Any
 
 from mgxir.ir.values import Braces, Brackets, OpNode, Seq
+from mgxir.text import lalr
 
-
-@functools.cache
-def grammar_text() -> str:
-    """The grammar shipped inside the package (`mgxir.grammar`), or the checkout's `grammar/`."""
-    # the package's folder, without importlib.resources (whose zip support costs more to import
-    # than reading the file): mgxir is installed as files, never zipped
-    spec = importlib.util.find_spec("mgxir.grammar")
-    folders = list(spec.submodule_search_locations or []) if spec is not None else []
-    for folder in [*folders, Path(__file__).resolve().parents[2] / "grammar"]:
-        path = Path(folder) / "mgx.lark"
-        if path.is_file():
-            return path.read_text()
-    raise FileNotFoundError("mgxir's grammar (mgx.lark) is missing from the installation")
+lark = lalr.runtime()  # lark's names, from the cached standalone module or from lark itself
 
 
 def _items(v: object) -> tuple:
@@ -33,13 +19,13 @@ def _items(v: object) -> tuple:
     return (v,)
 
 
-class _ValueBuilder(Transformer):
+class _ValueBuilder(lark.Transformer):
     """Turns the second layer's rules into value trees as the LALR parser reduces them."""
 
-    def ATOM(self, tok: Token) -> str:
+    def ATOM(self, tok: Any) -> str:
         return str(tok)
 
-    def SYMBOL_TEXT(self, tok: Token) -> str:
+    def SYMBOL_TEXT(self, tok: Any) -> str:
         return str(tok)
 
     def sequence(self, children: list) -> Seq:
@@ -77,16 +63,8 @@ class _ValueBuilder(Transformer):
 
 
 @functools.cache
-def value_parser() -> Lark:
-    return Lark(
-        grammar_text(),
-        parser="lalr",
-        lexer="contextual",
-        start=["op_text", "tail", "literal_body"],
-        maybe_placeholders=True,
-        transformer=_ValueBuilder(),
-        cache=True,
-    )
+def value_parser() -> Any:
+    return lalr.value_parser(_ValueBuilder())
 
 
 class SyntaxProblem(Exception):
@@ -140,10 +118,10 @@ def parse_layer2(text: str, start: str, what: str):
     """Parses `text` with the given start rule; raises SyntaxProblem with a 0-based column."""
     try:
         return value_parser().parse(text, start=start)
-    except UnexpectedCharacters as e:
+    except lark.UnexpectedCharacters as e:
         expected = describe_expected(set(e.allowed or ()))
         raise SyntaxProblem(f"expected {expected} in {what}", e.column - 1) from None
-    except UnexpectedToken as e:
+    except lark.UnexpectedToken as e:
         tok = e.token
         if tok.type == "$END":
             col = len(text.rstrip("\r\n"))
@@ -152,5 +130,5 @@ def parse_layer2(text: str, start: str, what: str):
             col = (tok.column or 1) - 1
             found = f"'{tok}'"
         raise SyntaxProblem(f"expected {describe_expected(e.expected)} in {what}, found {found}", col) from None
-    except UnexpectedInput as e:  # pragma: no cover - other Lark errors
+    except lark.UnexpectedInput as e:  # pragma: no cover - other Lark errors
         raise SyntaxProblem(f"malformed {what}", max(getattr(e, "column", 1) - 1, 0)) from None

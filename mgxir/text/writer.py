@@ -5,7 +5,6 @@ from __future__ import annotations
 import io
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +19,8 @@ SIDECAR_THRESHOLD = 1 << 20  # bytes of literal data past which `-o FILE --lossl
 def write_atomically(path: str | Path, data: str | bytes) -> None:
     """Writes through a temporary file in the same folder and a rename: a reader never sees a
     half-written file, and a failure leaves whatever was there before."""
+    import tempfile  # here: tempfile imports shutil, random, bz2, lzma; most runs print to stdout
+
     target = Path(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)

@@ -1,0 +1,186 @@
+"""The grammar's two LALR parsers, without importing lark on every run.
+
+Importing lark (its grammar compiler, Earley parser, logging, tempfile, hashlib) and loading the
+grammar cost more than reading a small program, and lit runs the tools hundreds of times. Lark's own
+standalone generator (`lark.tools.standalone`) writes one Python module that holds lark's LALR
+runtime and a grammar's parse tables; `runtime()` has it write that module for `grammar/mgx.lark`
+once per grammar text and lark version into a cache folder, and imports it on later runs.
+`grammar/mgx.lark` stays the one definition of the syntax: the cached module is named after a
+checksum of the grammar text, the lark version and the parser options, and holds them to be
+compared on loading; any change writes a new one. Where no cache folder can be written, lark itself
+is the runtime. Either runtime has lark's names (`Transformer`, `Token`, `UnexpectedInput`, ...);
+parsers come from `program_parser` and `value_parser`, as `Lark(grammar, **options)` would build them
+(the cached tables are what `Lark(..., cache=True)` stores and loads).
+
+The cache folder: `$MGXIR_PARSER_CACHE` (`off`: lark itself), else `$XDG_CACHE_HOME/mgxir/parsers`, else
+`~/.cache/mgxir/parsers` (as the GPU target's kernel cache).
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import io
+import os
+import re
+import sys
+import zlib
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+# the layer-1 parser reads whole programs; the layer-2 parser reads operator texts, tails and
+# literal bodies (grammar/mgx.lark says what the layers are)
+PROGRAM_OPTIONS: dict[str, Any] = {
+    "parser": "lalr",
+    "lexer": "contextual",
+    "start": "program",
+    "maybe_placeholders": True,
+}
+VALUE_OPTIONS: dict[str, Any] = {**PROGRAM_OPTIONS, "start": ["op_text", "tail", "literal_body"]}
+
+# changes when what `_write_module` writes changes, so that older cached modules are not read
+_LAYOUT = 2
+_MODULE_NAME = "_mgxir_grammar_parsers"  # not under mgxir: coverage measures mgxir's own code only
+
+
+@functools.cache
+def grammar_text() -> str:
+    """The grammar shipped inside the package (`mgxir.grammar`), or the checkout's `grammar/`."""
+    # the package's folder, without importlib.resources (whose zip support costs more to import
+    # than reading the file): mgxir is installed as files, never zipped
+    spec = importlib.util.find_spec("mgxir.grammar")
+    folders = list(spec.submodule_search_locations or []) if spec is not None else []
+    for folder in [*folders, Path(__file__).resolve().parents[2] / "grammar"]:
+        path = Path(folder) / "mgx.lark"
+        if path.is_file():
+            return path.read_text()
+    raise FileNotFoundError("mgxir's grammar (mgx.lark) is missing from the installation")
+
+
+CACHE_ENV = "MGXIR_PARSER_CACHE"  # a directory; "off": lark itself, no cached module
+
+
+def cache_dir() -> Path | None:
+    where = os.environ.get(CACHE_ENV)
+    if where == "off":
+        return None
+    if where:
+        return Path(where)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mgxir" / "parsers"
+
+
+def lark_version() -> str:
+    """The installed lark's version, read from its `__init__.py` without importing it."""
+    spec = importlib.util.find_spec("lark")
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError("lark is not installed")
+    found = re.search(r"""^__version__\s*(?::\s*str\s*)?=\s*["']([^"']+)["']""", Path(spec.origin).read_text(), re.M)
+    if found is None:
+        raise RuntimeError(f"no __version__ in {spec.origin}")
+    return found.group(1)
+
+
+def _source_key(grammar: str, version: str) -> str:
+    """What the cached module is made from: the grammar, lark's version, the options, the layout."""
+    return f"{grammar}\0{version}\0{PROGRAM_OPTIONS!r}\0{VALUE_OPTIONS!r}\0{_LAYOUT}"
+
+
+def cached_module_path(folder: Path, grammar: str, version: str) -> Path:
+    checksum = zlib.crc32(_source_key(grammar, version).encode())
+    return folder / f"grammar_parsers_{version}_{checksum:08x}.py"
+
+
+def _write_module(path: Path, grammar: str, version: str) -> None:
+    """Writes the standalone module (lark's runtime, both parsers' tables) and its bytecode, atomically."""
+    import py_compile
+
+    from lark import Lark
+    from lark.grammar import Rule
+    from lark.lexer import TerminalDef
+    from lark.tools.standalone import gen_standalone
+
+    text = io.StringIO()
+    # annotations kept as text, not evaluated while the module loads (a sixth of its loading time)
+    print("from __future__ import annotations", file=text)
+    print(f"# Written by mgxir/text/lalr.py from grammar/mgx.lark with lark {version}'s standalone tool", file=text)
+    gen_standalone(Lark(grammar, **PROGRAM_OPTIONS), out=text)
+    value_data, value_memo = Lark(grammar, **VALUE_OPTIONS).memo_serialize([TerminalDef, Rule])
+    print(f"VALUE_DATA = {value_data!r}", file=text)
+    print(f"VALUE_MEMO = {value_memo!r}", file=text)
+    print(f"SOURCE_KEY = {_source_key(grammar, version)!r}", file=text)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    scratch = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
+    # the bytecode too, so that a run with PYTHONDONTWRITEBYTECODE does not compile 150 kB each time
+    compiled = Path(importlib.util.cache_from_source(str(path)))
+    compiled_scratch = compiled.with_name(f"{compiled.stem}.{os.getpid()}.tmp")
+    try:
+        scratch.write_text(text.getvalue())
+        py_compile.compile(str(scratch), cfile=str(compiled_scratch), dfile=str(path), doraise=True)
+        # the bytecode records the source's mtime and size, which the rename keeps
+        os.replace(compiled_scratch, compiled)
+        os.replace(scratch, path)
+    finally:
+        scratch.unlink(missing_ok=True)
+        compiled_scratch.unlink(missing_ok=True)
+
+
+def _import_module(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(_MODULE_NAME, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[_MODULE_NAME] = module  # its dataclasses look themselves up there
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[_MODULE_NAME]
+        raise
+    return module
+
+
+@functools.cache
+def runtime() -> ModuleType:
+    """The cached standalone module (written first where missing), or lark where none can be written."""
+    folder = cache_dir()
+    if folder is not None:
+        grammar, version = grammar_text(), lark_version()
+        path = cached_module_path(folder, grammar, version)
+        try:
+            module = _current_module(path, grammar, version)
+            if module is None:
+                _write_module(path, grammar, version)
+                module = _current_module(path, grammar, version)
+            if module is not None:
+                return module
+        except (OSError, EOFError, SyntaxError, ValueError, ImportError):  # a cache unwritable or damaged
+            pass
+    import lark
+
+    return lark
+
+
+def _current_module(path: Path, grammar: str, version: str) -> ModuleType | None:
+    """The module at `path`, if there is one made from this grammar, lark version and options."""
+    if not path.is_file():
+        return None
+    module = _import_module(path)
+    if getattr(module, "SOURCE_KEY", None) != _source_key(grammar, version):
+        del sys.modules[_MODULE_NAME]
+        return None
+    return module
+
+
+def program_parser(transformer: object) -> Any:
+    """The layer-1 parser, calling `transformer`'s methods as it reduces (no parse tree)."""
+    lark = runtime()
+    if lark.__name__ == _MODULE_NAME:
+        return lark.Lark_StandAlone(transformer=transformer)
+    return lark.Lark(grammar_text(), **PROGRAM_OPTIONS, transformer=transformer, cache=True)
+
+
+def value_parser(transformer: object) -> Any:
+    """The layer-2 parser (start rules `op_text`, `tail`, `literal_body`)."""
+    lark = runtime()
+    if lark.__name__ == _MODULE_NAME:
+        return lark.Lark._load_from_dict(lark.VALUE_DATA, lark.VALUE_MEMO, transformer=transformer)
+    return lark.Lark(grammar_text(), **VALUE_OPTIONS, transformer=transformer, cache=True)

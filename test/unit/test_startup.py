@@ -1,0 +1,116 @@
+"""Start-up cost (issue 8): a plain tool run imports neither lark nor typer. The grammar's parsers
+come from the module lark's standalone tool writes into a cache (`mgxir.text.lalr`), and they read
+every test input exactly as lark itself does (output and diagnostics)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mgxir.text import lalr
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+EXAMPLE = str(ROOT / "examples" / "conv_relu_pool.mgx")
+# what a plain command line must not import: lark (its grammar compiler, Earley parser, logging
+# handlers, tempfile, hashlib) and typer (click, rich); the tools read plain command lines themselves
+HEAVY = re.compile(r"(lark|typer|click|rich|pydantic)(\..*)?")
+COMMANDS = {
+    "mgx-opt": ["mgx-opt", EXAMPLE],
+    "mgx-opt -p dce": ["mgx-opt", EXAMPLE, "-p", "dce"],
+    "mgx-run": ["mgx-run", EXAMPLE, "--quiet"],
+    "mgx-translate": ["mgx-translate", EXAMPLE],
+}
+
+
+def _env(cache: Path | str) -> dict[str, str]:
+    return {**os.environ, lalr.CACHE_ENV: str(cache)}
+
+
+def _imported(command: list[str], cache: Path) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", str(BIN / command[0]), *command[1:]],
+        capture_output=True,
+        text=True,
+        env=_env(cache),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return set(re.findall(r"^import time:\s+\d+ \|\s+\d+ \|\s*(\S+)$", done.stderr, re.M))
+
+
+def test_plain_runs_import_neither_lark_nor_typer(tmp_path: Path) -> None:
+    first = _imported(COMMANDS["mgx-opt"], tmp_path)
+    assert "lark.tools.standalone" in first  # the first run writes the cached module
+    assert list(tmp_path.glob("grammar_parsers_*.py"))
+    for name, command in COMMANDS.items():
+        heavy = sorted(m for m in _imported(command, tmp_path) if HEAVY.fullmatch(m))
+        assert heavy == [], f"{name} imports {heavy}"
+
+
+# parses every text input with both layers (the line reader and lark's LALR parser for layer 1)
+# and prints each program or its diagnostic
+_READ_ALL = """
+import sys
+from pathlib import Path
+from mgxir.diagnostics import MgxError
+from mgxir.text import lalr, parser
+from mgxir.text.printer import print_program
+print(lalr.runtime().__name__)
+for fast in (True, False):
+    parser.FAST_LINES = fast
+    for path in sys.argv[1:]:
+        try:
+            program = parser.parse_program(Path(path).read_text(), path, base_dir=Path(path).parent)
+        except MgxError as e:
+            print(path, e)
+            continue
+        try:
+            print(path, print_program(program))
+        except Exception as e:  # a shape the verifier would refuse
+            print(path, [(n, [i.op.name for i in m]) for n, m in program.modules.items()], type(e).__name__)
+"""
+
+
+def test_the_cached_parsers_read_as_lark_does(tmp_path: Path) -> None:
+    inputs = sorted(
+        str(p) for folder in ("test/text", "test/text/errors", "examples") for p in (ROOT / folder).glob("*.mgx")
+    )
+    assert len(inputs) > 20
+    outputs = {}
+    for cache in (tmp_path, "off"):
+        done = subprocess.run(
+            [sys.executable, "-c", _READ_ALL, *inputs], capture_output=True, text=True, env=_env(cache), cwd=ROOT
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        runtime, _, outputs[cache] = done.stdout.partition("\n")
+        assert runtime == ("lark" if cache == "off" else "_mgxir_grammar_parsers")
+    assert "error:" in outputs["off"] and "@literal" in outputs["off"]
+    assert outputs[tmp_path] == outputs["off"]
+
+
+def _runtime_in_subprocess(cache: Path) -> str:
+    script = "from mgxir.text import lalr; print(lalr.runtime().__name__)"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=_env(cache), check=True)
+    return done.stdout.strip()
+
+
+def test_a_cached_module_of_another_grammar_is_written_again(tmp_path: Path) -> None:
+    grammar, version = lalr.grammar_text(), lalr.lark_version()
+    path = lalr.cached_module_path(tmp_path, grammar, version)
+    assert path != lalr.cached_module_path(tmp_path, grammar.replace("OP:", "OP :"), version)
+    assert path != lalr.cached_module_path(tmp_path, grammar, version + ".1")
+    path.write_text("SOURCE_KEY = 'another grammar'\n")
+    assert _runtime_in_subprocess(tmp_path) == "_mgxir_grammar_parsers"
+    assert "another grammar" not in path.read_text()
+
+
+@pytest.mark.parametrize("where", ["a-file/parsers", "off"])
+def test_without_a_cache_lark_itself_parses(tmp_path: Path, where: str) -> None:
+    (tmp_path / "a-file").write_text("")
+    cache = tmp_path / where if where != "off" else where
+    assert _runtime_in_subprocess(cache) == "lark"
