@@ -85,7 +85,7 @@ TEST_SELECTIONS: dict[str, Selection] = {
             U + "test_run_guarded.py",
             U + "test_compiled_for_ref.py",
         ),
-        "opt/ or run/ or text/ or translate/mgx or translate/mxr or translate/dot or translate/py",
+        "opt/ or run/ or text/ or translate/",
     ),
     "mgxir/passes/dead_code_elimination.py": Selection((U + "test_mutation_passes.py",), "dce or opt/flags"),
     "mgxir/passes/eliminate_common_subexpression.py": Selection((U + "test_mutation_passes.py",), "cse"),
