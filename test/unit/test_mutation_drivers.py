@@ -567,3 +567,72 @@ def test_run_from_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
 def test_save_outputs_error(tmp_path: Path) -> None:
     with pytest.raises(MgxError, match=r"^error: cannot write .*: "):
         run.save_outputs({"out0": np.zeros(1)}, str(tmp_path / "no" / "o.npz"))
+
+
+# -- translate: every format's adapter (mgxir.drivers.formats) -----------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["mxr", "json", "py"])
+def test_translate_through_a_file_format_and_back(fmt: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, TWO_PARAMS)
+    saved = tmp_path / f"p.{fmt}"
+    assert translate_main(TranslateOptions(input=path, to=fmt, output=str(saved))) == 0
+    assert capsys.readouterr() == ("", "")
+    assert translate_main(TranslateOptions(input=str(saved), source=fmt)) == 0
+    assert capsys.readouterr().out == translate_of(TWO_PARAMS, tmp_path, capsys)
+
+
+def translate_of(text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    assert translate_main(TranslateOptions(input=_write(tmp_path, text, "again.mgx"))) == 0
+    return capsys.readouterr().out
+
+
+def test_translate_to_dot_and_svg(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch) -> None:
+    path = _write(tmp_path, PROGRAM)
+    assert translate_main(TranslateOptions(input=path, to="dot")) == 0
+    assert capsys.readouterr().out.startswith("digraph")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert translate_main(TranslateOptions(input=path, to="svg", output=str(tmp_path / "p.svg"))) == 1
+    assert capsys.readouterr().err == (
+        "error: --to-svg needs Graphviz's 'dot' program, which is not installed (apt-get install graphviz)\n"
+    )
+
+
+def test_translate_mlir_text_bytecode_and_back(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, PROGRAM)
+    assert translate_main(TranslateOptions(input=path, to="mlir")) == 0
+    text = capsys.readouterr().out
+    assert 'func.func @main(%arg0: tensor<2xf32> {mgx.param = "x"})' in text and "arith.negf" in text
+    bytecode = tmp_path / "p.mlirbc"
+    options = TranslateOptions(input=path, to="mlirbc", output=str(bytecode), format_options={"bytecode_version": 1})
+    assert translate_main(options) == 0
+    data = bytecode.read_bytes()
+    assert data[:4] == b"ML\xefR" and data[4] >> 1 == 1
+    assert translate_main(TranslateOptions(input=str(bytecode), source="mlir")) == 0
+    assert "neg(x)" in capsys.readouterr().out
+
+
+def test_translate_split_input_both_ways(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, PROGRAM + "// -----\n" + PROGRAM.replace("neg", "abs"))
+    mlir = tmp_path / "parts.mlir"
+    assert translate_main(TranslateOptions(input=path, to="mlir", split_input_file=True, output=str(mlir))) == 0
+    assert mlir.read_text().count("// -----") == 1
+    assert translate_main(TranslateOptions(input=str(mlir), source="mlir", split_input_file=True)) == 0
+    back = capsys.readouterr().out.split("// -----")
+    assert len(back) == 2 and "neg(x)" in back[0] and "abs(x)" in back[1]
+
+
+def test_translate_lists_the_lowerings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    table = tmp_path / "lowerings.md"
+    assert translate_main(TranslateOptions(input="ignored.mgx", list_lowerings=True, output=str(table))) == 0
+    assert capsys.readouterr() == ("", "")
+    text = table.read_text()
+    assert "\n| `neg` | " in text and "gpu::" not in text
+
+
+def test_run_reproducer_replays_the_pipeline_it_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dead = PROGRAM + "@2 = abs(x) -> float_type, {2}, {1}\n@3 = @return(@1)\n"
+    repro = _write(tmp_path, "// mgx-opt -p 'dce'\n" + dead, "p.repro")
+    assert opt_main(OptOptions(input=repro, run_reproducer=True)) == 0
+    out = capsys.readouterr().out
+    assert "abs" not in out and "neg(x)" in out
