@@ -142,6 +142,7 @@ def test_generated_values_are_the_same_for_every_float_type_and_pinned() -> None
     np.testing.assert_array_equal(as_double, as_float.astype(np.float64))
     # lit outputs of programs with elided literals depend on these exact values
     assert generated_literal(Shape.make(DType.bool, [8]), 0).tolist() == [True] * 3 + [False] * 5
+    assert np.packbits(generated_literal(Shape.make(DType.bool, [64]), 0)).tobytes().hex() == "e07ff66e5007677e"
     assert generated_literal(Shape.make(DType.int32, [8]), 0).tolist() == [1, 1, 1, 0, 0, 0, 0, 0]
 
 
