@@ -108,7 +108,7 @@ def pytest_arguments(modules: list[str]) -> list[str]:
     if any(s is None for s in selections):
         return ["test/unit"]
     files = sorted({f for s in selections if s for f in s.files})
-    lit = [f"({s.lit})" for s in selections if s and s.lit]
+    lit = list(dict.fromkeys(f"({s.lit})" for s in selections if s and s.lit))  # once each, in order
     if not lit:
         return files
     # -k applies to every file: a test file's own tests match on its module name
