@@ -37,6 +37,7 @@ from mgxir.drivers.translate import TranslateOptions, conflicting_formats, spell
 from mgxir.ir.dtype import DType
 from mgxir.ir.shape import Shape
 from mgxir.text.parser import parse_program
+from mgxir.text.printer import print_program
 
 PROGRAM = 'module: "main"\nx = @param:x -> float_type, {2}, {1}\n@1 = neg(x) -> float_type, {2}, {1}\n'
 PRINTED = PROGRAM + "\n\n"  # the printer ends a module with blank lines
@@ -636,3 +637,36 @@ def test_run_reproducer_replays_the_pipeline_it_names(tmp_path: Path, capsys: py
     assert opt_main(OptOptions(input=repro, run_reproducer=True)) == 0
     out = capsys.readouterr().out
     assert "abs" not in out and "neg(x)" in out
+
+
+def test_roundtrip_reports_a_changed_print_with_its_diff(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No printer/parser pair known to disagree: the second print is made to differ (a printer bug
+    injected), and the driver must say so and print nothing."""
+    from mgxir.drivers import roundtrip
+
+    prints: list[str] = []
+
+    def printer_with_a_bug(program, options) -> str:
+        text = print_program(program, options)
+        prints.append(text)
+        return text if len(prints) == 1 else text.replace("neg", "abs")
+
+    monkeypatch.setattr(roundtrip, "print_program", printer_with_a_bug)
+    assert roundtrip_main(_write(tmp_path, PROGRAM)) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines() == [
+        "round trip changed the text:",
+        "--- first",
+        "+++ second",
+        "@@ -1,5 +1,5 @@",
+        ' module: "main"',
+        " x = @param:x -> float_type, {2}, {1}",
+        "-@1 = neg(x) -> float_type, {2}, {1}",
+        "+@1 = abs(x) -> float_type, {2}, {1}",
+        " ",
+        " ",
+        "",
+    ]
