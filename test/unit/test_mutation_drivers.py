@@ -670,3 +670,27 @@ def test_roundtrip_reports_a_changed_print_with_its_diff(
         " ",
         "",
     ]
+
+
+@pytest.mark.parametrize("from_log", [False, True])
+def test_a_failing_pass_writes_a_reproducer_of_the_input_read_again(
+    from_log: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mgxir.passes.registry import PASSES
+
+    monkeypatch.setitem(PASSES._places, "test_fail", "mgxir.passes.testing:TestFail")
+    text = PROGRAM + "@2 = tanh(x) -> float_type, {2}, {1}\n@3 = @return(@1)\n"
+    path = _write(tmp_path, "log line\n" + text if from_log else text, "in.log" if from_log else "in.mgx")
+    out, repro = tmp_path / "out.mgx", tmp_path / "r.repro"
+    options = OptOptions(
+        input=path, from_log=from_log, pipeline="dce,test_fail,cse", output=str(out), reproducer=str(repro)
+    )
+    assert opt_main(options) == 1
+    assert capsys.readouterr().err == (
+        f"error: pass 'test_fail' failed: test_fail: failing on purpose in module 'main' "
+        f"(reproducer: {repro}; replay with mgx-opt --run-reproducer)\n"
+    )
+    assert not out.exists()
+    assert repro.read_text().startswith(
+        "// mgx-opt -p 'test_fail,eliminate_common_subexpression'\n" + PROGRAM + "@2 = @return(@1)\n"
+    )
