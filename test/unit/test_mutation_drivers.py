@@ -694,3 +694,23 @@ def test_a_failing_pass_writes_a_reproducer_of_the_input_read_again(
     assert repro.read_text().startswith(
         "// mgx-opt -p 'test_fail,eliminate_common_subexpression'\n" + PROGRAM + "@2 = @return(@1)\n"
     )
+
+
+WARNED = (
+    'module: "main"\nx = @param:x -> float_type, {2}, {1}\n@1 = foo_op(x) -> float_type, {2}, {1}\n'
+    "@2 = @literal{1.2345678} -> float_type, {1}, {0}\n"
+)
+
+
+@pytest.mark.parametrize(("lossless", "literal"), [(False, "1.23457"), (True, "1.2345678")])
+def test_roundtrip_warns_once_at_the_input_and_prints_as_asked(
+    lossless: bool, literal: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, WARNED)
+    assert (roundtrip_main(path, lossless=True) if lossless else roundtrip_main(path)) == 0
+    out, err = capsys.readouterr()
+    assert out == WARNED.replace("1.2345678", literal) + "\n\n"
+    assert err == (
+        f"{path}:3:6: warning: unknown operator 'foo_op': kept as written; its shape is not checked\n"
+        "@1 = foo_op(x) -> float_type, {2}, {1}\n     ^\n"
+    )
