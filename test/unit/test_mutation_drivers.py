@@ -714,3 +714,100 @@ def test_roundtrip_warns_once_at_the_input_and_prints_as_asked(
         f"{path}:3:6: warning: unknown operator 'foo_op': kept as written; its shape is not checked\n"
         "@1 = foo_op(x) -> float_type, {2}, {1}\n     ^\n"
     )
+
+
+# -- written against the survivors of the drivers' mutation run ---------------------------------
+
+
+def test_lossless_translation_to_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "o.mgx"
+    assert translate_main(TranslateOptions(input=_write(tmp_path, WARNED), to="mgx-lossless", output=str(out))) == 0
+    assert capsys.readouterr().out == ""
+    assert "@literal{1.2345678}" in out.read_text()
+
+
+@pytest.mark.parametrize("fmt", ["mxr", "json"])
+def test_reading_a_file_format_reports_its_warnings(
+    fmt: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    saved = tmp_path / f"w.{fmt}"
+    assert translate_main(TranslateOptions(input=_write(tmp_path, WARNED), to=fmt, output=str(saved))) == 0
+    capsys.readouterr()
+    assert translate_main(TranslateOptions(input=str(saved), source=fmt)) == 0
+    assert capsys.readouterr().err == (
+        f"warning: {saved}: operator 'foo_op' is not one mgxir knows (or has attributes it does not know): "
+        "kept as written; its shape is not checked\n"
+    )
+
+
+def test_dot_and_split_mlir_write_to_the_output_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, PROGRAM + "// -----\n" + PROGRAM.replace("neg", "abs"))
+    dot = tmp_path / "p.dot"
+    assert translate_main(TranslateOptions(input=path, to="dot", output=str(dot))) == 0
+    assert dot.read_text().startswith("digraph")
+    mlir, back = tmp_path / "parts.mlir", tmp_path / "back.mgx"
+    assert translate_main(TranslateOptions(input=path, to="mlir", split_input_file=True, output=str(mlir))) == 0
+    options = TranslateOptions(input=str(mlir), source="mlir", split_input_file=True, output=str(back))
+    assert translate_main(options) == 0
+    assert capsys.readouterr() == ("", "")
+    assert "abs(x)" in back.read_text()
+
+
+def test_split_mlir_errors_name_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = 'module {\n  func.func @main(%arg0: tensor<2xf32> {mgx.param = "x"}) -> tensor<2xf32> {\n'
+    bad = good + '    %0 = "foo.bar"(%arg0) : (tensor<2xf32>) -> tensor<2xf32>\n'
+    path = _write(tmp_path, good + "    return %arg0 : tensor<2xf32>\n  }\n}\n// -----\n" + bad + "  }\n}\n", "p.mlir")
+    assert translate_main(TranslateOptions(input=path, source="mlir", split_input_file=True)) == 1
+    assert capsys.readouterr().err.startswith(f"{path}:3:19: error: operation being parsed with an unregistered")
+
+
+def test_check_a_diagnostic_without_location_matches_only_line_zero() -> None:
+    expected = expectations(Chunk("// expected-error@above {{above the file}}\n// expected-error {{nowhere}}", 1))
+    found = [_diag("error", None, "nowhere"), _diag("error", None, "above the file")]
+    assert check(found, expected, "f.mgx") == [
+        "f.mgx: unexpected error: nowhere",
+        'f.mgx:2: expected error "nowhere" was not produced',
+    ]
+
+
+def test_verify_diagnostics_reports_unexpected_errors_and_sees_warnings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    warned = WARNED.replace("@1 = foo_op", "// expected-warning@+1 {{unknown operator 'foo_op'}}\n@1 = foo_op")
+    unexpected = 'module: "main"\n@1 = neg(nosuch)\n'
+    path = _write(tmp_path, warned + "// -----\n" + unexpected)
+    assert opt_main(OptOptions(input=path, split=True, verify_diagnostics=True, lossless=True)) == 1
+    out, err = capsys.readouterr()
+    assert "@literal{1.2345678}" in out
+    assert err == f"{path}:8:10: unexpected error: use of undefined value 'nosuch'\n"
+
+
+def test_compare_edges(capsys: pytest.CaptureFixture[str]) -> None:
+    same = {"out0": np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)}
+    assert compare(same, {"out0": same["out0"].astype(np.float64)}, 0.0, None, None) is True
+    assert compare(same, {"nosuch": np.zeros(1), "out0": np.array([[1.0, 2.0], [5.0, 4.0]])}, 1e-3, None, None) is False
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "out0: ok: rms error 0 (tolerance 0), worst element [0, 0]: 1 vs expected 1"
+    assert lines[1] == "nosuch: missing (the program has outputs out0)"
+    assert lines[2].startswith("out0: MISMATCH: ") and lines[2].endswith("worst element [1, 0]: 3 vs expected 5")
+    assert compare(same, {"out0": np.zeros(3), "out1": np.zeros(1)}, 1e-3, None, None) is False
+    assert capsys.readouterr().out.splitlines()[1] == "out1: missing (the program has outputs out0)"
+    nan = {"out0": np.array([np.nan, np.nan], np.float32)}
+    assert compare(nan, {"out0": np.array([np.nan, np.nan])}, 1e-3, None, None) is True
+    assert capsys.readouterr().out == (
+        "out0: ok: rms error nan (tolerance 0.001), worst element [0]: nan vs expected nan\n"
+    )
+
+
+def test_fp8_outputs_are_saved_as_raw_bits(tmp_path: Path) -> None:
+    value = np.array([1.0, -2.0], np.float32).astype(DType.fp8e4m3fn.numpy)
+    run.save_outputs({"out0": value}, str(tmp_path / "o.npz"))
+    saved = np.load(tmp_path / "o.npz")["out0"]
+    assert saved.dtype == np.uint8 and saved.tolist() == value.view(np.uint8).tolist()
+
+
+def test_save_outputs_error_is_the_reason(tmp_path: Path) -> None:
+    path = tmp_path / "no" / "o.npz"
+    with pytest.raises(MgxError) as e:
+        run.save_outputs({"out0": np.zeros(1)}, str(path))
+    assert str(e.value) == f"error: cannot write {path}: No such file or directory"
