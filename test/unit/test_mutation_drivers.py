@@ -811,3 +811,61 @@ def test_save_outputs_error_is_the_reason(tmp_path: Path) -> None:
     with pytest.raises(MgxError) as e:
         run.save_outputs({"out0": np.zeros(1)}, str(path))
     assert str(e.value) == f"error: cannot write {path}: No such file or directory"
+
+
+def test_translate_from_a_log_after_a_named_pass(capsys: pytest.CaptureFixture[str]) -> None:
+    log = str(Path(__file__).parents[1] / "text" / "Inputs" / "trace.log")
+    assert (
+        translate_main(TranslateOptions(input=log, source="log", format_options={"log_pass": "eliminate_identity"}))
+        == 0
+    )
+    assert "identity(x)" in capsys.readouterr().out
+    assert translate_main(TranslateOptions(input=log, source="log")) == 0
+    assert "identity" not in capsys.readouterr().out
+
+
+def test_spirv_kernels_go_to_the_output_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fused = str(Path(__file__).parents[1] / "translate" / "spirv" / "pointwise.mgx")
+    kernels = tmp_path / "kernels"
+    assert translate_main(TranslateOptions(input=fused, to="spirv", output=str(kernels))) == 0
+    names = sorted(p.name for p in kernels.iterdir())
+    assert "manifest.json" in names and "main_pointwise0.spv" in names, names
+    asm = tmp_path / "k.spvasm"
+    assert translate_main(TranslateOptions(input=fused, to="spvasm", output=str(asm))) == 0
+    assert capsys.readouterr().out == ""
+    assert "OpEntryPoint" in asm.read_text()
+
+
+def test_spirv_warnings_reach_the_user(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, PROGRAM)
+    fused = tmp_path / "fused.mgx"
+    assert opt_main(OptOptions(input=path, passes=["fuse_pointwise"], output=str(fused))) == 0
+    for fmt, out in (("spirv", tmp_path / "k"), ("spvasm", tmp_path / "k.spvasm")):
+        assert translate_main(TranslateOptions(input=str(fused), to=fmt, output=str(out))) == 0
+        assert capsys.readouterr().err.startswith("warning: no SPIR-V kernel for '@1' (main:pointwise0)")
+
+
+def test_compiled_for_ref_keeps_literal_bits_and_reports_to_the_sink() -> None:
+    import warnings
+
+    from mgxir.diagnostics import DiagnosticSink
+    from mgxir.drivers.compiled_for_ref import run_compiled_for_ref
+    from mgxir.interp.interpreter import run_program
+
+    program = parse_program(
+        'module: "main"\nx = @param:x -> float_type, {1}, {1}\n@1 = @literal{1.2345678} -> float_type, {1}, {1}\n'
+        "@2 = add(x,@1) -> float_type, {1}, {1}\n@3 = @literal{ ... } -> float_type, {1}, {1}\n"
+        "@4 = @literal{0} -> float_type, {1}, {1}\n@5 = log(@4) -> float_type, {1}, {1}\n@6 = @return(@2,@5,@3)\n"
+    )
+    params = {"x": np.array([1.0], np.float32)}
+    sink = DiagnosticSink()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # log(0): silenced as on ref
+        got = run_compiled_for_ref(program, params, sink)
+    with np.errstate(all="ignore"):
+        expected = run_program(program, params)
+    assert got[0].tolist() == expected[0].tolist()
+    assert [w.message for w in sink.warnings] == [
+        "literal '@literal' (line 5) in module 'main' was printed elided ({ ... }); "
+        "using deterministic generated values"
+    ]
