@@ -13,7 +13,7 @@ Two things are arranged in the scratch copy for mutmut 3.8:
   functions: each decorated top-level function is rewritten as the plain function followed by
   `name = decorator(name)` (the same object under the same name), so that its body is mutated too;
 - lit runs the tools in fresh processes, which never see a mutant: test/mutation/
-  test_lit_in_process.py runs the lit cases of test/{opt,run,text} that pipe one tool into filecheck
+  test_lit_in_process.py runs the lit cases of test/{opt,run,text,translate} that pipe one tool into filecheck
   with the tool called in-process; a selection's `lit` keyword chooses which of them.
 
 Prints a table of mutants, killed and score per module, and the surviving mutants (`mutmut show
@@ -79,7 +79,13 @@ TEST_SELECTIONS: dict[str, Selection] = {
     "mgxir/text/": Selection((U + "test_text_roundtrip.py", U + "test_parser_line_reader.py"), "text/"),
     "mgxir/interp/": Selection((U + "test_ops_compute_last.py", U + "test_mutation_interp.py"), "run/"),
     "mgxir/drivers/": Selection(
-        (U + "test_tools_cli.py", U + "test_run_guarded.py", U + "test_compiled_for_ref.py"), "opt/ or run/ or text/"
+        (
+            U + "test_mutation_drivers.py",
+            U + "test_tools_cli.py",
+            U + "test_run_guarded.py",
+            U + "test_compiled_for_ref.py",
+        ),
+        "opt/ or run/ or text/ or translate/",
     ),
     "mgxir/passes/dead_code_elimination.py": Selection((U + "test_mutation_passes.py",), "dce or opt/flags"),
     "mgxir/passes/eliminate_common_subexpression.py": Selection((U + "test_mutation_passes.py",), "cse"),
@@ -102,7 +108,7 @@ def pytest_arguments(modules: list[str]) -> list[str]:
     if any(s is None for s in selections):
         return ["test/unit"]
     files = sorted({f for s in selections if s for f in s.files})
-    lit = [f"({s.lit})" for s in selections if s and s.lit]
+    lit = list(dict.fromkeys(f"({s.lit})" for s in selections if s and s.lit))  # once each, in order
     if not lit:
         return files
     # -k applies to every file: a test file's own tests match on its module name

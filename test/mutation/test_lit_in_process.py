@@ -1,4 +1,4 @@
-"""The lit cases of test/{opt,run,text} whose RUN line is one tool piped into filecheck, run with the
+"""The lit cases of test/{opt,run,text,translate} whose RUN line is one tool piped into filecheck, run with the
 tool called in this process: mutmut's mutants live only in the process that imported them (lit starts
 fresh `mgx-opt` processes that never see a mutant), so scripts/mutation.py adds these tests to get
 the lit suite's verdict on each mutant. CI runs lit itself and does not collect this directory."""
@@ -14,13 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from mgxir.tools import cli, mgx_opt, mgx_run
+from mgxir.drivers.translate import spelled_formats
+from mgxir.tools import cli, mgx_opt, mgx_run, mgx_translate
 
 TEST = Path(__file__).resolve().parents[1]
-TOOLS = {"mgx-opt": mgx_opt.mgx_opt, "mgx-run": mgx_run.mgx_run}
+TOOLS = {"mgx-opt": mgx_opt.mgx_opt, "mgx-run": mgx_run.mgx_run, "mgx-translate": mgx_translate.mgx_translate}
+# what a tool's `main` does to its command line before reading it
+SPELLINGS = {"mgx-translate": spelled_formats}
 # `[not] TOOL ARGS [2>&1] | filecheck ARGS`
 PIPED = re.compile(
-    r"^(?P<not>not )?(?P<tool>mgx-opt|mgx-run) (?P<args>[^|<>]*?)(?P<err> 2>&1)? \| filecheck (?P<check>.*)$"
+    r"^(?P<not>not )?(?P<tool>mgx-opt|mgx-run|mgx-translate) "
+    r"(?P<args>[^|<>]*?)(?P<err> 2>&1)? \| filecheck (?P<check>.*)$"
 )
 
 
@@ -42,8 +46,8 @@ def _run_lines(path: Path) -> list[str]:
 
 def _cases() -> list[tuple[Path, str]]:
     found = []
-    for area in ("opt", "run", "text"):
-        for path in sorted((TEST / area).glob("*.*")):
+    for area, pattern in (("opt", "*.*"), ("run", "*.*"), ("text", "*.*"), ("translate", "**/*.*")):
+        for path in sorted((TEST / area).glob(pattern)):
             if path.suffix in (".mgx", ".test"):
                 found += [(path, line) for line in _run_lines(path) if PIPED.match(line) and "%t" not in line]
     return found
@@ -53,7 +57,7 @@ CASES = _cases()
 
 
 @pytest.mark.parametrize(
-    ("path", "line"), CASES, ids=[f"{p.parent.name}/{p.name}:{i}" for i, (p, _) in enumerate(CASES)]
+    ("path", "line"), CASES, ids=[f"{p.relative_to(TEST).parent}/{p.name}:{i}" for i, (p, _) in enumerate(CASES)]
 )
 def test_lit_run_line(
     path: Path, line: str, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
@@ -63,9 +67,9 @@ def test_lit_run_line(
 
     found = PIPED.match(line)
     assert found
-    if "%" in expand(line):
+    if "%" in expand(line) or re.search(r"%[A-Za-z_]{2,}", line):  # %shared, %examples: lit.cfg's own
         pytest.skip("a lit substitution this bridge does not expand")
-    argv = shlex.split(expand(found["args"]))
+    argv = SPELLINGS.get(found["tool"], list)(shlex.split(expand(found["args"])))
     monkeypatch.setattr(cli, "_exit_now", lambda code: (_ for _ in ()).throw(SystemExit(code)))
     command = TOOLS[found["tool"]]
     arguments = cli.plain_arguments(command, argv)

@@ -125,3 +125,149 @@ def test_memory_check_refuses_values_larger_than_the_limit() -> None:
         "more than this machine's 79 bytes of memory"
     )
     assert memory_limit() > 1 << 20
+
+
+# -- written against the survivors of the first mutation run (docs/mutation.md) ----------------
+
+
+def test_a_module_of_parameters_only_has_no_outputs() -> None:
+    program = _program('module: "main"\nx = @param:x -> float_type, {2}, {1}\n')
+    assert run_program(program, {"x": X}) == []
+
+
+def test_generated_values_are_the_same_for_every_float_type_and_pinned() -> None:
+    as_float = generated_literal(Shape.make(DType.float, [8]), 2)
+    as_double = generated_literal(Shape.make(DType.double, [8]), 2)
+    assert as_double.dtype == np.float64
+    np.testing.assert_array_equal(as_double, as_float.astype(np.float64))
+    # lit outputs of programs with elided literals depend on these exact values
+    assert generated_literal(Shape.make(DType.bool, [8]), 0).tolist() == [True] * 3 + [False] * 5
+    assert np.packbits(generated_literal(Shape.make(DType.bool, [64]), 0)).tobytes().hex() == "e07ff66e5007677e"
+    assert generated_literal(Shape.make(DType.int32, [8]), 0).tolist() == [1, 1, 1, 0, 0, 0, 0, 0]
+
+
+def test_a_stride_zero_literal_reads_its_first_value_everywhere() -> None:
+    program = _program(
+        'module: "main"\n@0 = @literal{1, 2, 3, 4, 5, 6} -> float_type, {2, 3}, {0, 0}\n'
+        "@1 = contiguous(@0) -> float_type, {2, 3}, {3, 1}\n"
+    )
+    (out,) = run_program(program, {})
+    assert out.tolist() == [[1.0] * 3] * 2
+
+
+def test_an_op_known_but_without_reference_compute_fails_when_reached() -> None:
+    import mgxir.targets.gpu.ops  # noqa: F401  (registers gpu::gemm)
+
+    program = _program(
+        'module: "main"\na = @param:a -> float_type, {2, 2}, {2, 1}\n'
+        "@1 = gpu::gemm[alpha=1,beta=0](a,a,a) -> float_type, {2, 2}, {2, 1}\n@2 = neg(@1)\n"
+    )
+    with pytest.raises(MgxError) as failed:
+        run_program(program, {"a": np.ones((2, 2), np.float32)})
+    assert str(failed.value) == "error: 'gpu::gemm' (line 3): no reference implementation for 'gpu::gemm'"
+
+
+# the failing add reads the elided literal through @3 -> @4; @2 is reached twice on the way
+ELIDED_READ_BY_THE_FAILING_OP = (
+    'module: "main"\nx = @param:x -> float_type, {2}, {1}\ny = @param:y -> float_type, {2}, {1}\n'
+    "@2 = neg(x) -> float_type, {2}, {1}\n@3 = add(@2,@2) -> float_type, {2}, {1}\n"
+    "@4 = @literal{ ... } -> float_type, {2}, {1}\n@5 = neg(@4) -> float_type, {2}, {1}\n"
+    "@6 = add(@5,@3) -> float_type, {2}, {1}\n@7 = add(@6,y) -> float_type, {2}, {1}\n"
+)
+NOTE = (
+    " (it reads literal '@literal' (line 6), printed elided ({ ... }) and run on generated values; "
+    "print the program with --lossless to keep literal values)"
+)
+
+
+def test_an_error_after_an_elided_literal_names_the_literal_it_reads() -> None:
+    program = _program(ELIDED_READ_BY_THE_FAILING_OP)
+    sink = DiagnosticSink()
+    with pytest.raises(MgxError) as failed:
+        run_program(program, {"x": X, "y": np.array(["a", "b"])}, sink)
+    assert str(failed.value).startswith("error: 'add' (line 9): add failed: ufunc 'add' did not contain a loop")
+    assert str(failed.value).endswith(NOTE)
+    (warning,) = sink.warnings
+    assert warning.render() == (
+        "warning: literal '@literal' (line 6) in module 'main' was printed elided ({ ... }); "
+        "using deterministic generated values"
+    )
+
+
+def test_a_compute_error_after_an_elided_literal_names_it_too() -> None:
+    program = _program(
+        'module: "main"\n@0 = @literal{ ... } -> float_type, {2}, {1}\n@1 = no_such_op(@0) -> float_type, {2}, {1}\n'
+    )
+    with pytest.raises(MgxError) as failed:
+        run_program(program, {})
+    assert str(failed.value) == (
+        "error: 'no_such_op' (line 3): no reference implementation for 'no_such_op' (unknown operator)"
+        + NOTE.replace("line 6", "line 2")
+    )
+
+
+def test_the_note_search_visits_each_instruction_once() -> None:
+    """60 levels of `add(d, d)`: a search that revisits would take 2**60 steps."""
+    lines = ['module: "main"', "x = @param:x -> float_type, {2}, {1}", "y = @param:y -> float_type, {2}, {1}"]
+    lines += ["@0 = @literal{ ... } -> float_type, {2}, {1}", "d0 = neg(x) -> float_type, {2}, {1}"]
+    lines += [f"d{i} = add(d{i - 1},d{i - 1}) -> float_type, {{2}}, {{1}}" for i in range(1, 61)]
+    lines += ["@9 = add(d60,y) -> float_type, {2}, {1}", "@10 = add(@9,@0) -> float_type, {2}, {1}", ""]
+    program = _program("\n".join(lines))
+    with pytest.raises(MgxError) as failed:
+        run_program(program, {"x": X, "y": np.array(["a", "b"])})
+    assert str(failed.value).startswith("error: 'add' (line 66): add failed: ") and "elided" not in str(failed.value)
+
+
+def test_an_error_not_reading_the_elided_literal_has_no_note() -> None:
+    program = _program(
+        'module: "main"\n@0 = @literal{ ... } -> float_type, {2}, {1}\nx = @param:x -> float_type, {2}, {1}\n'
+        "y = @param:y -> float_type, {2}, {1}\n@3 = add(@0,x)\n@4 = exp(y)\n"
+    )
+    with pytest.raises(MgxError) as failed:
+        run_program(program, {"x": X, "y": np.array(["a", "b"])})
+    assert str(failed.value).startswith("error: 'exp' (line 6): exp failed: ")
+    assert str(failed.value).endswith("according to the casting rule ''safe''")  # numpy's, nothing after
+
+
+def test_errors_name_an_instruction_by_its_symbols_or_without_a_line() -> None:
+    program = _program(
+        'module: "main"\nx = @param:x -> float_type, {2}, {1}\n@1 = exp(x) -> float_type, {2}, {1} # onnx::Exp_1, E2\n'
+    )
+    with pytest.raises(MgxError, match=r"^error: 'onnx::Exp_1' \(line 3\): exp failed: "):
+        run_program(program, {"x": np.array(["a", "b"])})
+    for ins in program.main:
+        ins.line = 0
+    with pytest.raises(MgxError, match=r"^error: 'onnx::Exp_1': exp failed: "):
+        run_program(program, {"x": np.array(["a", "b"])})
+    list(program.main)[-1].symbols = ()
+    with pytest.raises(MgxError, match=r"^error: 'exp': exp failed: "):
+        run_program(program, {"x": np.array(["a", "b"])})
+
+
+def test_memory_limit_is_physical_memory_or_a_terabyte(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    assert memory_limit() == os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+
+    def refuse(name: str) -> int:
+        raise ValueError(name)
+
+    monkeypatch.setattr(os, "sysconf", refuse)
+    assert memory_limit() == 1 << 40
+
+
+def test_memory_check_goes_on_past_dynamic_values_and_counts_bytes() -> None:
+    program = _program(
+        'module: "main"\nd = @param:d -> dynamic, float_type, {[1..4], [2..2]}\n'
+        "b = @param:b -> bool_type, {40}, {1}\nx = @param:x -> float_type, {4, 5}, {5, 1}\n"
+    )
+    check_memory(program, 80)
+    with pytest.raises(MgxError, match=r"^error: '@param' \(line 4\) in module 'main' needs 80 bytes for float_type"):
+        check_memory(program, 79)
+
+
+def test_run_program_passes_its_sink() -> None:
+    program = _program('module: "main"\n@0 = @literal{ ... } -> float_type, {2}, {1}\n@1 = neg(@0)\n')
+    sink = DiagnosticSink()
+    run_program(program, {}, sink)
+    assert len(sink.warnings) == 1

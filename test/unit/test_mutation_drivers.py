@@ -1,0 +1,871 @@
+"""The drivers called in-process, checked exactly: their messages, exit codes and printed outputs
+(written against the mutants scripts/mutation.py found surviving the lit bridge and the tool tests;
+lit runs the tools in fresh processes that never see a mutant)."""
+
+from __future__ import annotations
+
+import gc
+import io
+import os
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mgxir.diagnostics import Diagnostic, MgxError
+from mgxir.drivers import common, diagnostics_check, run, translate
+from mgxir.drivers.common import check_output_path, in_deep_stack, load_entry, read_text, run_guarded
+from mgxir.drivers.diagnostics_check import Chunk, check, expectations
+from mgxir.drivers.opt import OptOptions, opt_main
+from mgxir.drivers.roundtrip import roundtrip_main
+from mgxir.drivers.run import (
+    RunOptions,
+    compare,
+    filled,
+    flatten_outputs,
+    format_value,
+    gather_inputs,
+    parse_inline,
+    rms_error,
+    run_main,
+    runner,
+    to_parameter_type,
+)
+from mgxir.drivers.translate import TranslateOptions, conflicting_formats, spelled_formats, translate_main
+from mgxir.ir.dtype import DType
+from mgxir.ir.shape import Shape
+from mgxir.text.parser import parse_program
+from mgxir.text.printer import print_program
+
+PROGRAM = 'module: "main"\nx = @param:x -> float_type, {2}, {1}\n@1 = neg(x) -> float_type, {2}, {1}\n'
+PRINTED = PROGRAM + "\n\n"  # the printer ends a module with blank lines
+TWO_PARAMS = (
+    'module: "main"\nx = @param:x -> float_type, {2}, {1}\ny = @param:y -> int64_type, {2}, {1}\n'
+    "@2 = convert[target_type=2](y) -> float_type, {2}, {1}\n@3 = add(x,@2) -> float_type, {2}, {1}\n"
+)
+
+
+@pytest.fixture(autouse=True)
+def collector_back_on():
+    """run_guarded turns the cycle collector off for the life of a tool's process."""
+    yield
+    gc.enable()
+
+
+def _write(tmp_path: Path, text: str, name: str = "p.mgx") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+# -- common ------------------------------------------------------------------------------------
+
+
+def test_read_text_errors_name_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(MgxError, match=r"^error: cannot read .*nosuch\.mgx: No such file or directory$"):
+        read_text(str(tmp_path / "nosuch.mgx"))
+    (tmp_path / "bin.mgx").write_bytes(b"\xff\xfe\x00bad")
+    with pytest.raises(MgxError, match=r"^error: .*bin\.mgx is not UTF-8 text$"):
+        read_text(str(tmp_path / "bin.mgx"))
+    monkeypatch.setattr(sys, "stdin", io.StringIO("from stdin"))
+    assert read_text("-") == "from stdin"
+    assert read_text(_write(tmp_path, "text")) == "text"
+
+
+def test_check_output_path(tmp_path: Path) -> None:
+    check_output_path(None)
+    check_output_path("-")
+    check_output_path(str(tmp_path / "new.mgx"))
+    with pytest.raises(MgxError, match=r"^error: cannot write .*/no/x\.mgx: folder '.*/no' does not exist$"):
+        check_output_path(str(tmp_path / "no" / "x.mgx"))
+    with pytest.raises(MgxError, match=r"^error: cannot write .*: it is a folder$"):
+        check_output_path(str(tmp_path))
+
+
+def test_load_entry_imports_module_attribute() -> None:
+    assert load_entry("os.path:join") is os.path.join
+
+
+def test_in_deep_stack_gives_value_or_exception_and_restores_limits() -> None:
+    limit, size = sys.getrecursionlimit(), threading.stack_size()
+    seen: list[int] = []
+    assert in_deep_stack(lambda: seen.append(sys.getrecursionlimit()) or 7) == 7
+    assert seen == [max(limit, common.DEEP_RECURSION_LIMIT)]
+    with pytest.raises(KeyError, match="inner"):
+        in_deep_stack(lambda: {}["inner"])
+    assert (sys.getrecursionlimit(), threading.stack_size()) == (limit, size)
+
+
+def test_deep_recursion_runs_on_the_deep_stack() -> None:
+    def depth(n: int) -> int:
+        return 0 if n == 0 else 1 + depth(n - 1)
+
+    assert in_deep_stack(lambda: depth(20_000)) == 20_000
+
+
+def test_recursion_error_is_a_user_error(capsys: pytest.CaptureFixture[str]) -> None:
+    def body(sink) -> int:
+        sink.warn("first")
+        raise RecursionError
+
+    assert run_guarded(body) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "warning: first",
+        "error: the program nests too deeply for mgxir (modules inside modules)",
+    ]
+
+
+def test_run_guarded_returns_the_body_code_and_flushes_warnings(capsys: pytest.CaptureFixture[str]) -> None:
+    def body(sink) -> int:
+        sink.warn("kept")
+        return 3
+
+    assert run_guarded(body) == 3
+    assert run_guarded(lambda sink: None) == 0
+    assert capsys.readouterr().err == "warning: kept\n"
+    assert gc.isenabled() is False
+
+
+def test_missing_package_with_a_dotted_name(capsys: pytest.CaptureFixture[str]) -> None:
+    def body(sink) -> int:
+        sink.warn("first")
+        raise ModuleNotFoundError("no", name="iree.compiler")
+
+    assert run_guarded(body) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "warning: first",
+        "error: this needs the 'iree.compiler' package: pip install 'mgxir[mlir]'",
+    ]
+
+
+# -- diagnostics_check ---------------------------------------------------------------------------
+
+
+def test_expectations_read_every_offset_form() -> None:
+    text = "\n".join(
+        [
+            "// expected-error {{here}}",
+            "// expected-warning@above {{above}}",
+            "// expected-note@below {{below}}",
+            "// expected-error@+2 {{two down}}",
+            "// expected-error@-3 {{three up}}",
+            "// expected-error-re@+1 {{a {{[0-9]+}} b.}}",
+            "// not-expected-error {{x}} trailing",
+        ]
+    )
+    found = expectations(Chunk(text, 10))
+    assert [(e.severity, e.line, e.where, e.text, e.seen) for e in found] == [
+        ("error", 10, 10, "here", False),
+        ("warning", 10, 11, "above", False),
+        ("note", 13, 12, "below", False),
+        ("error", 15, 13, "two down", False),
+        ("error", 11, 14, "three up", False),
+        ("error", 16, 15, "a {{[0-9]+}} b.", False),
+    ]
+    regex = found[-1].pattern
+    assert regex.search("a 42 b.") and not regex.search("a x b.") and not regex.search("a 4 bX")
+    assert found[0].pattern.search("is here") and not found[0].pattern.search("HERE")
+
+
+def test_plain_expectation_is_literal_text() -> None:
+    (e,) = expectations(Chunk("// expected-error {{a.b(}}", 1))
+    assert e.pattern.search("x a.b( y") and not e.pattern.search("axb(")
+
+
+def _diag(severity: str, line: int | None, message: str) -> Diagnostic:
+    from mgxir.diagnostics import Location
+
+    return Diagnostic(severity, message, Location("f.mgx", line, 3) if line else None)
+
+
+def test_check_pairs_diagnostics_with_expectations_by_severity_line_and_text() -> None:
+    text = "// expected-error@+1 {{bad}}\nx\n// expected-warning {{odd}}\n// expected-error {{never}}"
+    expected = expectations(Chunk(text, 1))
+    found = [
+        _diag("error", 2, "a bad thing"),
+        _diag("error", 2, "bad again"),
+        _diag("warning", 3, "odd"),
+        _diag("error", 3, "odd"),
+        _diag("error", None, "nowhere"),
+    ]
+    assert check(found, expected, "f.mgx") == [
+        "f.mgx:2:3: unexpected error: bad again",
+        "f.mgx:3:3: unexpected error: odd",
+        "f.mgx: unexpected error: nowhere",
+        'f.mgx:4: expected error "never" was not produced',
+    ]
+    assert diagnostics_check.SPLIT_MARKER == "// -----"
+
+
+def test_verify_diagnostics_exit_codes_and_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = _write(
+        tmp_path,
+        PROGRAM + "// -----\n" + 'module: "main"\n// expected-error@+1 {{undefined value}}\n@1 = neg(nosuch)\n',
+    )
+    assert opt_main(OptOptions(input=good, split=True, verify_diagnostics=True)) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith('module: "main"\nx = @param:x') and "// -----" not in out and err == ""
+    bad = _write(tmp_path, PROGRAM + "// expected-error {{never}}\n", "bad.mgx")
+    assert opt_main(OptOptions(input=bad, verify_diagnostics=True)) == 1
+    assert capsys.readouterr().err == f'{bad}:4: expected error "never" was not produced\n'
+
+
+# -- opt ---------------------------------------------------------------------------------------
+
+
+def test_split_input_keeps_going_and_writes_nothing_on_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, PROGRAM + "// -----\nnot a program\n// -----\n" + PROGRAM)
+    out = tmp_path / "out.mgx"
+    assert opt_main(OptOptions(input=path, split=True, output=str(out))) == 1
+    assert not out.exists()
+    assert capsys.readouterr().err.startswith(f"{path}:5:")
+    assert opt_main(OptOptions(input=path, split=True)) == 1
+    printed = capsys.readouterr().out.split("// -----\n")
+    assert len(printed) == 3 and printed[1] == "" and printed[0] == printed[2] != ""
+    ok = _write(tmp_path, PROGRAM + "// -----\n" + PROGRAM, "ok.mgx")
+    assert opt_main(OptOptions(input=ok, split=True, output=str(out))) == 0
+    assert out.read_text().count("// -----\n") == 1
+
+
+def test_show_passes_and_dump_pipeline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert opt_main(OptOptions(show_passes=True)) == 0
+    listed = capsys.readouterr().out
+    assert "dead_code_elimination" in listed and "gpu_lowering" in listed
+    path = _write(tmp_path, PROGRAM)
+    assert opt_main(OptOptions(input=path, passes=["dce"], dump_pipeline=True)) == 0
+    assert capsys.readouterr().err == "-p 'dead_code_elimination'\n"
+    assert opt_main(OptOptions(input=path, optimize=True, dump_pipeline=True)) == 0
+    assert capsys.readouterr().err.endswith("' -O-scope=main\n")
+
+
+def test_no_verify_reads_an_inconsistent_program(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    wrong = _write(tmp_path, PROGRAM.replace("@1 = neg(x) -> float_type, {2}", "@1 = neg(x) -> float_type, {3}"))
+    assert opt_main(OptOptions(input=wrong)) == 1
+    assert "error:" in capsys.readouterr().err
+    assert opt_main(OptOptions(input=wrong, no_verify=True)) == 0
+    assert "{3}" in capsys.readouterr().out
+
+
+def test_run_reproducer_refuses_a_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, PROGRAM)
+    assert opt_main(OptOptions(input=path, from_log=True, run_reproducer=True)) == 1
+    assert capsys.readouterr().err == "error: --run-reproducer reads a reproducer file, not a log\n"
+
+
+def test_from_log_reads_the_printed_program(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = _write(tmp_path, "some log line\n" + PROGRAM + "\nmore log\n", "run.log")
+    assert opt_main(OptOptions(input=log, from_log=True, passes=["dce"])) == 0
+    assert capsys.readouterr().out == PRINTED
+
+
+# -- roundtrip ---------------------------------------------------------------------------------
+
+
+def test_roundtrip_prints_the_second_print(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, PROGRAM.replace("{2}, {1}\n@1", "{2}, {1}\n\n@1"))
+    assert roundtrip_main(path) == 0
+    assert capsys.readouterr().out == PRINTED
+    literal = _write(tmp_path, 'module: "main"\n@0 = @literal{0.1} -> float_type, {1}, {0}\n', "lit.mgx")
+    assert roundtrip_main(literal, lossless=True) == 0
+    assert "0.1" in capsys.readouterr().out
+    log = _write(tmp_path, "log\n" + PROGRAM + "log\n", "r.log")
+    assert roundtrip_main(log, from_log=True) == 0
+    assert capsys.readouterr().out == PRINTED
+    assert roundtrip_main(str(tmp_path / "none.mgx")) == 1
+
+
+# -- translate ---------------------------------------------------------------------------------
+
+
+def test_translate_option_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, PROGRAM)
+    cases = [
+        (
+            TranslateOptions(input=path, format_options={"bytecode_version": 1}),
+            "--bytecode-version goes with --to-mlirbc",
+        ),
+        (
+            TranslateOptions(input=path, source="nosuch"),
+            "unknown format 'nosuch' for --from (available: mgx, log, onnx, mlir, mxr, json, py)",
+        ),
+        (
+            TranslateOptions(input=path, to="mxr", split_input_file=True),
+            "--split-input-file goes with --to-mlir on program text or --from-mlir on MLIR text",
+        ),
+        (
+            TranslateOptions(input=path, to="mlir", source="log", split_input_file=True),
+            "--split-input-file goes with --to-mlir on program text or --from-mlir on MLIR text",
+        ),
+        (
+            TranslateOptions(input=path, output=str(tmp_path / "no" / "o.mgx")),
+            f"cannot write {tmp_path}/no/o.mgx: folder '{tmp_path}/no' does not exist",
+        ),
+    ]
+    for options, message in cases:
+        assert translate_main(options) == 1
+        assert capsys.readouterr().err == f"error: {message}\n"
+
+
+def test_translate_writes_and_reads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, PROGRAM)
+    assert translate_main(TranslateOptions(input=path)) == 0
+    assert capsys.readouterr().out == PRINTED
+    literal = _write(tmp_path, 'module: "main"\n@0 = @literal{0.1} -> float_type, {1}, {0}\n', "lit.mgx")
+    assert translate_main(TranslateOptions(input=literal, to="mgx-lossless")) == 0
+    assert "@literal{0.1}" in capsys.readouterr().out
+    out = tmp_path / "o.json"
+    assert translate_main(TranslateOptions(input=path, to="json", output=str(out))) == 0
+    assert translate_main(TranslateOptions(input=str(out), source="json")) == 0
+    assert capsys.readouterr().out == PRINTED
+    log = _write(tmp_path, "log\n" + PROGRAM, "t.log")
+    assert translate_main(TranslateOptions(input=log, source="log")) == 0
+    assert capsys.readouterr().out == PRINTED
+
+
+def test_translate_reads_undefined_values_only_when_allowed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    excerpt = 'module: "main"\n@1 = neg(y) -> float_type, {2}, {1}\n'
+    path = _write(tmp_path, excerpt)
+    log = _write(tmp_path, "log\n" + excerpt, "x.log")
+    for source, name in (("mgx", path), ("log", log)):
+        assert translate_main(TranslateOptions(input=name, source=source)) == 1
+        assert "undefined value 'y'" in capsys.readouterr().err
+        options = TranslateOptions(input=name, source=source, format_options={"allow_undefined": True})
+        assert translate_main(options) == 0
+        assert "= neg(y) -> float_type" in capsys.readouterr().out
+
+
+def test_spelled_and_conflicting_formats() -> None:
+    argv = ["--to-mlir", "--from-log", "--to-nosuch", "--from=mgx", "a.mgx", "--to-"]
+    assert spelled_formats(argv) == ["--to=mlir", "--from=log", "--to-nosuch", "--from=mgx", "a.mgx", "--to-"]
+    assert conflicting_formats(["--from-log", "--from=mgx"]) == "choose one of --from-log, --from=mgx"
+    assert conflicting_formats(["--to-mlir", "--to=mgx", "--from-mgx"]) == "choose one of --to-mlir, --to=mgx"
+    assert conflicting_formats(["--to-mlir", "--from-nosuch", "--from-log"]) is None
+    assert conflicting_formats(["--to", "--to-x"]) is None
+    assert translate.FOLDER_WRITERS == {"spirv"}
+
+
+# -- run: inputs -------------------------------------------------------------------------------
+
+
+def test_parse_inline_forms_and_errors() -> None:
+    np.testing.assert_array_equal(parse_inline("x", "2x2xf32=1,2 [3] 4"), np.array([[1, 2], [3, 4]], np.float32))
+    assert parse_inline("x", "2x2xf32=1,2 [3] 4").dtype == np.float32
+    np.testing.assert_array_equal(parse_inline("x", "3xi64=7"), np.array([7, 7, 7]))
+    assert parse_inline("x", "i1=1").dtype == np.bool_ and parse_inline("x", "i1=1").shape == ()
+    errors = [
+        ("2xq9=1 2", "input 'x': unknown element type 'q9' (use f32, f16, bf16, i64, i1, ...)"),
+        ("2yx3xf32=1", "input 'x': bad dimensions in '2yx3xf32' (expected DIMxDIMx...xTYPE, as 2x3xf32)"),
+        ("2xf32=a b", "input 'x': values must be numbers, got 'a b'"),
+        ("3xf32=1 2", "input 'x': 3xf32 needs 3 values, got 2"),
+    ]
+    for text, message in errors:
+        with pytest.raises(MgxError) as e:
+            parse_inline("x", text)
+        assert str(e.value.diagnostic.message) == message
+
+
+def test_to_parameter_type() -> None:
+    shape = Shape(DType.float, (2,))
+    array = to_parameter_type("x", np.array([1, 2], np.int64), shape)
+    assert array.dtype == np.float32 and array.tolist() == [1.0, 2.0]
+    scalar = to_parameter_type("s", np.array([5.0], np.float32), Shape(DType.float, (1, 1)))
+    assert scalar.shape == (1, 1)
+    with pytest.raises(MgxError, match=r"input 'x' has shape \{3\} but parameter 'x' is float_type, \{2\}$"):
+        to_parameter_type("x", np.zeros(3, np.float32), shape)
+    with pytest.raises(MgxError, match=r"input 'i' holds float32 values but parameter 'i' is int64_type$"):
+        to_parameter_type("i", np.zeros(2, np.float32), Shape(DType.int64, (2,)))
+    same = np.zeros(2, np.float32)
+    assert to_parameter_type("x", same, shape) is same
+    bits = np.array([0x3F80], np.uint16)
+    bf16 = to_parameter_type("b", bits, Shape(DType.bf16, (1,)))
+    assert bf16.dtype == DType.bf16.numpy and float(bf16.astype(np.float32)[0]) == 1.0
+
+
+def test_gather_inputs_by_name_position_file_and_fill(tmp_path: Path) -> None:
+    program = parse_program(TWO_PARAMS)
+    np.save(tmp_path / "x.npy", np.array([3, 4], np.float32))
+    np.savez(tmp_path / "both.npz", x=np.array([5, 6], np.float32), y=np.array([1, 2]))
+    got = gather_inputs(program, ["2xf32=1 2", "2xi64=3 4"], "none", 0)
+    assert got["x"].tolist() == [1.0, 2.0] and got["y"].tolist() == [3, 4] and got["y"].dtype == np.int64
+    got = gather_inputs(program, [f"x=@{tmp_path / 'x.npy'}", "y=2xi64=9 8"], "none", 0)
+    assert got["x"].tolist() == [3.0, 4.0] and got["y"].tolist() == [9, 8]
+    got = gather_inputs(program, [f"@{tmp_path / 'both.npz'}"], "none", 0)
+    assert got["x"].tolist() == [5.0, 6.0] and got["y"].tolist() == [1, 2]
+    got = gather_inputs(program, [f"y=@{tmp_path / 'both.npz'}"], "zeros", 0)
+    assert got["y"].tolist() == [1, 2] and got["x"].tolist() == [0.0, 0.0]
+    got = gather_inputs(program, [], "ones", 0)
+    assert got["x"].tolist() == [1.0, 1.0] and got["y"].tolist() == [1, 1]
+    a, b = gather_inputs(program, [], "random", 5), gather_inputs(program, [], "random", 5)
+    assert a["x"].tolist() == b["x"].tolist() != gather_inputs(program, [], "random", 6)["x"].tolist()
+
+
+def test_gather_inputs_errors(tmp_path: Path) -> None:
+    program = parse_program(TWO_PARAMS)
+    np.save(tmp_path / "x.npy", np.array([3, 4], np.float32))
+    np.savez(tmp_path / "both.npz", x=np.array([5, 6], np.float32))
+    (tmp_path / "bad.npy").write_text("not numpy")
+    errors = [
+        ([f"@{tmp_path / 'x.npy'}"], f"'@{tmp_path / 'x.npy'}' is one array: name the parameter, as --input=x=@"),
+        (["x"], "input 'x' is neither NAME=..., @file.npz nor DIMSxTYPE=VALUES"),
+        (["f32=1", "f32=2", "f32=3"], "input 'f32=3' is one more than the 2 parameters of main"),
+        ([f"y=@{tmp_path / 'both.npz'}"], f"'{tmp_path / 'both.npz'}' has no array named 'y'"),
+        (["z=f32=1"], "input 'z' is not a parameter of main (parameters: x, y)"),
+        (["x=2xf32=1 2"], "no input for parameter 'y' (int64_type, {2})"),
+        ([f"x=@{tmp_path / 'bad.npy'}"], f"cannot read input file '{tmp_path / 'bad.npy'}' for 'x': "),
+    ]
+    for specs, message in errors:
+        with pytest.raises(MgxError) as e:
+            gather_inputs(program, specs, "none", 0)
+        assert e.value.diagnostic.message.startswith(message), e.value.diagnostic.message
+    empty = parse_program('module: "main"\n@0 = @literal{1} -> float_type, {1}, {0}\n')
+    with pytest.raises(MgxError, match=r"input 'z' is not a parameter of main \(parameters: none\)"):
+        gather_inputs(empty, ["z=f32=1"], "none", 0)
+
+
+def test_gather_inputs_for_dynamic_parameters() -> None:
+    program = parse_program('module: "main"\nx = @param:x -> dynamic, float_type, {[1..4], [2..2]}\n')
+    with pytest.raises(MgxError, match=r"parameter 'x' has a dynamic shape: give its value with --input$"):
+        gather_inputs(program, [], "random", 0)
+    got = gather_inputs(program, ["x=3x2xf32=1"], "none", 0)
+    assert got["x"].shape == (3, 2)
+
+
+def test_filled_ranges() -> None:
+    rng = np.random.default_rng(0)
+    ints = filled(Shape(DType.int32, (400,)), "random", rng)
+    assert ints.dtype == np.int32 and set(ints.tolist()) == {0, 1, 2, 3}
+    bools = filled(Shape(DType.bool, (100,)), "random", rng)
+    assert bools.dtype == np.bool_ and set(bools.tolist()) == {False, True}
+    floats = filled(Shape(DType.half, (400,)), "random", rng)
+    assert floats.dtype == np.float16 and floats.min() < -0.9 and floats.max() > 0.9 and np.abs(floats).max() <= 1
+    assert filled(Shape(DType.int8, (2,)), "zeros", rng).dtype == np.int8
+    assert filled(Shape(DType.int8, (2,)), "ones", rng).tolist() == [1, 1]
+
+
+# -- run: outputs and comparison -----------------------------------------------------------------
+
+
+def test_flatten_outputs_names_tuple_elements() -> None:
+    named = flatten_outputs([np.zeros(1), (np.ones(1), np.zeros(2)), 3.0])
+    assert list(named) == ["out0", "out1_0", "out1_1", "out2"]
+    assert isinstance(named["out2"], np.ndarray)
+
+
+def test_format_value_as_iree_prints() -> None:
+    assert format_value(np.arange(8, dtype=np.int32).reshape(2, 2, 2), 64) == "2x2x2xi32=[[0 1][2 3]][[4 5][6 7]]"
+    assert format_value(np.array([0.5, 1 / 3], np.float32), 64) == "2xf32=[0.5 0.333333]"
+    assert format_value(np.array([True, False]), 64) == "2xi1=[1 0]"
+    assert format_value(np.arange(5, dtype=np.int64), 3) == "5xi64=[0 1 2 ...] (5 elements, 2 not shown)"
+    assert format_value(np.arange(3, dtype=np.int64), 3) == "3xi64=[0 1 2]"
+    assert format_value(np.array(2.5, np.float64), 64) == "f64=2.5"
+    bf16 = np.array([1.5], np.float32).astype(DType.bf16.numpy)
+    assert format_value(bf16, 64) == "1xbf16=[1.5]"
+    assert format_value(np.array([1], np.uint8), 64) == "1xui8=[1]"
+    assert format_value(np.array([1], np.int8), 64) == "1xi8=[1]"
+    assert format_value(np.array([1 + 2j]), 64) == "1xf32=[(1+2j)]"
+
+
+def test_rms_error_is_migraphx_rule() -> None:
+    assert rms_error(np.array([1.0, 2.0]), np.array([1.0, 4.0])) == pytest.approx(2 / (np.sqrt(2) * 4))
+    assert rms_error(np.array([-3.0, 0.0]), np.array([-1.0, 0.0])) == pytest.approx(2 / (np.sqrt(2) * 3))
+    assert rms_error(np.array([0.0, 0.0]), np.array([0.0, 0.0])) == 0.0
+    assert rms_error(np.zeros(0), np.zeros(0)) == 0.0
+
+
+def test_compare_prints_each_output_verdict(capsys: pytest.CaptureFixture[str]) -> None:
+    actual = {"out0": np.array([1.0, 2.0], np.float32), "out1": np.zeros(2, np.float32)}
+    assert compare(actual, {"out0": np.array([1.0, 2.0])}, 1e-3, None, None)
+    assert capsys.readouterr().out == ("out0: ok: rms error 0 (tolerance 0.001), worst element [0]: 1 vs expected 1\n")
+    assert not compare(actual, {"out0": np.array([1.0, 3.0]), "out2": np.zeros(1)}, 1e-3, None, None)
+    assert capsys.readouterr().out.splitlines() == [
+        "out0: MISMATCH: rms error 0.235702 (tolerance 0.001), worst element [1]: 2 vs expected 3",
+        "out2: missing (the program has outputs out0, out1)",
+    ]
+    assert not compare(actual, {"out1": np.zeros(3)}, 1e-3, None, None)
+    assert capsys.readouterr().out == "out1: shape {2} but expected {3}\n"
+    # inside the rms tolerance but not the elementwise one
+    near = {"out0": np.array([1.0, 2.1])}
+    assert compare(actual, near, 0.1, None, None)
+    assert not compare(actual, near, 0.1, 0.01, None)
+    assert not compare(actual, near, 0.1, None, 0.01)
+    assert compare(actual, near, 0.1, 0.2, None)
+    assert compare(actual, near, 0.1, None, 0.2)
+    capsys.readouterr()
+    nan = {"out0": np.array([np.nan, 1.0], np.float32)}
+    assert compare(nan, {"out0": np.array([np.nan, 1.0])}, 1e-3, None, None)
+    assert not compare(nan, {"out0": np.array([np.nan, 2.0])}, 1e-3, None, None)
+    assert compare({"out0": np.zeros(0)}, {"out0": np.zeros(0)}, 1e-3, None, None)
+    assert capsys.readouterr().out.splitlines()[-1].endswith("no elements")
+
+
+def test_compare_reads_raw_bits_of_bf16() -> None:
+    got = np.array([1.5], np.float32).astype(DType.bf16.numpy)
+    assert compare({"out0": got}, {"out0": got.view(np.uint16)}, 1e-3, None, None)
+
+
+# -- run: the command ---------------------------------------------------------------------------
+
+
+def test_run_prints_saves_and_compares(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, PROGRAM)
+    assert run_main(RunOptions(input_file=path, inputs=["x=2xf32=1 -2"])) == 0
+    assert capsys.readouterr().out == "out0: float_type, {2}\n2xf32=[-1 2]\n"
+    saved = tmp_path / "out.npz"
+    assert run_main(RunOptions(input_file=path, inputs=["x=2xf32=1 -2"], quiet=True, output=f"@{saved}")) == 0
+    assert capsys.readouterr().out == ""
+    assert np.load(saved)["out0"].tolist() == [-1.0, 2.0]
+    assert run_main(RunOptions(input_file=path, inputs=["x=2xf32=1 -2"], quiet=True, expected=str(saved))) == 0
+    assert capsys.readouterr().out.startswith("out0: ok: ")
+    np.save(tmp_path / "one.npy", np.array([-1.0, 3.0]))
+    one = str(tmp_path / "one.npy")
+    assert run_main(RunOptions(input_file=path, inputs=["x=2xf32=1 -2"], quiet=True, expected=f"@{one}")) == 1
+    assert capsys.readouterr().out.startswith("out0: MISMATCH: ")
+
+
+def test_run_verify_against_ref(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, PROGRAM)
+    assert run_main(RunOptions(input_file=path, quiet=True, verify_against_ref=True)) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "verify: ref against ref (compiled by the ref pipeline)" and out[1].startswith("out0: ok: ")
+
+
+def test_run_option_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, PROGRAM)
+    cases = [
+        (RunOptions(input_file=path, fill="twos"), "error: --fill must be random, zeros, ones or none, not 'twos'"),
+        (RunOptions(input_file=path, target="no"), "error: unknown target 'no' (available: ref, iree, vulkan, gpu)"),
+        (
+            RunOptions(input_file=path, output=str(tmp_path / "no" / "o.npz")),
+            f"error: cannot write {tmp_path}/no/o.npz: folder '{tmp_path}/no' does not exist",
+        ),
+        (RunOptions(input_file=path + ".mlir"), "error: an MLIR input runs with --target=iree, not --target=ref"),
+        (RunOptions(input_file=path, fill="none"), "error: no input for parameter 'x' (float_type, {2})"),
+    ]
+    for options, message in cases:
+        assert run_main(options) == 1
+        assert capsys.readouterr().err == message + "\n"
+    assert runner("ref") is run.run_on_ref
+
+
+def test_run_timing_on_ref_prints_the_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, PROGRAM)
+    assert run_main(RunOptions(input_file=path, quiet=True, timing=True)) == 0
+    assert capsys.readouterr().err != ""
+    assert run_main(RunOptions(input_file=path, quiet=True)) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_run_from_log(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = _write(tmp_path, "log\n" + PROGRAM + "log\n", "r.log")
+    assert run_main(RunOptions(input_file=log, inputs=["x=2xf32=1 -2"], from_log=True)) == 0
+    assert capsys.readouterr().out.splitlines()[1] == "2xf32=[-1 2]"
+
+
+def test_save_outputs_error(tmp_path: Path) -> None:
+    with pytest.raises(MgxError, match=r"^error: cannot write .*: "):
+        run.save_outputs({"out0": np.zeros(1)}, str(tmp_path / "no" / "o.npz"))
+
+
+# -- translate: every format's adapter (mgxir.drivers.formats) -----------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["mxr", "json", "py"])
+def test_translate_through_a_file_format_and_back(fmt: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, TWO_PARAMS)
+    saved = tmp_path / f"p.{fmt}"
+    assert translate_main(TranslateOptions(input=path, to=fmt, output=str(saved))) == 0
+    assert capsys.readouterr() == ("", "")
+    assert translate_main(TranslateOptions(input=str(saved), source=fmt)) == 0
+    assert capsys.readouterr().out == translate_of(TWO_PARAMS, tmp_path, capsys)
+
+
+def translate_of(text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    assert translate_main(TranslateOptions(input=_write(tmp_path, text, "again.mgx"))) == 0
+    return capsys.readouterr().out
+
+
+def test_translate_to_dot_and_svg(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch) -> None:
+    path = _write(tmp_path, PROGRAM)
+    assert translate_main(TranslateOptions(input=path, to="dot")) == 0
+    assert capsys.readouterr().out.startswith("digraph")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert translate_main(TranslateOptions(input=path, to="svg", output=str(tmp_path / "p.svg"))) == 1
+    assert capsys.readouterr().err == (
+        "error: --to-svg needs Graphviz's 'dot' program, which is not installed (apt-get install graphviz)\n"
+    )
+
+
+def test_translate_mlir_text_bytecode_and_back(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, PROGRAM)
+    assert translate_main(TranslateOptions(input=path, to="mlir")) == 0
+    text = capsys.readouterr().out
+    assert 'func.func @main(%arg0: tensor<2xf32> {mgx.param = "x"})' in text and "arith.negf" in text
+    bytecode = tmp_path / "p.mlirbc"
+    options = TranslateOptions(input=path, to="mlirbc", output=str(bytecode), format_options={"bytecode_version": 1})
+    assert translate_main(options) == 0
+    data = bytecode.read_bytes()
+    assert data[:4] == b"ML\xefR" and data[4] >> 1 == 1
+    assert translate_main(TranslateOptions(input=str(bytecode), source="mlir")) == 0
+    assert "neg(x)" in capsys.readouterr().out
+
+
+def test_translate_split_input_both_ways(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, PROGRAM + "// -----\n" + PROGRAM.replace("neg", "abs"))
+    mlir = tmp_path / "parts.mlir"
+    assert translate_main(TranslateOptions(input=path, to="mlir", split_input_file=True, output=str(mlir))) == 0
+    assert mlir.read_text().count("// -----") == 1
+    assert translate_main(TranslateOptions(input=str(mlir), source="mlir", split_input_file=True)) == 0
+    back = capsys.readouterr().out.split("// -----")
+    assert len(back) == 2 and "neg(x)" in back[0] and "abs(x)" in back[1]
+
+
+def test_translate_lists_the_lowerings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    table = tmp_path / "lowerings.md"
+    assert translate_main(TranslateOptions(input="ignored.mgx", list_lowerings=True, output=str(table))) == 0
+    assert capsys.readouterr() == ("", "")
+    text = table.read_text()
+    assert "\n| `neg` | " in text and "gpu::" not in text
+
+
+def test_run_reproducer_replays_the_pipeline_it_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dead = PROGRAM + "@2 = abs(x) -> float_type, {2}, {1}\n@3 = @return(@1)\n"
+    repro = _write(tmp_path, "// mgx-opt -p 'dce'\n" + dead, "p.repro")
+    assert opt_main(OptOptions(input=repro, run_reproducer=True)) == 0
+    out = capsys.readouterr().out
+    assert "abs" not in out and "neg(x)" in out
+
+
+def test_roundtrip_reports_a_changed_print_with_its_diff(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No printer/parser pair known to disagree: the second print is made to differ (a printer bug
+    injected), and the driver must say so and print nothing."""
+    from mgxir.drivers import roundtrip
+
+    prints: list[str] = []
+
+    def printer_with_a_bug(program, options) -> str:
+        text = print_program(program, options)
+        prints.append(text)
+        return text if len(prints) == 1 else text.replace("neg", "abs")
+
+    monkeypatch.setattr(roundtrip, "print_program", printer_with_a_bug)
+    assert roundtrip_main(_write(tmp_path, PROGRAM)) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.splitlines() == [
+        "round trip changed the text:",
+        "--- first",
+        "+++ second",
+        "@@ -1,5 +1,5 @@",
+        ' module: "main"',
+        " x = @param:x -> float_type, {2}, {1}",
+        "-@1 = neg(x) -> float_type, {2}, {1}",
+        "+@1 = abs(x) -> float_type, {2}, {1}",
+        " ",
+        " ",
+        "",
+    ]
+
+
+@pytest.mark.parametrize("from_log", [False, True])
+def test_a_failing_pass_writes_a_reproducer_of_the_input_read_again(
+    from_log: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mgxir.passes.registry import PASSES
+
+    monkeypatch.setitem(PASSES._places, "test_fail", "mgxir.passes.testing:TestFail")
+    text = PROGRAM + "@2 = tanh(x) -> float_type, {2}, {1}\n@3 = @return(@1)\n"
+    path = _write(tmp_path, "log line\n" + text if from_log else text, "in.log" if from_log else "in.mgx")
+    out, repro = tmp_path / "out.mgx", tmp_path / "r.repro"
+    options = OptOptions(
+        input=path, from_log=from_log, pipeline="dce,test_fail,cse", output=str(out), reproducer=str(repro)
+    )
+    assert opt_main(options) == 1
+    assert capsys.readouterr().err == (
+        f"error: pass 'test_fail' failed: test_fail: failing on purpose in module 'main' "
+        f"(reproducer: {repro}; replay with mgx-opt --run-reproducer)\n"
+    )
+    assert not out.exists()
+    assert repro.read_text().startswith(
+        "// mgx-opt -p 'test_fail,eliminate_common_subexpression'\n" + PROGRAM + "@2 = @return(@1)\n"
+    )
+
+
+WARNED = (
+    'module: "main"\nx = @param:x -> float_type, {2}, {1}\n@1 = foo_op(x) -> float_type, {2}, {1}\n'
+    "@2 = @literal{1.2345678} -> float_type, {1}, {0}\n"
+)
+
+
+@pytest.mark.parametrize(("lossless", "literal"), [(False, "1.23457"), (True, "1.2345678")])
+def test_roundtrip_warns_once_at_the_input_and_prints_as_asked(
+    lossless: bool, literal: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, WARNED)
+    assert (roundtrip_main(path, lossless=True) if lossless else roundtrip_main(path)) == 0
+    out, err = capsys.readouterr()
+    assert out == WARNED.replace("1.2345678", literal) + "\n\n"
+    assert err == (
+        f"{path}:3:6: warning: unknown operator 'foo_op': kept as written; its shape is not checked\n"
+        "@1 = foo_op(x) -> float_type, {2}, {1}\n     ^\n"
+    )
+
+
+# -- written against the survivors of the drivers' mutation run ---------------------------------
+
+
+def test_lossless_translation_to_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "o.mgx"
+    assert translate_main(TranslateOptions(input=_write(tmp_path, WARNED), to="mgx-lossless", output=str(out))) == 0
+    assert capsys.readouterr().out == ""
+    assert "@literal{1.2345678}" in out.read_text()
+
+
+@pytest.mark.parametrize("fmt", ["mxr", "json"])
+def test_reading_a_file_format_reports_its_warnings(
+    fmt: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    saved = tmp_path / f"w.{fmt}"
+    assert translate_main(TranslateOptions(input=_write(tmp_path, WARNED), to=fmt, output=str(saved))) == 0
+    capsys.readouterr()
+    assert translate_main(TranslateOptions(input=str(saved), source=fmt)) == 0
+    assert capsys.readouterr().err == (
+        f"warning: {saved}: operator 'foo_op' is not one mgxir knows (or has attributes it does not know): "
+        "kept as written; its shape is not checked\n"
+    )
+
+
+def test_dot_and_split_mlir_write_to_the_output_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, PROGRAM + "// -----\n" + PROGRAM.replace("neg", "abs"))
+    dot = tmp_path / "p.dot"
+    assert translate_main(TranslateOptions(input=path, to="dot", output=str(dot))) == 0
+    assert dot.read_text().startswith("digraph")
+    mlir, back = tmp_path / "parts.mlir", tmp_path / "back.mgx"
+    assert translate_main(TranslateOptions(input=path, to="mlir", split_input_file=True, output=str(mlir))) == 0
+    options = TranslateOptions(input=str(mlir), source="mlir", split_input_file=True, output=str(back))
+    assert translate_main(options) == 0
+    assert capsys.readouterr() == ("", "")
+    assert "abs(x)" in back.read_text()
+
+
+def test_split_mlir_errors_name_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = 'module {\n  func.func @main(%arg0: tensor<2xf32> {mgx.param = "x"}) -> tensor<2xf32> {\n'
+    bad = good + '    %0 = "foo.bar"(%arg0) : (tensor<2xf32>) -> tensor<2xf32>\n'
+    path = _write(tmp_path, good + "    return %arg0 : tensor<2xf32>\n  }\n}\n// -----\n" + bad + "  }\n}\n", "p.mlir")
+    assert translate_main(TranslateOptions(input=path, source="mlir", split_input_file=True)) == 1
+    assert capsys.readouterr().err.startswith(f"{path}:3:19: error: operation being parsed with an unregistered")
+
+
+def test_check_a_diagnostic_without_location_matches_only_line_zero() -> None:
+    expected = expectations(Chunk("// expected-error@above {{above the file}}\n// expected-error {{nowhere}}", 1))
+    found = [_diag("error", None, "nowhere"), _diag("error", None, "above the file")]
+    assert check(found, expected, "f.mgx") == [
+        "f.mgx: unexpected error: nowhere",
+        'f.mgx:2: expected error "nowhere" was not produced',
+    ]
+
+
+def test_verify_diagnostics_reports_unexpected_errors_and_sees_warnings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    warned = WARNED.replace("@1 = foo_op", "// expected-warning@+1 {{unknown operator 'foo_op'}}\n@1 = foo_op")
+    unexpected = 'module: "main"\n@1 = neg(nosuch)\n'
+    path = _write(tmp_path, warned + "// -----\n" + unexpected)
+    assert opt_main(OptOptions(input=path, split=True, verify_diagnostics=True, lossless=True)) == 1
+    out, err = capsys.readouterr()
+    assert "@literal{1.2345678}" in out
+    assert err == f"{path}:8:10: unexpected error: use of undefined value 'nosuch'\n"
+
+
+def test_compare_edges(capsys: pytest.CaptureFixture[str]) -> None:
+    same = {"out0": np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)}
+    assert compare(same, {"out0": same["out0"].astype(np.float64)}, 0.0, None, None) is True
+    assert compare(same, {"nosuch": np.zeros(1), "out0": np.array([[1.0, 2.0], [5.0, 4.0]])}, 1e-3, None, None) is False
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "out0: ok: rms error 0 (tolerance 0), worst element [0, 0]: 1 vs expected 1"
+    assert lines[1] == "nosuch: missing (the program has outputs out0)"
+    assert lines[2].startswith("out0: MISMATCH: ") and lines[2].endswith("worst element [1, 0]: 3 vs expected 5")
+    assert compare(same, {"out0": np.zeros(3), "out1": np.zeros(1)}, 1e-3, None, None) is False
+    assert capsys.readouterr().out.splitlines()[1] == "out1: missing (the program has outputs out0)"
+    nan = {"out0": np.array([np.nan, np.nan], np.float32)}
+    assert compare(nan, {"out0": np.array([np.nan, np.nan])}, 1e-3, None, None) is True
+    assert capsys.readouterr().out == (
+        "out0: ok: rms error nan (tolerance 0.001), worst element [0]: nan vs expected nan\n"
+    )
+
+
+def test_fp8_outputs_are_saved_as_raw_bits(tmp_path: Path) -> None:
+    value = np.array([1.0, -2.0], np.float32).astype(DType.fp8e4m3fn.numpy)
+    run.save_outputs({"out0": value}, str(tmp_path / "o.npz"))
+    saved = np.load(tmp_path / "o.npz")["out0"]
+    assert saved.dtype == np.uint8 and saved.tolist() == value.view(np.uint8).tolist()
+
+
+def test_save_outputs_error_is_the_reason(tmp_path: Path) -> None:
+    path = tmp_path / "no" / "o.npz"
+    with pytest.raises(MgxError) as e:
+        run.save_outputs({"out0": np.zeros(1)}, str(path))
+    assert str(e.value) == f"error: cannot write {path}: No such file or directory"
+
+
+def test_translate_from_a_log_after_a_named_pass(capsys: pytest.CaptureFixture[str]) -> None:
+    log = str(Path(__file__).parents[1] / "text" / "Inputs" / "trace.log")
+    assert (
+        translate_main(TranslateOptions(input=log, source="log", format_options={"log_pass": "eliminate_identity"}))
+        == 0
+    )
+    assert "identity(x)" in capsys.readouterr().out
+    assert translate_main(TranslateOptions(input=log, source="log")) == 0
+    assert "identity" not in capsys.readouterr().out
+
+
+def test_spirv_kernels_go_to_the_output_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fused = str(Path(__file__).parents[1] / "translate" / "spirv" / "pointwise.mgx")
+    kernels = tmp_path / "kernels"
+    assert translate_main(TranslateOptions(input=fused, to="spirv", output=str(kernels))) == 0
+    names = sorted(p.name for p in kernels.iterdir())
+    assert "manifest.json" in names and "main_pointwise0.spv" in names, names
+    asm = tmp_path / "k.spvasm"
+    assert translate_main(TranslateOptions(input=fused, to="spvasm", output=str(asm))) == 0
+    assert capsys.readouterr().out == ""
+    assert "OpEntryPoint" in asm.read_text()
+
+
+def test_spirv_warnings_reach_the_user(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, PROGRAM)
+    fused = tmp_path / "fused.mgx"
+    assert opt_main(OptOptions(input=path, passes=["fuse_pointwise"], output=str(fused))) == 0
+    for fmt, out in (("spirv", tmp_path / "k"), ("spvasm", tmp_path / "k.spvasm")):
+        assert translate_main(TranslateOptions(input=str(fused), to=fmt, output=str(out))) == 0
+        assert capsys.readouterr().err.startswith("warning: no SPIR-V kernel for '@1' (main:pointwise0)")
+
+
+def test_compiled_for_ref_keeps_literal_bits_and_reports_to_the_sink() -> None:
+    import warnings
+
+    from mgxir.diagnostics import DiagnosticSink
+    from mgxir.drivers.compiled_for_ref import run_compiled_for_ref
+    from mgxir.interp.interpreter import run_program
+
+    program = parse_program(
+        'module: "main"\nx = @param:x -> float_type, {1}, {1}\n@1 = @literal{1.2345678} -> float_type, {1}, {1}\n'
+        "@2 = add(x,@1) -> float_type, {1}, {1}\n@3 = @literal{ ... } -> float_type, {1}, {1}\n"
+        "@4 = @literal{0} -> float_type, {1}, {1}\n@5 = log(@4) -> float_type, {1}, {1}\n@6 = @return(@2,@5,@3)\n"
+    )
+    params = {"x": np.array([1.0], np.float32)}
+    sink = DiagnosticSink()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # log(0): silenced as on ref
+        got = run_compiled_for_ref(program, params, sink)
+    with np.errstate(all="ignore"):
+        expected = run_program(program, params)
+    assert got[0].tolist() == expected[0].tolist()
+    assert [w.message for w in sink.warnings] == [
+        "literal '@literal' (line 5) in module 'main' was printed elided ({ ... }); "
+        "using deterministic generated values"
+    ]
