@@ -10,6 +10,9 @@ import pytest
 pytest.importorskip("onnxruntime")
 from test_ops_compute import data, onnx_node, run
 
+from mgxir.ir.operation import ComputeError
+from mgxir.ir.registry import make_op
+
 
 def test_lp_pooling_matches_onnxruntime() -> None:
     x = data(1, 2, 6, 5)
@@ -52,3 +55,16 @@ def test_resize_sizes_and_scales_inputs_match_onnxruntime() -> None:
     scales = np.array([1, 1, 2.0, 0.5], np.float32)
     (want,) = onnx_node("Resize", [x, np.array([], np.float32), scales], mode="linear")
     np.testing.assert_allclose(run("resize", [x, scales], mode="linear"), want, rtol=1e-5, atol=1e-6)
+
+
+def test_broadcast_with_dims_broadcasts_to_the_runtime_dims() -> None:
+    x = data(3, 1)
+    got = run("broadcast_with_dims", [x, np.array([2, 1, 4], np.int64)])
+    np.testing.assert_array_equal(got, np.broadcast_to(x, (2, 3, 4)))
+
+
+def test_dynamic_range_without_a_finite_count_is_refused() -> None:
+    op = make_op("dynamic_range")
+    start, limit, delta = (np.array(v, np.float32) for v in (0.0, np.inf, 1.0))
+    with pytest.raises(ComputeError, match=r"^dynamic_range: computed element count is not finite$"):
+        op.defn.compute(op, [start, limit, delta], [], None)
