@@ -654,7 +654,8 @@ def pool(x: np.ndarray, op: Operation) -> np.ndarray:
         windows = _windows(np.pad(wide, full), lengths, stride, dilation)
         total = windows.sum(axis=axes)
         if op["count_include_pad"]:
-            declared = np.pad(np.ones(x.shape[2:]), [(b, e) for b, e in pads])
+            # the padding counts; what ceil_mode adds past it does not (MIGraphX's pooling)
+            declared = np.pad(np.ones(x.shape[2:]), pads, constant_values=1)
             declared = np.pad(declared, [(0, e) for e in extra])
             count = _windows(declared[None, None], lengths, stride, dilation).sum(axis=axes)
         else:

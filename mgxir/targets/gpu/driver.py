@@ -95,7 +95,9 @@ def load_on_gpu(
     return GpuExecutable(lowered, device, sink, platform)
 
 
-def run_on_gpu(program: Program, params: dict[str, np.ndarray], sink: DiagnosticSink) -> list[RuntimeValue]:
+def run_on_gpu(  # no cover: needs a GPU (without one load_on_gpu stops at opening it)
+    program: Program, params: dict[str, np.ndarray], sink: DiagnosticSink
+) -> list[RuntimeValue]:
     executable = load_on_gpu(program, sink)
     outputs = executable.run(params)
     if gpu_options.perf:

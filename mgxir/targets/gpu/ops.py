@@ -19,7 +19,7 @@ from mgxir.ir.operation import OpDef, Operation
 from mgxir.ir.registry import register
 from mgxir.ir.shape import Shape
 from mgxir.ir.values import OpNode, Value
-from mgxir.ops.common import fail
+from mgxir.ops.common import fail, lens_text
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module
@@ -143,7 +143,9 @@ class Gemm(_WritesOutput):
             raise fail(self.name, f"epilogue '{op['epilogue']}' takes {4 if with_bias else 3} arguments")
         a, b, out = inputs[0], inputs[1], inputs[-1]
         if a.lens[-1] != b.lens[-2] or out.lens[-2:] != (a.lens[-2], b.lens[-1]):
-            raise fail(self.name, f"cannot multiply {a.lens} by {b.lens} into {out.lens}")
+            raise fail(
+                self.name, f"cannot multiply {lens_text(a.lens)} by {lens_text(b.lens)} into {lens_text(out.lens)}"
+            )
         return out
 
 
@@ -193,5 +195,6 @@ class Attention(_WritesOutput):
     def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
         q, k_t, v, out = inputs
         if q.lens[-1] != k_t.lens[-2] or k_t.lens[-1] != v.lens[-2] or out.lens[-2:] != (q.lens[-2], v.lens[-1]):
-            raise fail(self.name, f"cannot attend {q.lens} over {k_t.lens} and {v.lens} into {out.lens}")
+            lens = ", ".join(lens_text(s.lens) for s in (q, k_t, v))
+            raise fail(self.name, f"cannot attend {lens} (query, transposed key, value) into {lens_text(out.lens)}")
         return out

@@ -72,13 +72,13 @@ class Platform(abc.ABC):
     def stream_handle(self) -> int: ...
 
 
-def _driver():
+def _driver():  # no cover: needs a GPU driver (libcuda), as CudaPlatform, its one user
     from cuda.bindings import driver
 
     return driver
 
 
-def cuda_check(result: tuple) -> object:
+def cuda_check(result: tuple) -> object:  # no cover: needs a GPU driver (libcuda), as CudaPlatform
     driver = _driver()
     err = result[0]
     if err != driver.CUresult.CUDA_SUCCESS:

@@ -1,0 +1,170 @@
+"""Shape rules on the inputs the common tests leave out: dynamic shapes (MIGraphX's dynamic_dimension
+ranges), and refusals of inputs no shape can be given for, each with its exact message."""
+
+from __future__ import annotations
+
+import pytest
+
+from mgxir import DType, Shape
+from mgxir.ir.operation import ShapeError
+from mgxir.ir.registry import make_op
+from mgxir.ir.shape import DynamicDimension as D
+
+F = DType.float
+F23 = Shape.make(F, (2, 3))
+F6 = Shape.make(F, (6,))
+F234 = Shape.make(F, (2, 3, 4))
+I64_3 = Shape.make(DType.int64, (3,))
+I64_23 = Shape.make(DType.int64, (2, 3))
+NCHW = Shape.make(F, (1, 4, 8, 8))
+DYN = Shape.dynamic(F, [D(1, 4), D(3, 3)])
+
+
+def dyn(*dims: tuple[int, int], dtype: DType = F) -> Shape:
+    return Shape.dynamic(dtype, [D(lo, hi) for lo, hi in dims])
+
+
+def shape_of(name: str, inputs: list[Shape], **attributes) -> Shape:
+    op = make_op(name, **attributes)
+    return op.defn.shape(op, inputs, [])
+
+
+REFUSED = [
+    ("multibroadcast", {}, [Shape.make(F, ())], "input rank must be at least 1"),
+    ("multibroadcast", {}, [dyn((1, 4), (2, 2)), dyn((3, 3))], "dynamic dimension 1 does not broadcast"),
+    ("slice", {"axes": (0,), "starts": (0, 1), "ends": (1,)}, [F23], "axes, starts and ends must have the same length"),
+    ("slice", {"axes": (0,), "starts": (0,), "ends": (1,)}, [DYN], "cannot slice non-fixed dynamic axis 0"),
+    ("slice", {}, [F23, I64_3], "Invalid 2 input and attributes configuration"),
+    ("slice", {"axes": (0,)}, [F23, I64_3, Shape.make(DType.int64, (2,))], "must be static, 1-D and of one length"),
+    ("slice", {"axes": (0,)}, [F23, I64_3, I64_3], "3 input and attributes mismatch"),
+    ("concat", {"axis": 0}, [F23, F6], "input 1 has rank 1, input 0 has rank 2"),
+    ("concat", {"axis": 0}, [F23, Shape.make(F, (2, 4))], "input 1 has size 4 in dimension 1, input 0 has 3"),
+    ("flatten", {"axis": 3}, [F23], "axis 3 is out of range for rank 2"),
+    ("allocate", {"shape": F23, "buf_type": F}, [], "shape and buf_type attributes both set"),
+    ("allocate", {}, [], "shape and buf_type attributes both not set"),
+    ("allocate", {"buf_type": F}, [F23], "without a shape it takes one static 1-D input: the output dimensions"),
+    (
+        "scatternd_none",
+        {},
+        [F23, Shape.make(DType.int64, (2, 3)), F6],
+        "the last dimension of indices (3) must be in 1..2",
+    ),
+    ("scatternd_none", {}, [F23, Shape.make(DType.int64, (2, 1)), F6], "updates are {6}, expected {2, 3}"),
+    (
+        "scatternd_none",
+        {},
+        [F23, Shape.make(DType.int64, (2, 1)), I64_23],
+        "updates have type int64_type, data has float_type",
+    ),
+    ("onehot", {"axis": -1}, [I64_3], "without a depth attribute it takes (indices, depth, values)"),
+    ("onehot", {"axis": -1, "depth": 4}, [I64_3], "with a depth attribute it takes (indices, values)"),
+    ("onehot", {"axis": -1, "depth": -1}, [I64_3, F6], "depth -1 is negative"),
+    ("unique", {"axis": 1}, [F23], "only axis 0 or none is supported, got 1"),
+    ("get_tuple_elem", {"index": 0}, [F23], "the input is not a tuple"),
+    ("get_tuple_elem", {"index": 2}, [Shape.tuple_of([F23, F6])], "index 2 is out of range for a tuple of 2"),
+    (
+        "pooling",
+        {"lengths": (2, 2)},
+        [dyn((1, 1), (4, 4), (4, 8), (8, 8))],
+        "dynamic spatial dimensions are only supported with dyn_global",
+    ),
+    ("resize", {"sizes": (2, 3, 4)}, [F23], "sizes {2, 3, 4} do not match input rank 2"),
+    ("resize", {"scales": (1.0,)}, [F23], "1 scales do not match input rank 2"),
+    ("resize", {}, [F23, I64_23], "size/scale input must have rank 1"),
+    ("resize", {}, [F23, dyn((1, 2), dtype=DType.int64)], "size/scale input must have static shape"),
+    ("convolution_backwards", {}, [F23, F23], "input {2, 3} and weights {2, 3} need one rank >= 3"),
+    (
+        "convolution_backwards",
+        {"stride": (1,)},
+        [NCHW, Shape.make(F, (4, 2, 3, 3))],
+        "padding, stride and dilation do not fit 2 spatial dimensions",
+    ),
+    (
+        "convolution_backwards",
+        {},
+        [NCHW, Shape.make(F, (2, 4, 3, 3))],
+        "input has 4 channels (dimension 1), weights have 2",
+    ),
+    (
+        "convolution_backwards",
+        {"padding": (5, 5)},
+        [NCHW, Shape.make(F, (4, 2, 1, 1))],
+        "spatial dimension 2 would have size -2",
+    ),
+    ("im2col", {}, [F23, F23], "needs rank-4 image and weights, got {2, 3} and {2, 3}"),
+    ("roialign", {}, [F234, Shape.make(F, (2, 4)), Shape.make(DType.int64, (2,))], "X must have rank 4, got {2, 3, 4}"),
+    (
+        "roialign",
+        {},
+        [NCHW, Shape.make(F, (2, 3)), Shape.make(DType.int64, (2,))],
+        "rois must be {num_rois, 4}, got {2, 3}",
+    ),
+    (
+        "roialign",
+        {},
+        [NCHW, Shape.make(F, (2, 4)), Shape.make(DType.int64, (3,))],
+        "batch_indices {3} do not match 2 rois",
+    ),
+    ("multinomial", {}, [F6, F23], "inputs need rank 2, got {6} and {2, 3}"),
+    ("multinomial", {"dtype": DType.bool}, [F23, F23], "a boolean output type is invalid"),
+    ("pack_int4", {}, [F23], "only int8 or uint8 is supported, got float_type"),
+    ("pack_int4", {}, [Shape.make(DType.int8, (2, 3))], "cannot pack dimension 1 of odd length 3"),
+    ("pack_fp4", {}, [F23], "cannot pack dimension 1 of odd length 3"),
+    ("unpack_fp4", {}, [F23], "expects fp4x2_type, got float_type"),
+    ("dimensions_of", {"start": 2, "end": 1}, [F23], "start 2 must be less than end 1"),
+    ("fill", {}, [F23, F23], "the value must have one element, got {2, 3}"),
+    ("fill", {}, [Shape.make(DType.int64, (1,)), F23], "value is int64_type, buffer is float_type"),
+    ("broadcast_with_dims", {}, [F23, dyn((1, 3), dtype=DType.int64)], "the dims input must have a static shape"),
+    (
+        "dynamic_range",
+        {},
+        [Shape.make(F, ()), Shape.make(F, ()), Shape.make(DType.int64, ())],
+        "start, limit and delta must have the same type",
+    ),
+    ("nonmaxsuppression", {}, [F23, F234], "boxes and scores need rank 3, got {2, 3} and {2, 3, 4}"),
+    (
+        "nonmaxsuppression",
+        {},
+        [Shape.make(F, (1, 5, 4)), Shape.make(F, (1, 2, 6))],
+        "boxes have 5 boxes (dimension 1), scores 6 (dimension 2)",
+    ),
+    ("nonmaxsuppression", {}, [Shape.make(F, (1, 5, 4)), Shape.make(F, (2, 2, 5))], "boxes have 1 batches, scores 2"),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "attributes", "inputs", "message"), REFUSED, ids=lambda v: v if isinstance(v, str) else None
+)
+def test_shape_rules_refuse(name: str, attributes: dict, inputs: list[Shape], message: str) -> None:
+    with pytest.raises(ShapeError) as raised:
+        shape_of(name, inputs, **attributes)
+    assert name in str(raised.value) and message in str(raised.value), str(raised.value)
+
+
+DYNAMIC_RESULTS = [
+    # a dynamic input passes through, its ranges kept or combined as MIGraphX's dynamic_dimension does
+    ("contiguous", {}, [DYN], DYN),
+    ("multibroadcast", {}, [dyn((1, 4), (3, 3)), dyn((3, 3))], dyn((1, 4), (3, 3))),
+    ("multibroadcast", {}, [dyn((1, 1), (3, 3)), F23], dyn((2, 2), (3, 3))),
+    ("multibroadcast", {"out_dyn_dims": (D(2, 8), D(3, 3))}, [DYN, F23], dyn((2, 8), (3, 3))),
+    ("squeeze", {"axes": (1,)}, [dyn((1, 4), (1, 1), (3, 3))], dyn((1, 4), (3, 3))),
+    ("squeeze", {}, [dyn((1, 4), (1, 1), (3, 3))], dyn((1, 4), (3, 3))),
+    ("unsqueeze", {"axes": (0, 2)}, [DYN], dyn((1, 1), (1, 4), (1, 1), (3, 3))),
+    ("slice", {"axes": (1,), "starts": (1,), "ends": (3,)}, [DYN], dyn((1, 4), (2, 2))),
+    ("concat", {"axis": 0}, [DYN, dyn((2, 5), (3, 3))], dyn((3, 9), (3, 3))),
+    ("onehot", {"axis": -1, "depth": 4}, [dyn((1, 3), dtype=DType.int64), F6], dyn((1, 3), (4, 4))),
+    ("pooling", {"dyn_global": True}, [dyn((1, 2), (4, 4), (4, 8), (8, 8))], dyn((1, 2), (4, 4), (1, 1), (1, 1))),
+    (
+        "nonmaxsuppression",
+        {"use_dyn_output": True},
+        [Shape.make(F, (2, 5, 4)), Shape.make(F, (2, 3, 5))],
+        Shape.dynamic(DType.int64, [(0, 30), (3, 3)]),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "attributes", "inputs", "want"), DYNAMIC_RESULTS, ids=lambda v: v if isinstance(v, str) else None
+)
+def test_dynamic_shape_rules(name: str, attributes: dict, inputs: list[Shape], want: Shape) -> None:
+    assert shape_of(name, inputs, **attributes) == want

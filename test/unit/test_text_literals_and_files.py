@@ -1,0 +1,92 @@
+"""Literal bodies that cannot be read get one message at the literal (bad numbers, values out of
+range, hex of the wrong length, sidecar arrays that are missing or do not fit), and files are
+written whole or not at all."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mgxir.diagnostics import MgxError
+from mgxir.ir.values import Braces, Brackets, OpNode, Seq, atoms_of
+from mgxir.text.parser import parse_program
+from mgxir.text.writer import write_atomically, write_output, write_program
+
+LITERAL_ERRORS = [
+    ("{1.5} -> int32_type, {1}, {1}", "bad int32_type literal value: invalid literal for int() with base 10: '1.5'"),
+    ("{300} -> int8_type, {1}, {1}", "literal value 300 does not fit int8_type"),
+    ("{-1} -> uint8_type, {1}, {1}", "literal value -1 does not fit uint8_type"),
+    ("{2} -> bool_type, {1}, {1}", "bad bool_type literal value: '2' is not 0 or 1"),
+    ("{hex:0g} -> int8_type, {1}, {1}", "bad hex digits in literal"),
+    ("{hex:0102} -> int8_type, {1}, {1}", "hex literal has 2 bytes, the shape needs 1"),
+    ("{npz:a} -> float_type, {3}, {1}", "expected npz:FILE:KEY"),
+    ("{npz:missing.npz:a} -> float_type, {3}, {1}", "cannot read sidecar missing.npz: No such file or directory"),
+    ("{npz:side.npz:c} -> float_type, {3}, {1}", "sidecar side.npz has no array 'c'"),
+    ("{npz:side.npz:b} -> float_type, {3}, {1}", "sidecar array 'b' has dtype int64, the shape needs float_type"),
+    ("{npz:side.npz:a} -> float_type, {4}, {1}", "sidecar array 'a' has 3 values, the shape has 4 elements"),
+]
+
+
+def _program(literal: str) -> str:
+    return f'module: "main"\n@0 = @literal{literal}\n@1 = @return(@0)\n'
+
+
+@pytest.mark.parametrize(("literal", "message"), LITERAL_ERRORS)
+def test_literal_errors_point_at_the_literal(tmp_path: Path, literal: str, message: str) -> None:
+    np.savez(tmp_path / "side.npz", a=np.arange(3, dtype=np.float32), b=np.arange(3, dtype=np.int64))
+    with pytest.raises(MgxError) as raised:
+        parse_program(_program(literal), "p.mgx", base_dir=tmp_path)
+    assert str(raised.value).splitlines()[0] == f"p.mgx:2:14: error: {message}"
+
+
+def test_sidecar_and_bool_literals_read(tmp_path: Path) -> None:
+    half = np.array([1.5, -2.0], np.float16)
+    np.savez(tmp_path / "side.npz", h=half.view(np.uint16))  # half precision kept as its bits
+    program = parse_program(_program("{npz:side.npz:h} -> half_type, {2}, {1}"), base_dir=tmp_path)
+    np.testing.assert_array_equal(next(iter(program.modules["main"])).literal.data, half)
+    program = parse_program(_program("{true, false, 1} -> bool_type, {3}, {1}"))
+    assert next(iter(program.modules["main"])).literal.data.tolist() == [True, False, True]
+
+
+def test_write_atomically_keeps_the_old_file_on_failure(tmp_path: Path) -> None:
+    with pytest.raises(MgxError, match=r"^error: cannot write .*/absent/out.mgx: No such file or directory$"):
+        write_atomically(tmp_path / "absent" / "out.mgx", "x")
+    (tmp_path / "taken").mkdir()
+    with pytest.raises(MgxError, match=r"^error: cannot write .*/taken: Is a directory$"):
+        write_atomically(tmp_path / "taken", "x")
+    target = tmp_path / "kept.txt"
+    target.write_text("old")
+    with pytest.raises(TypeError):
+        write_atomically(target, 42)  # type: ignore[arg-type]
+    assert target.read_text() == "old"
+    assert sorted(os.listdir(tmp_path)) == ["kept.txt", "taken"]  # no temporary file left behind
+
+
+def test_write_output_writes_bytes_and_text_to_stdout(capfdbinary: pytest.CaptureFixture[bytes]) -> None:
+    write_output(b"\x00\x01", None)
+    write_output("text", "-")
+    assert capfdbinary.readouterr().out == b"\x00\x01text"
+
+
+def test_write_program_to_stdout_with_a_sidecar(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    program = parse_program(_program("{1.5, 2} -> float_type, {2}, {1}"))
+    sidecar = tmp_path / "data.npz"
+    write_program(program, None, sidecar=str(sidecar))
+    text = capsys.readouterr().out
+    assert f"@literal{{npz:{sidecar}:" in text
+    again = parse_program(text)
+    np.testing.assert_array_equal(next(iter(again.modules["main"])).literal.data, [1.5, 2])
+
+
+def test_parsed_values_compare_by_kind_and_items() -> None:
+    assert Seq(("a", "b")) == Seq(("a", "b")) and hash(Seq(("a",))) == hash(Seq(("a",)))
+    assert Seq(("a",)) != Braces(("a",)) and hash(Braces(("a",))) != hash(Brackets(("a",)))
+    assert repr(Brackets(("1",))) == "Brackets(items=('1',))"
+    node = OpNode("relu", (("k", "1"),))
+    assert node == OpNode("relu", (("k", "1"),)) and node != OpNode("relu", ()) and node != "relu"
+    assert hash(node) == hash(OpNode("relu", (("k", "1"),)))
+    assert repr(node) == "OpNode(name='relu', attributes=(('k', '1'),))"
+    assert atoms_of(Braces(("1", "2"))) == ("1", "2") and atoms_of("x") == ("x",)
