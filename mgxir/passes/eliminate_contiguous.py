@@ -68,8 +68,7 @@ class EliminateContiguous(ModulePass):
                 source = copy.args[0]
                 inputs = [source.shape if a is copy else a.shape for a in ins.args]
                 if accepts(ins, inputs):
-                    ins.replace_arg(copy, source)
-                    Rewriter.recompute_shapes([ins])
+                    Rewriter(module).replace_arg(ins, copy, source)
                     context.count("contiguous bypassed")
                 elif constant(source):
                     kept_constant.append(copy)

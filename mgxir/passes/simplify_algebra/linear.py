@@ -186,7 +186,7 @@ def find_mul_slice_conv(rewriter: Rewriter, ins: Instruction, constant: Constant
     rewriter.replace_all_uses(ins, replacement)
     for other in list(conv.users):
         if other is not slice_ins:
-            other.replace_arg(conv, new_conv)
+            rewriter.replace_arg(other, conv, new_conv)
     return True
 
 
