@@ -252,4 +252,92 @@ def test_merge_into_shared_producer_and_consumer_modules() -> None:
     assert set(program.modules) == {"main", "pm", "pm:pn-deleted"}
     for name in ("pm", "pm:pn-deleted"):
         assert body_ops(program, name) == ["@literal", "@param", "@param", "sub", "mul", "@return"]
+        assert program.modules[name].bypass
     assert statistics == {"pointwise modules created": 0, "pointwise instructions fused": 2}
+
+
+SHARED_THREE_TIMES = f"""module: "main"
+x = @param:x -> {FLOAT_23}
+y = @param:y -> {FLOAT_23}
+@2 = pointwise(x,y), [pm] -> {FLOAT_23}
+@3 = pointwise(@2,x), [pn] -> {FLOAT_23}
+@4 = pointwise(@3), [pq] -> {FLOAT_23}
+@5 = pointwise(y,x), [pm] -> {FLOAT_23}
+@6 = pointwise(@5,y), [pn] -> {FLOAT_23}
+@7 = pointwise(x,x), [pm] -> {FLOAT_23}
+@8 = @return(@4,@6,@7)
+
+module: "pm"
+pm:x0 = @param:x0 -> float_type, {{1}}, {{0}}
+pm:x1 = @param:x1 -> float_type, {{1}}, {{0}}
+pm:@2 = sub(pm:x0,pm:x1) -> float_type, {{1}}, {{0}}
+pm:@3 = @return(pm:@2)
+
+module: "pn"
+pn:x0 = @param:x0 -> float_type, {{1}}, {{0}}
+pn:x1 = @param:x1 -> float_type, {{1}}, {{0}}
+pn:@2 = mul(pn:x0,pn:x1) -> float_type, {{1}}, {{0}}
+pn:@3 = @return(pn:@2)
+
+module: "pq"
+pq:x0 = @param:x0 -> float_type, {{1}}, {{0}}
+pq:@1 = tanh(pq:x0) -> float_type, {{1}}, {{0}}
+pq:@2 = @return(pq:@1)
+"""
+
+
+def test_merge_into_a_module_three_instructions_call() -> None:
+    """`pm` is called three times: each merge into it grows a copy that takes the name, and the
+    original is renamed again (`pm:pn-deleted:pn-deleted` for the last caller). The grown copy is
+    called once, so `pq` then merges into it in place. A consumer's input that the producer reads
+    too (x, then y) becomes the producer's parameter for it, not a new one."""
+    program, statistics = fuse_checked(SHARED_THREE_TIMES, bypass=("pm", "pn", "pq"))
+    assert calls(program) == [
+        ("@param", []),
+        ("@param", []),
+        ("pointwise", ["pm"]),
+        ("pointwise", ["pm:pn-deleted"]),
+        ("pointwise", ["pm:pn-deleted:pn-deleted"]),
+        ("@return", []),
+    ]
+    main = list(program.main)
+    assert [[a.param_name for a in ins.args] for ins in main[2:5]] == [["x", "y"], ["y", "x"], ["x", "x"]]
+    assert body_ops(program, "pm") == ["@param", "@param", "sub", "mul", "tanh", "@return"]
+    assert body_ops(program, "pm:pn-deleted") == ["@param", "@param", "sub", "mul", "@return"]
+    assert body_ops(program, "pm:pn-deleted:pn-deleted") == ["@param", "@param", "sub", "@return"]
+    assert set(program.modules) == {"main", "pm", "pm:pn-deleted", "pm:pn-deleted:pn-deleted"}
+    assert statistics == {"pointwise modules created": 0, "pointwise instructions fused": 3}
+
+
+def test_rewrite_broadcasts_moves_the_broadcast_above_and_merges() -> None:
+    """With enable_rewrite_broadcasts, neg(y) broadcast into add(x, .) gets the broadcast on y, so
+    the two merge into one module over a broadcast input; the statistics count the move and the
+    dead neg its DCE removed."""
+    program = parse_program(f"""module: "main"
+x = @param:x -> {FLOAT_23}
+y = @param:y -> float_type, {{3}}, {{1}}
+@2 = neg(y) -> float_type, {{3}}, {{1}}
+@3 = multibroadcast[out_lens={{2, 3}},out_dyn_dims={{}}](@2) -> float_type, {{2, 3}}, {{0, 1}}
+@4 = add(x,@3) -> {FLOAT_23}
+@5 = @return(@4)
+""")
+    params = parameter_values(program, 0)
+    before = run_program(copy_of(program), params)
+    context = PassContext()
+    parse_pipeline("fuse_pointwise{enable_rewrite_broadcasts=true}")[0].apply(program, context)
+    verify(program)
+    assert all(rms_ok(np.asarray(a), np.asarray(b)) for a, b in zip(run_program(program, params), before))
+    assert calls(program) == [
+        ("@param", []),
+        ("@param", []),
+        ("multibroadcast", []),
+        ("pointwise", ["main:pointwise0"]),
+        ("@return", []),
+    ]
+    assert body_ops(program, "main:pointwise0") == ["@param", "@param", "neg", "add", "@return"]
+    assert dict(context.statistics) == {
+        "pointwise modules created": 2,
+        "broadcasts moved above pointwise": 1,
+        "instructions removed": 1,
+        "pointwise instructions fused": 1,
+    }
