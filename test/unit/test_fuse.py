@@ -341,3 +341,19 @@ y = @param:y -> float_type, {{3}}, {{1}}
         "instructions removed": 1,
         "pointwise instructions fused": 1,
     }
+
+
+def test_second_round_merges_the_second_producer() -> None:
+    """add(neg(x), tanh(y)): one merge per consumer a round, so the first round merges neg (one
+    merge in all) and the second tanh: one module, two merges counted."""
+    program, statistics = fuse_checked(f"""module: "main"
+x = @param:x -> {FLOAT_23}
+y = @param:y -> {FLOAT_23}
+@2 = neg(x) -> {FLOAT_23}
+@3 = tanh(y) -> {FLOAT_23}
+@4 = add(@2,@3) -> {FLOAT_23}
+@5 = @return(@4)
+""")
+    assert calls(program) == [("@param", []), ("@param", []), ("pointwise", ["main:pointwise1"]), ("@return", [])]
+    assert body_ops(program, "main:pointwise1") == ["@param", "@param", "tanh", "neg", "add", "@return"]
+    assert statistics == {"pointwise modules created": 3, "pointwise instructions fused": 2}
