@@ -26,9 +26,6 @@ class AutoContiguous(ModulePass):
     description = "Insert a contiguous after every used result whose layout is not standard."
 
     def apply_module(self, module: Module, context: PassContext) -> None:
-        # the submodules ran first and may now return standard results: the shapes of the
-        # instructions that call them (`if`, `loop`, ...) and of their users follow
-        Rewriter.recompute_shapes([ins for ins in module if ins.module_args])
         last = module.last
         for ins in list(module):
             if ins.is_return or ins.op.defn.name == "layout":
