@@ -9,7 +9,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
-from mgxir.ir.operation import OpDef, Operation
+from mgxir.ir.operation import OpDef, Operation, ShapeError
 from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape
 from mgxir.ir.traits import Trait
@@ -129,17 +129,37 @@ class Rewriter:
 
     @staticmethod
     def recompute_shapes(start: Sequence[Instruction]) -> None:
-        """Recomputes the shapes of `start` and, while they change, of their users."""
+        """Recomputes the shapes of `start` and, while they change, of their users; then of the
+        instructions that call a module whose @return changed (an `if` returns its branches'
+        shapes). Such a caller whose branches disagree is left as it is: the other branch has yet
+        to change, and its change recomputes the caller again."""
         pending = list(start)
-        while pending:
-            ins = pending.pop()
+        callers: list[Instruction] = []
+        while pending or callers:
+            calling = not pending
+            ins = callers.pop() if calling else pending.pop()
             defn = ins.op.defn
             if defn.is_opaque:
                 continue
-            shape = defn.shape(ins.op, [a.shape for a in ins.args], ins.module_args)
+            try:
+                shape = defn.shape(ins.op, [a.shape for a in ins.args], ins.module_args)
+            except ShapeError:
+                if calling:
+                    continue
+                raise
             if shape is not None and shape != ins.shape:
                 ins.shape = shape
                 pending.extend(ins.users)
+                if ins.is_return:
+                    callers.extend(_callers(ins.parent))
+
+
+def _callers(module: Module | None) -> list[Instruction]:
+    """The instructions of `module`'s program that take it as a module argument."""
+    program = module.program if module is not None else None
+    if program is None:
+        return []
+    return [ins for other in program.modules.values() for ins in other if module in ins.module_args]
 
 
 OpTest = Callable[[OpDef], bool]

@@ -365,3 +365,11 @@ def test_random_programs_leave_ifs_dead() -> None:
         main = random_program(seed).main
         dead += sum(1 for ins in main if ins.name == "if" and not any(g.users for g in ins.users))
     assert dead >= 3
+
+
+@pytest.mark.parametrize(("seed", "pipeline"), [(19, "auto_contiguous"), (52, "fuse_pointwise")])
+def test_seeds_that_left_if_shapes_stale(seed: int, pipeline: str) -> None:
+    """Found with MGXIR_DIFFERENTIAL_PROGRAMS above the CI budget: the pass changed what a branch
+    returns (a contiguous copy; a pointwise with a new layout in main that both branches read) and
+    the `if` calling the branches kept its old result shape."""
+    check_pipeline(random_program(seed), pipeline, seed)

@@ -115,3 +115,21 @@ def test_random_constant_gathers(seed: int) -> None:
     pattern = [run, np.tile(run, 2), np.repeat(run, 2), rng.integers(-n, n, size=count)][seed % 4]
     shape = [(pattern.size,), (1, pattern.size), (pattern.size, 1)][seed % 3]
     check_values(_gather_program(lens, axis, pattern.reshape(shape).astype(np.int32)), GATHER_PIPELINE, seed)
+
+
+def test_concats_no_rewrite_changes_count_nothing() -> None:
+    """A concat with a slice on its axis that takes back no input, and a dynamic concat: the concat
+    rewrites look at both and change nothing, so no `... applied` statistic is counted (a rewrite
+    that said it changed something here would also make the pass loop again)."""
+    program = parse_program("""module: "main"
+x = @param:x -> float_type, {4, 3}, {3, 1}
+y = @param:y -> float_type, {4, 3}, {3, 1}
+d = @param:d -> dynamic, float_type, {[1..4], 3}
+@3 = concat[axis=1](x,y) -> float_type, {4, 6}, {6, 1}
+@4 = slice[axes={1},starts={1},ends={4}](@3) -> float_type, {4, 3}, {6, 1}
+@5 = concat[axis=1](d,d) -> dynamic, float_type, {[1..4], 6}
+@6 = @return(@4,@5)
+""")
+    transformed, context = _run(program, "simplify_reshapes")
+    assert print_program(transformed) == print_program(program)
+    assert not context.statistics

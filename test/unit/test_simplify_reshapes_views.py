@@ -18,6 +18,7 @@ from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
+from mgxir.passes.rewrite import Rewriter
 from mgxir.passes.simplify_reshapes import nested, views
 from mgxir.text.parser import parse_program
 from mgxir.text.printer import print_program
@@ -106,3 +107,38 @@ def test_random_view_chains(seed: int) -> None:
     outputs.append(main.add_instruction("relu", [x]))
     main.add_return(list(dict.fromkeys(outputs)))
     check_values(program, VIEWS_PIPELINE, seed)
+
+
+def test_nested_rewrites_count_one_change_each() -> None:
+    """The last case of simplify_reshapes.mgx: two nop reshapes and one rewrite of the transpose
+    chain (at its end only: rewriting the inner pair first would count two); the dynamic
+    transposes count nothing."""
+    program = parse_program(lit_cases("simplify_reshapes.mgx")[-1])
+    _, context = _run(program, "simplify_reshapes")
+    assert dict(context.statistics) == {
+        "find_nop_reshapes applied": 2,
+        "find_nested_shape_transforms applied": 1,
+        "instructions removed": 6,  # the pass's DCE: the reshape, the reduction, the four transposes
+    }
+
+
+def test_insert_auto_reshape_picks_squeeze_unsqueeze_or_reshape() -> None:
+    """MIGraphX's insert_auto_reshape: the source itself for equal lens, squeeze or unsqueeze when
+    only size-1 axes differ, else reshape (also when dropping the size-1 axes would not leave the
+    target, as {1, 2, 1, 1} -> {2, 1} where they are 0, 2 and 3)."""
+    program = Program()
+    main = program.create_module("main")
+    rewriter = Rewriter(main)
+
+    def auto(lens: tuple[int, ...], dims: list[int]) -> str:
+        source = main.add_parameter(f"p{len(list(main))}", Shape.make(DType.float, lens))
+        result = nested.insert_auto_reshape(rewriter, None, dims, source)
+        return "source" if result is source else repr(result.op).removeprefix("Operation(")[:-1]
+
+    assert auto((2, 3), [2, 3]) == "source"
+    assert auto((1, 2, 1, 3), [2, 3]) == "squeeze[axes={0, 2}]"
+    assert auto((2, 3), [2, 1, 3, 1]) == "unsqueeze[axes={1, 3},steps={}]"
+    assert auto((1, 2, 1, 1), [2, 1]) == "reshape[dims={2, 1}]"
+    assert auto((2, 3), [3, 2]) == "reshape[dims={3, 2}]"
+    assert auto((2, 3), [6]) == "reshape[dims={6}]"
+    assert auto((6,), [2, 3]) == "reshape[dims={2, 3}]"
