@@ -202,6 +202,13 @@ def test_vision_ops_run_on_iree(tmp_path: Path, size: tuple[int, int], scales: t
     roialign = "roialign[coordinate_transformation_mode={},mode={},output_height=2,output_width=3,sampling_ratio={}]"
     body.append("@roi = " + roialign.format("half_pixel", "average", 0) + "(x,rois,bi)")
     body.append("@roimax = " + roialign.format("output_half_pixel", "max", 2) + "(x,rois,bi)")
+    # average pooling divides by the window with its padding (count_include_pad) but never by what
+    # ceil_mode adds past the padding
+    pooling = (
+        "pooling[mode=average,padding={{1, 1, 1, 1}},padding_mode=0,stride={{2, 2}},lengths={{3, 3}},"
+        "dilations={{1, 1}},ceil_mode={},lp_order=2,dyn_global=0,count_include_pad={}](x)"
+    )
+    body += [f"@avg{ceil}{pad} = " + pooling.format(ceil, pad) for ceil in (0, 1) for pad in (0, 1)]
     if group == 1:
         body.append("@deconv1 = convolution_backwards[padding={1},stride={2},dilation={1},group=1](@sq,@kt1)")
         body.insert(0, "@kt1 = reshape[dims={4, 3, 6}](kt)")

@@ -1,5 +1,6 @@
 """The on-disk cache of compiled modules: one `.vmfb` per key, the key a hash of the program, the
-device, the compiler flags and the compiler's version (and the CPU for host-tuned CPU code)."""
+device, the compiler flags, the compiler's version, the code that lowers programs to MLIR (and the
+CPU for host-tuned CPU code)."""
 
 from __future__ import annotations
 
@@ -61,9 +62,27 @@ def program_digest(program: Program) -> bytes:
     return h.digest()
 
 
+# what decides the MLIR a program lowers to: the lowering, the op definitions and the IR it reads
+LOWERING_PACKAGES = ("translate/mlir", "ops", "ir")
+MGXIR_ROOT = Path(__file__).resolve().parents[2]
+
+
+@functools.cache
+def lowering_fingerprint(root: Path = MGXIR_ROOT) -> str:
+    """A hash of the source of `LOWERING_PACKAGES`: a module compiled from an older lowering (another
+    mgxir release, or a working tree since edited) is not taken for the program's."""
+    h = hashlib.sha256()
+    for package in LOWERING_PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            h.update(path.relative_to(root).as_posix().encode() + b"\0")
+            h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
 def cache_key(source: bytes, device: str, flags: list[str], host_tuned: bool) -> str:
     h = hashlib.sha256(source)
     h.update(f"\0{device}\0{' '.join(flags)}\0iree-base-compiler {compiler_version()}".encode())
+    h.update(f"\0lowering {lowering_fingerprint()}".encode())
     if host_tuned:
         h.update(host_cpu().encode())
     return h.hexdigest()[:32]

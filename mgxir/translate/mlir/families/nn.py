@@ -324,7 +324,8 @@ def _pooling(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
         return (
             pooled if w is t else e.elementwise([(pooled, out_lens)], t, out_lens, lambda xs: [s.convert(xs[0], w, t)])
         )
-    counts = e.constant(_window_counts(spatial, lengths, stride, dilation, low, high, extra).astype(w.numpy), w)
+    counted = _window_counts(spatial, lengths, stride, dilation, low, high, extra, op["count_include_pad"])
+    counts = e.constant(counted.astype(w.numpy), w)
     rank = len(out_lens)
     spatial_map = e.projection(rank, range(2, rank))
     divided = e.generic(
@@ -344,10 +345,13 @@ def _window_counts(
     low: list[int],
     high: list[int],
     extra: list[int],
+    include_pad: bool,
 ) -> np.ndarray:
-    """How many elements each average window divides by: the input elements it covers. The
-    reference interpreter counts the same with and without count_include_pad."""
-    counted = np.pad(np.ones(spatial), [(a, b + x) for a, b, x in zip(low, high, extra)])
+    """How many elements each average window divides by: the input elements it covers, and with
+    `include_pad` the padding too, but never what ceil_mode adds past the padding (MIGraphX's
+    pooling)."""
+    counted = np.pad(np.ones(spatial), list(zip(low, high)), constant_values=1 if include_pad else 0)
+    counted = np.pad(counted, [(0, x) for x in extra])
     spans = [1 + d * (n - 1) for n, d in zip(lengths, dilation)]
     view = np.lib.stride_tricks.sliding_window_view(counted, spans)
     view = view[(Ellipsis, *[slice(None, None, d) for d in dilation])]
