@@ -32,7 +32,7 @@ def test_vulkan_flags_follow_the_target(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv(TARGET_ENV, "pascal")
     pascal = device("vulkan")
     assert pascal.flags == ("--iree-vulkan-target=pascal", "--iree-input-demote-f64-to-f32=false")
-    assert not pascal.demotes_f64 and not pascal.refused
+    assert not pascal.demotes_f64
     monkeypatch.setenv(TARGET_ENV, BASELINE.name)
     baseline = device("vulkan")
     assert baseline.flags == (f"--iree-vulkan-target={BASELINE.name}",) and baseline.demotes_f64
@@ -40,8 +40,11 @@ def test_vulkan_flags_follow_the_target(monkeypatch: pytest.MonkeyPatch) -> None
         check_types(baseline, {"float", "half"})
     with pytest.raises(MgxError, match="demotes f64 to f32: refusing a program with double values"):
         check_types(baseline, {"double"})
-    check_types(baseline, {"float", "int64", "bf16"})
-    check_types(pascal, {"half", "double"})
+    check_types(baseline, {"float", "int64", "int8"})
+    check_types(pascal, {"half", "double", "int64"})
+    for emulated in ("bf16", "fp8e4m3fn", "fp8e5m2"):
+        with pytest.raises(MgxError, match=f"emulates {emulated} in f32, rounding otherwise than the reference"):
+            check_types(pascal, {"float", emulated})
 
 
 def test_element_types_include_tuple_elements_and_submodules() -> None:
