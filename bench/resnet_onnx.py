@@ -53,7 +53,8 @@ EXTRA_PARTS = ("upto3", "relu_block3")
 
 
 class Graph:
-    def __init__(self) -> None:
+    def __init__(self, elem_type: int = 1) -> None:
+        self.elem_type = elem_type  # ONNX's FLOAT (1) or FLOAT16 (10)
         self.nodes: list = []
         self.inputs: list = []
         self.count = 0
@@ -63,9 +64,9 @@ class Graph:
         return f"v{self.count}"
 
     def weight(self, name: str, dims: list[int]) -> str:
-        from onnx import TensorProto, helper
+        from onnx import helper
 
-        self.inputs.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, dims))
+        self.inputs.append(helper.make_tensor_value_info(name, self.elem_type, dims))
         return name
 
     def op(self, op_type: str, inputs: list[str], **attrs: object) -> str:
@@ -108,12 +109,12 @@ def input_shape(part: str, batch: int) -> list[int]:
     return [batch, b.cin, b.size, b.size]
 
 
-def build(part: str = "all", batch: int = 1) -> object:
+def build(part: str = "all", batch: int = 1, elem_type: int = 1) -> object:
     """The ONNX model of `part` ('all', 'stem', 'blockN', 'head', EXTRA_PARTS); its first input is
     'input'."""
-    from onnx import TensorProto, helper
+    from onnx import helper
 
-    g = Graph()
+    g = Graph(elem_type)
     x = "input"
     if part in ("all", "stem", "upto3"):
         x = g.stem(x)
@@ -129,8 +130,8 @@ def build(part: str = "all", batch: int = 1) -> object:
     graph = helper.make_graph(
         nodes,
         f"resnet50_{part}",
-        [helper.make_tensor_value_info("input", TensorProto.FLOAT, input_shape(part, batch)), *g.inputs],
-        [helper.make_tensor_value_info("output", TensorProto.FLOAT, None)],
+        [helper.make_tensor_value_info("input", elem_type, input_shape(part, batch)), *g.inputs],
+        [helper.make_tensor_value_info("output", elem_type, None)],
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
 
