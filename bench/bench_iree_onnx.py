@@ -130,7 +130,8 @@ def prepare(
     (out / "prepare.json").write_text(json.dumps(sorted(records, key=lambda r: r["model"]), indent=1))
 
 
-def run(prepared: Path, devices: list[str]) -> dict:
+def run(prepared: Path, devices: list[str], time_limit: float = 1e9) -> dict:
+    """Models still unrun `time_limit` seconds after the start are left out (and counted)."""
     from mgxir.diagnostics import MgxError
     from mgxir.drivers.run import rms_error
     from mgxir.ir.dtype import DType
@@ -141,8 +142,14 @@ def run(prepared: Path, devices: list[str]) -> dict:
     cases = np.load(prepared / "cases.npz")
     results: dict = {d: {} for d in devices}
     configs = {d: runtime_config(device(d)) for d in devices}
+    started = time.perf_counter()
     for record in records:
         if record["stage"] != "compile":
+            continue
+        if time.perf_counter() - started > time_limit:
+            for d in devices:
+                if record["devices"].get(d) == "compiled":
+                    results[d][record["model"]] = ("not run", "time limit")
             continue
         name = record["model"]
         inputs = [_typed(cases[f"{name}/in.{p}"], record["types"][f"in.{p}"]) for p in record["inputs"]]
@@ -207,7 +214,7 @@ def report(prepared: Path, results: dict) -> str:
     ]
     for d, found in results.items():
         compiled = sum(1 for r in records if r["devices"].get(d) == "compiled")
-        ran = sum(1 for status, _ in found.values() if status != "run-error")
+        ran = sum(1 for status, _ in found.values() if status not in ("run-error", "not run"))
         matched = [float(m) for status, m in found.values() if status == "match"]
         worst = f"{max(matched):.2e}" if matched else "-"
         lines.append(f"| {d} | {lowered} | {compiled} | {ran} | {len(matched)} | {worst} |")
@@ -223,10 +230,13 @@ def report(prepared: Path, results: dict) -> str:
         lines.append(f"{d}: not compiled ({sum(failed.values())}):")
         for message, n in failed.most_common(10):
             lines.append(f"  {n:4d}  {message}")
-        bad = Counter(f"{status}: {message}" for status, message in found.values() if status != "match")
+        unrun = sum(1 for status, _ in found.values() if status == "not run")
+        if unrun:
+            lines.append(f"{d}: not run before the time limit: {unrun}")
+        bad = Counter(f"{s}: {m}" for s, m in found.values() if s not in ("match", "not run"))
         lines.append(f"{d}: run errors and mismatches ({sum(bad.values())}):")
         for name, (status, message) in sorted(found.items()):
-            if status != "match":
+            if status not in ("match", "not run"):
                 lines.append(f"  {name}: {status}: {message}")
     return "\n".join(lines)
 
@@ -251,13 +261,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--models-dir", type=Path, default=MODELS)
     parser.add_argument("--deadline", type=float, default=1e9, help="seconds for prepare")
+    parser.add_argument("--time-limit", type=float, default=1e9, help="seconds for run")
     args = parser.parse_args(argv)
     devices = args.device or ["cuda", "vulkan"]
     if args.step == "prepare":
         prepare(args.out, devices, args.jobs, args.models, args.models_dir, args.deadline)
         print(report(args.out, {}))
         return 0
-    results = run(args.out, devices)
+    results = run(args.out, devices, args.time_limit)
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=1))
     print(report(args.out, results))

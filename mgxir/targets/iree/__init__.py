@@ -20,6 +20,7 @@ from mgxir.ir.operation import RuntimeValue
 from mgxir.ir.program import Program
 from mgxir.targets.iree.cache import ModuleCache, cache_key, program_digest
 from mgxir.targets.iree.compile import compile_module
+from mgxir.targets.iree.devices import check_types
 from mgxir.targets.iree.devices import device as find_device
 from mgxir.targets.iree.runtime import LoadedModule
 from mgxir.text.parser import read_program
@@ -53,6 +54,7 @@ def using(options: IreeOptions) -> Iterator[IreeOptions]:
 def compiled_module(program: Program, options: IreeOptions, sink: DiagnosticSink) -> Path:
     """The cached `.vmfb` for the program on the device, compiling it on a miss."""
     device = find_device(options.device)
+    check_types(device, element_types(program))
     flags = [*device.flags, *os.environ.get(FLAGS_ENV, "").split()]
     start = time.perf_counter()
     source = options.mlir if options.mlir is not None else program_digest(program)
@@ -75,6 +77,19 @@ def compiled_module(program: Program, options: IreeOptions, sink: DiagnosticSink
     vmfb = compile_module(mlir, device, flags)
     options.timings["compile"] = time.perf_counter() - start
     return cache.put(key, vmfb)
+
+
+def element_types(program: Program) -> set[str]:
+    """The names of the element types of every value of the program (tuples' elements included)."""
+    found: set[str] = set()
+    shapes = [ins.shape for module in program.modules.values() for ins in module if ins.shape is not None]
+    while shapes:
+        shape = shapes.pop()
+        if shape.is_tuple:
+            shapes.extend(shape.sub_shapes)
+        else:
+            found.add(shape.dtype.name)
+    return found
 
 
 def run_on_iree(program: Program, params: dict[str, np.ndarray], sink: DiagnosticSink) -> list[RuntimeValue]:
