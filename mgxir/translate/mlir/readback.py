@@ -152,8 +152,16 @@ class Reader:
         modules: list[Module] = []
         if op.name == "scf.if":
             names = [ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes[TAG_MODULES])]
-            for name, region in zip(names, op.regions):
-                modules.append(self.nested_module(name, region.blocks[0], scope, [], []))
+            params = [[]] * len(names)
+            if TAG_PARAMS in op.attributes:
+                params = [
+                    [ir.StringAttr(n).value for n in ir.ArrayAttr(m)] for m in ir.ArrayAttr(op.attributes[TAG_PARAMS])
+                ]
+            # the inputs after the condition are the modules' parameters, by sorted name
+            by_name = dict(zip(sorted({n for m in params for n in m}), args[1:]))
+            for name, region, module_params in zip(names, op.regions, params):
+                values = [_value_of(scope, by_name[n]) for n in module_params]
+                modules.append(self.nested_module(name, region.blocks[0], scope, module_params, values))
         elif op.name == "scf.while":
             modules.append(self.loop_body(op, scope))
         elif TAG_MODULE in op.attributes:
@@ -292,3 +300,14 @@ def _dense_data(attr: ir.Attribute, dtype: np.dtype) -> np.ndarray:
 def from_mlir(module: ir.Module, filename: str = "<mlir>") -> Program:
     """The program a module written by `--to-mlir` holds."""
     return Reader(module, filename).run()
+
+
+def _value_of(scope: Scope, ins: Instruction) -> ir.Value:
+    """The MLIR value that an instruction read so far is (searched from `scope` outwards)."""
+    found: Scope | None = scope
+    while found is not None:
+        for value, known in found.by_value.items():
+            if known is ins:
+                return value
+        found = found.parent
+    raise MgxError(f"no MLIR value for instruction '{ins.op.name}'")

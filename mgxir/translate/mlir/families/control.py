@@ -49,19 +49,31 @@ def _first_element(lowering: Lowering, value: ir.Value, t: DType, rank: int) -> 
     return lowering.scalars.truthy(element, t)
 
 
-@lowers("if", to="scf.if on the condition; the branch modules are its regions (results: the tuple)")
+@lowers(
+    "if",
+    to="scf.if on the condition; the branch modules are its regions, their parameters the inputs after the "
+    "condition (results: the tuple)",
+)
 def _if(lowering: Lowering, ins: Instruction, args: Values) -> Values:
-    if len(args) != 1:
-        raise CannotLower("an if whose modules take parameters has no lowering")
+    # MIGraphX binds the inputs after the condition to the sorted parameter names of both modules
+    names = sorted({n for m in ins.module_args for n in m.parameter_names()})
+    if len(names) > len(args) - 1:
+        raise CannotLower(f"the modules take {len(names)} parameters but the if gets {len(args) - 1} inputs")
+    by_name = dict(zip(names, args[1:]))
     condition = ins.args[0].shape
     flag = _first_element(lowering, args[0], condition.dtype, condition.ndim)
     result_types = [lowering.types.of_shape(s) for s in ins.shape.sub_shapes]
     op = scf.IfOp(flag, result_types, has_else=True)
     outer = lowering.region
-    for block, module in zip((op.then_block, op.else_block), ins.module_args):
+    creation_orders = [list(reversed(m.parameters())) for m in ins.module_args]  # parameter j: -1-j
+    for block, module, params in zip((op.then_block, op.else_block), ins.module_args, creation_orders):
         with ir.InsertionPoint(block):
-            scf.YieldOp(lowering.body(module, outer, []))
+            scf.YieldOp(lowering.body(module, outer, [(p, by_name[p.param_name]) for p in params]))
     op.attributes[TAG_MODULES] = ir.ArrayAttr.get([ir.StringAttr.get(m.name) for m in ins.module_args])
+    if names:
+        op.attributes[TAG_PARAMS] = ir.ArrayAttr.get(
+            [ir.ArrayAttr.get([ir.StringAttr.get(p.param_name) for p in params]) for params in creation_orders]
+        )
     return list(op.results)
 
 
