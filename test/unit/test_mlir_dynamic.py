@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("iree.compiler")
 pytest.importorskip("iree.runtime")
 
-from mgxir import DiagnosticSink, parse_program, verify
+from mgxir import DiagnosticSink, MgxError, parse_program, verify
 from mgxir.drivers.run import flatten_outputs, rms_error
 from mgxir.interp import Interpreter
 from mgxir.targets.iree import IreeOptions, run_on_iree, using
@@ -189,3 +189,54 @@ def test_dynamic_ops_run_on_iree(fraction: float, ops_cache: Path) -> None:
     for key, value in expected.items():
         assert got[key].shape == value.shape, key
         assert rms_error(got[key], value) < 1e-3, key
+
+
+# select_module picks a module by the inputs' run-time sizes; broadcast_with_dims takes its output's
+# sizes from a tensor's values. One program, compiled once.
+SELECTED = """
+module: "main"
+data = @param:data -> dynamic, float_type, {[1..4], 4}
+x = @param:x -> float_type, {3, 1}
+d = @param:d -> int64_type, {3}
+@1 = select_module[output_dyn_shapes=[float_type, {[1..4], 4}]](data), [batch_1, batch_2]
+@2 = get_tuple_elem[index=0](@1)
+@3 = broadcast_with_dims(x,d)
+@4 = @return(@2,@3)
+
+module: "batch_1"
+batch_1:data = @param:data -> float_type, {1, 4}
+batch_1:@1 = neg(batch_1:data)
+batch_1:@2 = @return(batch_1:@1)
+
+module: "batch_2"
+batch_2:data = @param:data -> float_type, {2, 4}
+batch_2:@1 = exp(batch_2:data)
+batch_2:@2 = @return(batch_2:@1)
+"""
+
+
+def _selected_inputs(batch: int, dims: list[int]) -> dict[str, np.ndarray]:
+    data = np.linspace(-1, 1, 4 * batch, dtype=np.float32).reshape(batch, 4)
+    return {"data": data, "x": np.array([[1], [2], [3]], np.float32), "d": np.array(dims, np.int64)}
+
+
+@pytest.mark.parametrize(("batch", "dims"), [(1, [2, 3, 4]), (2, [1, 3, 1])])
+def test_select_module_and_broadcast_with_dims_run_on_iree(batch: int, dims: list[int], ops_cache: Path) -> None:
+    program = _program(SELECTED)
+    params = _selected_inputs(batch, dims)
+    expected = _run(program, params)
+    back = program_from_mlir(mlir_bytecode(program), "selected.mlirbc")
+    for key, value in _run(back, params).items():
+        assert np.array_equal(value, expected[key]), key
+    with using(IreeOptions(device="local-task", cache_dir=ops_cache)):
+        got = flatten_outputs(run_on_iree(program, params, DiagnosticSink()))
+    for key, value in expected.items():
+        assert got[key].shape == value.shape, key
+        assert rms_error(got[key], value) < 1e-6, key
+
+
+def test_select_module_without_a_fitting_module_fails_at_run_time(ops_cache: Path) -> None:
+    program = _program(SELECTED)
+    with using(IreeOptions(device="local-task", cache_dir=ops_cache)), pytest.raises(MgxError) as info:
+        run_on_iree(program, _selected_inputs(3, [1, 1, 1]), DiagnosticSink())
+    assert "select_module: no module's parameter shapes fit the input shapes" in str(info.value)

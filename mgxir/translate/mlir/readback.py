@@ -150,7 +150,10 @@ class Reader:
     ) -> Instruction:
         operation = self.operation(text)
         modules: list[Module] = []
-        if op.name == "scf.if":
+        if op.name == "scf.if" and operation.name == "select_module":  # the modules are called funcs
+            names = [ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes[TAG_MODULES])]
+            modules.extend(self.module_of_function(name) for name in names)
+        elif op.name == "scf.if":
             names = [ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes[TAG_MODULES])]
             params = [[]] * len(names)
             if TAG_PARAMS in op.attributes:
@@ -227,7 +230,9 @@ class Reader:
         return module
 
     def called_module(self, op: ir.Operation) -> Module:
-        callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+        return self.module_of_function(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+
+    def module_of_function(self, callee: str) -> Module:
         existing = self.program.get_module(callee)
         if existing is not None:
             return existing

@@ -8,12 +8,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from iree.compiler import ir
-from iree.compiler.dialects import arith, func, linalg, scf, tensor
+from iree.compiler.dialects import arith, cf, func, linalg, scf, tensor
 
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
+from mgxir.ir.module import Module
 from mgxir.translate.mlir.emitter import PARALLEL, REDUCTION
-from mgxir.translate.mlir.registry import lowers
+from mgxir.translate.mlir.registry import lowers, sizes
 from mgxir.translate.mlir.scalar import CannotLower
 
 if TYPE_CHECKING:
@@ -38,7 +39,9 @@ def _call(lowering: Lowering, ins: Instruction, args: Values) -> Lowered:
     return results if ins.shape.is_tuple else results[0]
 
 
-@lowers("get_tuple_elem", to="nothing: the result of the tuple's op that is the element", takes_tuples=True)
+@lowers(
+    "get_tuple_elem", to="nothing: the result of the tuple's op that is the element", takes_tuples=True, dynamic=True
+)
 def _get_tuple_elem(lowering: Lowering, ins: Instruction, args: list[Values]) -> ir.Value:
     return args[0][ins.op["index"]]
 
@@ -209,3 +212,80 @@ def _topk(lowering: Lowering, ins: Instruction, args: Values) -> Values:
 @lowers("undefined", to="tensor.empty (contents unspecified; rnn/gru/lstm read it as an absent input)")
 def _undefined(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     return lowering.emitter.empty(ins.shape.dtype, ins.shape.lens)
+
+
+@lowers(
+    "select_module",
+    to="scf.if chain on the inputs' run-time sizes (tensor.dim == each module's parameter sizes): the first "
+    "module that fits is a func.call (inputs tensor.cast to its static types), no fit fails a cf.assert "
+    "(results: the tuple)",
+    dynamic=True,
+)
+def _select_module(lowering: Lowering, ins: Instruction, args: Values) -> Values:
+    e, types = lowering.emitter, lowering.types
+    result_types = [types.of_shape(s) for s in ins.shape.sub_shapes]
+    candidates = [(m, _fit_conditions(lowering, m, ins, args)) for m in ins.module_args]
+    candidates = [(m, fits) for m, fits in candidates if fits is not None]
+
+    def call(module: Module) -> Values:
+        fn = lowering.function(module, module.name, public=False)
+        by_name = {p.param_name: v for p, v in zip(_input_parameters(module), args)}
+        operands = []
+        for p in sorted(module.parameters(), key=lambda p: p.param_name):
+            given = by_name.get(p.param_name)  # else a result buffer: the reference passes zeros
+            target = types.of_shape(p.shape)
+            operands.append(e.filled(p.shape.dtype, p.shape.lens, 0) if given is None else tensor.cast(target, given))
+        results = list(func.CallOp(fn, operands).results)
+        return [v if v.type == t else tensor.cast(t, v) for v, t in zip(results, result_types)]
+
+    def choose(k: int) -> Values:
+        if k == len(candidates):
+            false = arith.constant(types.element(DType.bool), ir.IntegerAttr.get(types.element(DType.bool), 0))
+            cf.AssertOp(false, "select_module: no module's parameter shapes fit the input shapes")
+            return [e.empty(s.dtype, [e.index(0) if n is None else n for n in sizes(s)]) for s in ins.shape.sub_shapes]
+        module, fits = candidates[k]
+        op = scf.IfOp(fits, result_types, has_else=True)
+        with ir.InsertionPoint(op.then_block):
+            scf.YieldOp(call(module))
+        with ir.InsertionPoint(op.else_block):
+            scf.YieldOp(choose(k + 1))
+        return list(op.results)
+
+    results = choose(0)
+    if not candidates:
+        raise CannotLower("no module's parameter shapes can fit the inputs' types")
+    op = results[0].owner.operation
+    op.attributes[TAG_MODULES] = ir.ArrayAttr.get([ir.StringAttr.get(m.name) for m in ins.module_args])
+    return results
+
+
+OUTPUT_PARAMETER = "#output_"
+
+
+def _input_parameters(module: Module) -> list[Instruction]:
+    """A selectable module's parameters that take the inputs (sorted by name; MIGraphX's result
+    buffers, named `#output_...`, are not among them)."""
+    params = sorted(module.parameters(), key=lambda p: p.param_name)
+    return [p for p in params if OUTPUT_PARAMETER not in p.param_name]
+
+
+def _fit_conditions(lowering: Lowering, module: Module, ins: Instruction, args: Values) -> ir.Value | None:
+    """An i1 that holds where the inputs' run-time sizes are the module's parameter sizes; None where
+    the types or static sizes already rule the module out."""
+    e = lowering.emitter
+    params = _input_parameters(module)
+    if len(params) > len(args):
+        return None
+    fits = None
+    for p, value, arg in zip(params, args, ins.args):
+        declared, given = p.shape, arg.shape
+        if declared.is_dynamic or declared.dtype is not given.dtype or declared.ndim != given.ndim:
+            return None
+        for d, (n, size) in enumerate(zip(declared.lens, sizes(given))):
+            if size is not None:
+                if size != n:
+                    return None
+                continue
+            same = arith.cmpi(arith.CmpIPredicate.eq, tensor.dim(value, e.index(d)), e.index(n))
+            fits = same if fits is None else arith.andi(fits, same)
+    return fits if fits is not None else arith.constant(lowering.types.element(DType.bool), ir.IntegerAttr.get(lowering.types.element(DType.bool), 1))

@@ -133,6 +133,37 @@ def _broadcast(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     return _broadcast_dynamic(lowering, ins, args[0], placement, out_sizes, found)
 
 
+@lowers(
+    "broadcast_with_dims",
+    to="linalg.broadcast into tensor.empty of numpy's broadcast of the input's sizes with the dims input's "
+    "values (tensor.extract), tensor.cast to the result's `?` type",
+    dynamic=True,
+)
+def _broadcast_with_dims(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
+    e = lowering.emitter
+    source, dims_shape = ins.args[0].shape, ins.args[1].shape
+    if not dims_shape.dtype.is_integral:
+        raise CannotLower("the dims input must hold integers")
+    in_sizes = sizes(source)
+    rank = ins.shape.ndim
+    offset = rank - len(in_sizes)
+    count = dims_shape.elements
+    given = rank - count  # output dimension d reads dims[d - given]
+    flat = e.reshape(args[1], dims_shape.lens, [count])
+    out_dims: list[int | ir.Value] = []
+    for d in range(rank):
+        n = in_sizes[d - offset] if d >= offset else 1
+        if n is None or n != 1 or d < given:  # the input's size (a dynamic one is taken as it is)
+            out_dims.append(e.dims(args[0])[d - offset] if n is None else n)
+            continue
+        wanted = tensor.extract(flat, [e.index(d - given)])
+        out_dims.append(arith.index_cast(lowering.types.index, wanted))
+    placement = [offset + i for i in range(len(in_sizes))]
+    value = e.broadcast_dims(args[0], source.dtype, in_sizes, out_dims, placement)
+    result = lowering.types.of_shape(ins.shape)
+    return value if value.type == result else tensor.cast(result, value)
+
+
 @lowers("slice", to="tensor.extract_slice (dynamic dimensions: of their tensor.dim size)", dynamic=True)
 def _slice(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     if len(args) != 1:
