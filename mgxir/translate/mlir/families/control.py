@@ -240,8 +240,7 @@ def _select_module(lowering: Lowering, ins: Instruction, args: Values) -> Values
 
     def choose(k: int) -> Values:
         if k == len(candidates):
-            false = arith.constant(types.element(DType.bool), ir.IntegerAttr.get(types.element(DType.bool), 0))
-            cf.AssertOp(false, "select_module: no module's parameter shapes fit the input shapes")
+            cf.AssertOp(lowering.scalars.const(False, DType.bool), NO_FIT)
             return [e.empty(s.dtype, [e.index(0) if n is None else n for n in sizes(s)]) for s in ins.shape.sub_shapes]
         module, fits = candidates[k]
         op = scf.IfOp(fits, result_types, has_else=True)
@@ -251,15 +250,16 @@ def _select_module(lowering: Lowering, ins: Instruction, args: Values) -> Values
             scf.YieldOp(choose(k + 1))
         return list(op.results)
 
-    results = choose(0)
     if not candidates:
-        raise CannotLower("no module's parameter shapes can fit the inputs' types")
+        raise CannotLower("no module's parameter types and static sizes can fit the inputs")
+    results = choose(0)
     op = results[0].owner.operation
     op.attributes[TAG_MODULES] = ir.ArrayAttr.get([ir.StringAttr.get(m.name) for m in ins.module_args])
     return results
 
 
 OUTPUT_PARAMETER = "#output_"
+NO_FIT = "select_module: no module's parameter shapes fit the input shapes"  # the reference's words
 
 
 def _input_parameters(module: Module) -> list[Instruction]:
@@ -288,4 +288,4 @@ def _fit_conditions(lowering: Lowering, module: Module, ins: Instruction, args: 
                 continue
             same = arith.cmpi(arith.CmpIPredicate.eq, tensor.dim(value, e.index(d)), e.index(n))
             fits = same if fits is None else arith.andi(fits, same)
-    return fits if fits is not None else arith.constant(lowering.types.element(DType.bool), ir.IntegerAttr.get(lowering.types.element(DType.bool), 1))
+    return fits if fits is not None else lowering.scalars.const(True, DType.bool)
