@@ -65,6 +65,35 @@ else:@2 = sub(a,b)
 else:@3 = @return(b,else:@2)
 """
 
+# unique (MIGraphX's op/unique.hpp: numpy's np.unique, or first-occurrence order unsorted): elements
+# and rows, NaNs (one distinct value, after the numbers) and -0.0 == 0.0
+UNIQUE = """
+module: "main"
+x = @param:x -> float_type, {6}
+r = @param:r -> int32_type, {5, 2}
+@2 = unique[sorted=1](x)
+@3 = unique[sorted=0](x)
+@4 = unique[axis=0,sorted=1](r)
+@5 = unique[axis=0,sorted=0](r)
+@6 = get_tuple_elem[index=0](@2)
+@7 = get_tuple_elem[index=1](@2)
+@8 = get_tuple_elem[index=2](@2)
+@9 = get_tuple_elem[index=3](@2)
+@10 = get_tuple_elem[index=0](@3)
+@11 = get_tuple_elem[index=1](@3)
+@12 = get_tuple_elem[index=2](@3)
+@13 = get_tuple_elem[index=3](@3)
+@14 = get_tuple_elem[index=0](@4)
+@15 = get_tuple_elem[index=1](@4)
+@16 = get_tuple_elem[index=2](@4)
+@17 = get_tuple_elem[index=3](@4)
+@18 = get_tuple_elem[index=0](@5)
+@19 = get_tuple_elem[index=1](@5)
+@20 = get_tuple_elem[index=2](@5)
+@21 = get_tuple_elem[index=3](@5)
+@22 = @return(@6,@7,@8,@9,@10,@11,@12,@13,@14,@15,@16,@17,@18,@19,@20,@21)
+"""
+
 LOOP = """
 module: "main"
 trip = @param:trip -> int64_type, {1}, {0}
@@ -158,6 +187,17 @@ CASES = {
     "if-else": (IF, {"x": RNG.uniform(-1, 1, (2, 3)).astype(np.float32), "cond": np.array([False])}),
     "if-parameters-then": (IF_PARAMETERS, {"c": np.array([True])}),
     "if-parameters-else": (IF_PARAMETERS, {"c": np.array([False])}),
+    "unique-repeats": (
+        UNIQUE,
+        {
+            "x": np.array([2, 1, 1, 3, 4, 3], np.float32),
+            "r": np.array([[1, 2], [0, 5], [1, 2], [1, 1], [0, 5]], np.int32),
+        },
+    ),
+    "unique-nan-zeros-one-row": (
+        UNIQUE,
+        {"x": np.array([np.nan, -0.0, 0.0, np.nan, -1, 5], np.float32), "r": np.full((5, 2), 3, np.int32)},
+    ),
     "loop-condition": (LOOP, _loop_inputs(9, True, [1, 2])),
     "loop-trip-count": (LOOP, _loop_inputs(2, True, [0.5, 1])),
     "loop-not-entered": (LOOP, _loop_inputs(3, False, [1, 1])),

@@ -341,7 +341,6 @@ def _multinomial(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value
 NOT_WRITTEN = {
     "random_uniform": "MIGraphX draws from std::mt19937 (the reference from numpy's MT19937); a Mersenne "
     "twister in MLIR is not written",
-    "unique": "its four results have data-dependent lengths (a tuple of dynamic shapes)",
     "unknown:": "stands for an ONNX operator MIGraphX's parser did not support",
 }
 
