@@ -145,7 +145,8 @@ w = @param:w -> half_type, {6, 2, 3, 3}
 @20 = convert[target_type=bool_type](@19)
 @21 = where(@20,@18,@17)
 @22 = convert[target_type=half_type](@21)
-@23 = @return(@3,@4,@5,@6,@7,@8,@9,@10,@11,@12,@14,@15,@22)
+@23 = fixed_pad(x) -> float_type, {4, 3, 8}
+@24 = @return(@3,@4,@5,@6,@7,@8,@9,@10,@11,@12,@14,@15,@22,@23)
 """
 
 

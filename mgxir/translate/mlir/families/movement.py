@@ -94,9 +94,29 @@ def _broadcast_for_dot(lowering: Lowering, ins: Instruction, args: Values) -> ir
     return lowering.emitter.broadcast(args[0], source.dtype, source.lens, out, placement)
 
 
-@lowers("fixed_pad", to="nothing for a static input (its value; a dynamic one is padded at run time)")
+@lowers(
+    "fixed_pad",
+    to="nothing for a static input (its value); a dynamic one: tensor.pad with zeros at the end of each axis "
+    "to its maximum (high = max - tensor.dim)",
+    dynamic=True,
+)
 def _fixed_pad(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
-    return args[0]
+    source = ins.args[0].shape
+    if not source.is_dynamic:
+        return args[0]
+    e = lowering.emitter
+    t = source.dtype
+    max_lens = [d.max for d in source.dyn_dims]
+    dims = e.dims(args[0])
+    dynamic = ir.ShapedType.get_dynamic_size()
+    high_values = [arith.subi(e.index(m), n) for m, n in zip(max_lens, dims) if isinstance(n, ir.Value)]
+    static_high = [dynamic if isinstance(n, ir.Value) else m - n for m, n in zip(max_lens, dims)]
+    op = tensor.PadOp(lowering.types.tensor(t, max_lens), args[0], [], high_values, [0] * len(dims), static_high)
+    block = op.regions[0].blocks.append(*[lowering.types.index] * len(dims))
+    with ir.InsertionPoint(block):
+        tensor.YieldOp(e.scalar_constant(0, t))
+    result = lowering.types.of_shape(ins.shape)
+    return op.result if op.result.type == result else tensor.cast(result, op.result)
 
 
 @lowers("scan_slice", to="linalg.generic reading the slice the index input names with tensor.extract")
@@ -339,8 +359,9 @@ def _multinomial(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value
 
 
 NOT_WRITTEN = {
-    "random_uniform": "MIGraphX draws from std::mt19937 (the reference from numpy's MT19937); a Mersenne "
-    "twister in MLIR is not written",
+    "random_uniform": "the reference draws numpy's MT19937 stream (SeedSequence hashing of the run-time "
+    "seed, then the sequential 624-word twist); exact values need that sequential state update, an scf.for "
+    "carrying a 624-element tensor outside any linalg op, which is not written",
     "unknown:": "stands for an ONNX operator MIGraphX's parser did not support",
 }
 
