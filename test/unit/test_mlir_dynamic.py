@@ -123,6 +123,7 @@ i = @param:i -> int32_type, {2, 2}
 j = @param:j -> dynamic, int64_type, {[2..6]}
 c = @param:c -> dynamic, half_type, {[1..4], 4, 6, 6}
 w = @param:w -> half_type, {6, 2, 3, 3}
+q = @param:q -> float_type, {1, 2, 5}
 @1 = slice[axes={1},starts={1},ends={3}](x)
 @2 = slice[axes={1},starts={-1},ends={3}](y)
 @3 = concat[axis=1](@1,@2)
@@ -146,7 +147,9 @@ w = @param:w -> half_type, {6, 2, 3, 3}
 @21 = where(@20,@18,@17)
 @22 = convert[target_type=half_type](@21)
 @23 = fixed_pad(x) -> float_type, {4, 3, 8}
-@24 = @return(@3,@4,@5,@6,@7,@8,@9,@10,@11,@12,@14,@15,@22,@23)
+@24 = broadcast_for_dot(q,b) -> dynamic, float_type, {[1..4], 2, 5}
+@25 = dot(@24,b)
+@26 = @return(@3,@4,@5,@6,@7,@8,@9,@10,@11,@12,@14,@15,@22,@23,@25)
 """
 
 

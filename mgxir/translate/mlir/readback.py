@@ -175,7 +175,9 @@ class Reader:
             return module.insert(None, operation, args, modules)
         except ShapeError:
             first = ir.IntegerAttr(op.attributes[TAG_FIRST]).value if TAG_FIRST in op.attributes else 0
-            shapes = [self.shape_of(r.type, None) for r in list(op.results)[first:]]
+            results = list(op.results)[first:]
+            notes = op.attributes if len(results) == 1 else None  # the ranges of a trusted dynamic shape
+            shapes = [self.shape_of(r.type, notes) for r in results]
             shape = shapes[0] if len(shapes) == 1 else Shape.tuple_of(shapes)
             return module.insert(None, operation, args, modules, shape)
 
