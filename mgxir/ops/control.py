@@ -35,8 +35,16 @@ class If(OpDef):
         return Shape.tuple_of(then_shapes)
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
+        # MIGraphX binds the inputs after the condition to the parameter names of both modules,
+        # sorted; run_module takes a module's parameters sorted by name
         branch = modules[0] if bool(inputs[0].reshape(-1)[0]) else modules[1]
-        return tuple(run_module(branch, []))
+        names = sorted({n for m in modules for n in m.parameter_names()})
+        if len(names) > len(inputs) - 1:
+            raise ComputeError(
+                f"{self.name}: the modules take {len(names)} parameters but get {len(inputs) - 1} inputs"
+            )
+        by_name = dict(zip(names, inputs[1:]))
+        return tuple(run_module(branch, [by_name[n] for n in sorted(branch.parameter_names())]))
 
 
 @register

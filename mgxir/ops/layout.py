@@ -421,6 +421,8 @@ class Unsqueeze(OpDef):
         return Shape.make(s.dtype, lens, strides)
 
     def kernel(self, op: Operation, inputs: Shapes, modules: Modules, run_module: RunModule) -> Callable:
+        if inputs[0].is_dynamic:  # the lens come from each run's input
+            return super().kernel(op, inputs, modules, run_module)
         lens = self.shape(op, inputs, modules).lens
         return lambda x: x.reshape(lens)
 

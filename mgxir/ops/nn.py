@@ -34,6 +34,28 @@ Arrays = list[np.ndarray]
 Modules = Sequence["Module"]
 
 
+def _dims_of(s: Shape) -> tuple[DynamicDimension, ...]:
+    return s.dyn_dims if s.is_dynamic else tuple(DynamicDimension(n, n) for n in s.lens)
+
+
+def _intersection(x: DynamicDimension, y: DynamicDimension) -> DynamicDimension | None:
+    low, high = max(x.min, y.min), min(x.max, y.max)
+    return DynamicDimension(low, high) if low <= high else None
+
+
+def _dynamic_dot_shape(op_name: str, a: Shape, b: Shape) -> Shape:
+    """MIGraphX's dot of dynamic shapes: batch dimensions are the intersections of A's and B's, then
+    A's rows and B's columns."""
+    da, db = _dims_of(a), _dims_of(b)
+    batch = [_intersection(x, y) for x, y in zip(da[:-2], db[:-2])]
+    for i, d in enumerate(batch):
+        if d is None:
+            raise fail(op_name, f"batch dimension {i} of A and B are not compatible: {da[i]} vs {db[i]}")
+    if _intersection(da[-1], db[-2]) is None:
+        raise fail(op_name, f"inner dimensions are not compatible: {da[-1]} vs {db[-2]}")
+    return Shape.dynamic(a.dtype, [*batch, da[-2], db[-1]])
+
+
 @register
 class Dot(OpDef):
     name = "dot"
@@ -44,11 +66,12 @@ class Dot(OpDef):
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
         same_type(self.name, inputs)
         a, b = inputs
-        require_static(self.name, a, b)
         if a.ndim < 2 or b.ndim < 2:
             raise fail(self.name, "both inputs need rank 2 or more")
         if a.ndim != b.ndim:
             raise fail(self.name, f"inputs have ranks {a.ndim} and {b.ndim}")
+        if a.is_dynamic or b.is_dynamic:
+            return _dynamic_dot_shape(self.name, a, b)
         if a.lens[:-2] != b.lens[:-2]:
             raise fail(self.name, f"batch dimensions differ: {lens_text(a.lens)} x {lens_text(b.lens)}")
         if a.lens[-1] != b.lens[-2]:
@@ -223,7 +246,16 @@ class Pooling(OpDef):
             if op["dyn_global"]:
                 dims += [DynamicDimension(1, 1)] * k
                 return Shape.dynamic(x.dtype, dims)
-            raise fail(self.name, "dynamic spatial dimensions are only supported with dyn_global")
+            lengths, dilations, padding = op["lengths"], op["dilations"], op["padding"]
+            for i in range(k):
+                d = x.dyn_dims[i + 2]
+                if op["padding_mode"] != 0:  # MIGraphX: ceil(x / stride)
+                    dims.append(DynamicDimension(-(-d.min // stride[i]), -(-d.max // stride[i])))
+                    continue
+                pad, ceil = _pad_total(padding, i, k), op["ceil_mode"]
+                ends = [_window_out(self.name, n, pad, lengths[i], stride[i], dilations[i], ceil, i + 2) for n in d[:2]]
+                dims.append(DynamicDimension(*ends))
+            return Shape.dynamic(x.dtype, dims)
         lens = list(x.lens[:2])
         if op["dyn_global"]:
             lens += [1] * k
@@ -423,8 +455,12 @@ class Gather(OpDef):
 
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
         data, indices = inputs
-        require_static(self.name, data, indices)
         axis = normalize_axis(self.name, op["axis"], data.ndim)
+        if data.is_dynamic or indices.is_dynamic:  # MIGraphX: the result is dynamic
+            scalar_index = not indices.is_dynamic and indices.scalar and indices.lens == (1,)
+            dims = list(_dims_of(data))
+            index_dims = [] if scalar_index else list(_dims_of(indices))
+            return Shape.dynamic(data.dtype, dims[:axis] + index_dims + dims[axis + 1 :])
         idx = list(indices.lens)
         if indices.scalar and indices.lens == (1,):
             idx = []

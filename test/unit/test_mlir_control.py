@@ -40,6 +40,60 @@ else:@1 = relu(x)
 else:@2 = @return(else:@1,else:@0)
 """
 
+# the inputs after the condition are the branch modules' parameters, bound by sorted name (MIGraphX's
+# if_op): a to the sum, b to y; a branch may return a parameter as it is
+IF_PARAMETERS = """
+module: "main"
+c = @param:c -> bool_type, {1}
+x = @param:x -> float_type, {2, 3}
+y = @param:y -> float_type, {2, 3}
+@3 = add(x,y)
+@4 = if(c,@3,y), [then, else]
+@5 = get_tuple_elem[index=0](@4)
+@6 = get_tuple_elem[index=1](@4)
+@7 = @return(@5,@6)
+
+module: "then"
+a = @param:a -> float_type, {2, 3}
+then:@1 = relu(a)
+then:@2 = @return(then:@1,a)
+
+module: "else"
+b = @param:b -> float_type, {2, 3}
+a = @param:a -> float_type, {2, 3}
+else:@2 = sub(a,b)
+else:@3 = @return(b,else:@2)
+"""
+
+# unique (MIGraphX's op/unique.hpp: numpy's np.unique, or first-occurrence order unsorted): elements
+# and rows, NaNs (one distinct value, after the numbers) and -0.0 == 0.0
+UNIQUE = """
+module: "main"
+x = @param:x -> float_type, {6}
+r = @param:r -> int32_type, {5, 2}
+@2 = unique[sorted=1](x)
+@3 = unique[sorted=0](x)
+@4 = unique[axis=0,sorted=1](r)
+@5 = unique[axis=0,sorted=0](r)
+@6 = get_tuple_elem[index=0](@2)
+@7 = get_tuple_elem[index=1](@2)
+@8 = get_tuple_elem[index=2](@2)
+@9 = get_tuple_elem[index=3](@2)
+@10 = get_tuple_elem[index=0](@3)
+@11 = get_tuple_elem[index=1](@3)
+@12 = get_tuple_elem[index=2](@3)
+@13 = get_tuple_elem[index=3](@3)
+@14 = get_tuple_elem[index=0](@4)
+@15 = get_tuple_elem[index=1](@4)
+@16 = get_tuple_elem[index=2](@4)
+@17 = get_tuple_elem[index=3](@4)
+@18 = get_tuple_elem[index=0](@5)
+@19 = get_tuple_elem[index=1](@5)
+@20 = get_tuple_elem[index=2](@5)
+@21 = get_tuple_elem[index=3](@5)
+@22 = @return(@6,@7,@8,@9,@10,@11,@12,@13,@14,@15,@16,@17,@18,@19,@20,@21)
+"""
+
 LOOP = """
 module: "main"
 trip = @param:trip -> int64_type, {1}, {0}
@@ -131,6 +185,19 @@ def _loop_inputs(trip: int, go: bool, b: list[float]) -> dict[str, np.ndarray]:
 CASES = {
     "if-then": (IF, {"x": RNG.uniform(-1, 1, (2, 3)).astype(np.float32), "cond": np.array([True])}),
     "if-else": (IF, {"x": RNG.uniform(-1, 1, (2, 3)).astype(np.float32), "cond": np.array([False])}),
+    "if-parameters-then": (IF_PARAMETERS, {"c": np.array([True])}),
+    "if-parameters-else": (IF_PARAMETERS, {"c": np.array([False])}),
+    "unique-repeats": (
+        UNIQUE,
+        {
+            "x": np.array([2, 1, 1, 3, 4, 3], np.float32),
+            "r": np.array([[1, 2], [0, 5], [1, 2], [1, 1], [0, 5]], np.int32),
+        },
+    ),
+    "unique-nan-zeros-one-row": (
+        UNIQUE,
+        {"x": np.array([np.nan, -0.0, 0.0, np.nan, -1, 5], np.float32), "r": np.full((5, 2), 3, np.int32)},
+    ),
     "loop-condition": (LOOP, _loop_inputs(9, True, [1, 2])),
     "loop-trip-count": (LOOP, _loop_inputs(2, True, [0.5, 1])),
     "loop-not-entered": (LOOP, _loop_inputs(3, False, [1, 1])),
@@ -176,19 +243,35 @@ def test_comes_back_computing_the_same(name: str) -> None:
             assert g.dtype == e.dtype and np.array_equal(g, e, equal_nan=True)
 
 
+@pytest.fixture(scope="module")
+def iree_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One cache for the module: cases of the same program compile once."""
+    return tmp_path_factory.mktemp("iree-control")
+
+
 @pytest.mark.parametrize("name", list(CASES))
-def test_runs_on_iree_as_on_the_reference(name: str, tmp_path: Path) -> None:
+def test_runs_on_iree_as_on_the_reference(name: str, iree_cache: Path) -> None:
     program = _program(CASES[name][0])
     params = _inputs(program, CASES[name][1])
     expected = _run(program, params)
-    with using(IreeOptions(device="local-task", cache_dir=tmp_path)):
+    with using(IreeOptions(device="local-task", cache_dir=iree_cache)):
         got = flatten_outputs(run_on_iree(program, params, DiagnosticSink()))
     assert list(got) == list(expected)
     for key, value in expected.items():
         np.testing.assert_allclose(got[key], value, rtol=1e-6, atol=1e-6, err_msg=f"{name}: {key}")
 
 
-def test_if_with_module_parameters_is_refused() -> None:
+@pytest.mark.parametrize("go", [True, False])
+def test_if_binds_its_inputs_to_the_sorted_parameter_names(go: bool) -> None:
+    x = np.arange(6, dtype=np.float32).reshape(2, 3) - 3
+    y = np.full((2, 3), 0.5, np.float32)
+    got = list(_run(_program(IF_PARAMETERS), {"c": np.array([go]), "x": x, "y": y}).values())
+    expected = [np.maximum(x + y, 0), x + y] if go else [y, x + y - y]  # a: the sum, b: y
+    for g, e in zip(got, expected, strict=True):
+        assert np.array_equal(g, e)
+
+
+def test_if_with_too_few_inputs_for_its_modules_is_refused() -> None:
     program = _program(
         """
 module: "main"
@@ -204,12 +287,14 @@ t:@1 = neg(t:p)
 t:@2 = @return(t:@1)
 
 module: "e"
-e:p = @param:p -> float_type, {2}, {1}
-e:@1 = exp(e:p)
+e:q = @param:q -> float_type, {2}, {1}
+e:@1 = exp(e:q)
 e:@2 = @return(e:@1)
 """
     )
-    with pytest.raises(MgxError, match=r"cannot lower 'if' \(@2\) to MLIR: an if whose modules take parameters"):
+    with pytest.raises(
+        MgxError, match=r"cannot lower 'if' \(@2\) to MLIR: the modules take 2 parameters but the if gets 1 inputs"
+    ):
         mlir_text(program)
 
 

@@ -121,14 +121,16 @@ class Emitter:
         dynamic = ir.ShapedType.get_dynamic_size()
         return [tensor.dim(value, self.index(d)) if n == dynamic else n for d, n in enumerate(shape)]
 
-    def collapse(self, value: ir.Value, lens: Sequence[int], keep: Sequence[int]) -> ir.Value:
-        """Drops the size-1 dimensions of `value` that are not in `keep` (`tensor.collapse_shape`)."""
+    def collapse(self, value: ir.Value, lens: Sequence[int | None], keep: Sequence[int]) -> ir.Value:
+        """Drops the size-1 dimensions of `value` that are not in `keep` (`tensor.collapse_shape`;
+        a kept dimension may be dynamic, None)."""
         keep = sorted(keep)
         if len(keep) == len(lens):
             return value
         element = ir.RankedTensorType(value.type).element_type
         groups = _unit_groups(len(lens), keep)
-        result = ir.RankedTensorType.get([lens[d] for d in keep], element)
+        dynamic = ir.ShapedType.get_dynamic_size()
+        result = ir.RankedTensorType.get([dynamic if lens[d] is None else lens[d] for d in keep], element)
         return tensor.collapse_shape(result, value, _reassociation(groups))
 
     def expand_units(self, value: ir.Value, out_sizes: Sequence[int | None], keep: Sequence[int]) -> ir.Value:
@@ -145,6 +147,30 @@ class Emitter:
         static = [dynamic if n is None else n for n in out_sizes]
         groups = _unit_groups(len(out_sizes), sorted(keep))
         return tensor.expand_shape(result, value, _reassociation(groups), output_shape, static)
+
+    def split(self, value: ir.Value, axis: int, parts: Sequence[int]) -> ir.Value:
+        """Splits static dimension `axis` into `parts` (`tensor.expand_shape`; other dimensions may be
+        dynamic)."""
+        source = ir.RankedTensorType(value.type)
+        shape = list(source.shape)
+        dynamic = ir.ShapedType.get_dynamic_size()
+        static = [*shape[:axis], *parts, *shape[axis + 1 :]]
+        result = ir.RankedTensorType.get(static, source.element_type)
+        groups = [[d] for d in range(axis)] + [list(range(axis, axis + len(parts)))]
+        groups += [[d + len(parts) - 1] for d in range(axis + 1, len(shape))]
+        dims = self.dims(value)
+        output_shape = [dims[d] for d, n in enumerate(shape) if n == dynamic]
+        return tensor.expand_shape(result, value, _reassociation(groups), output_shape, static)
+
+    def merge(self, value: ir.Value, axis: int, count: int) -> ir.Value:
+        """Merges `count` static dimensions from `axis` into one (`tensor.collapse_shape`)."""
+        source = ir.RankedTensorType(value.type)
+        shape = list(source.shape)
+        merged = int(np.prod(shape[axis : axis + count]))
+        result = ir.RankedTensorType.get([*shape[:axis], merged, *shape[axis + count :]], source.element_type)
+        groups = [[d] for d in range(axis)] + [list(range(axis, axis + count))]
+        groups += [[d] for d in range(axis + count, len(shape))]
+        return tensor.collapse_shape(result, value, _reassociation(groups))
 
     def reshape(self, value: ir.Value, lens: Sequence[int], new_lens: Sequence[int]) -> ir.Value:
         """Any reshape of a static tensor: collapse to one dimension, expand to the new lens."""
@@ -181,6 +207,41 @@ class Emitter:
         added = [d for d in range(len(out_lens)) if d not in landed]
         init = self.empty(t, out_lens)
         return linalg.broadcast(source, outs=[init], dimensions=added).results[0]
+
+    def broadcast_dims(
+        self,
+        value: ir.Value,
+        t: DType,
+        in_sizes: Sequence[int | None],
+        out_dims: Sequence[int | ir.Value],
+        placement: Sequence[int],
+    ) -> ir.Value:
+        """`broadcast` where sizes may be dynamic (None in `in_sizes`, index values in `out_dims`): a
+        dynamic input dimension is taken to have its output dimension's size (it is not broadcast at
+        run time); a static size-1 one that lands on another size is."""
+        out_static = [n if isinstance(n, int) else None for n in out_dims]
+        kept = [i for i, n in enumerate(in_sizes) if n is None or n == out_static[placement[i]]]
+        if len(kept) == len(in_sizes) and len(in_sizes) == len(out_dims):
+            return value
+        source = self.collapse(value, in_sizes, kept)
+        landed = {placement[i] for i in kept}
+        added = [d for d in range(len(out_dims)) if d not in landed]
+        init = self.empty(t, out_dims)
+        return linalg.broadcast(source, outs=[init], dimensions=added).results[0]
+
+    def extract_slice(
+        self,
+        value: ir.Value,
+        result: ir.Type,
+        offsets: Sequence[int],
+        lens: Sequence[int | ir.Value],
+        strides: Sequence[int],
+    ) -> ir.Value:
+        """`tensor.extract_slice` with static offsets and strides; a size may be an index value."""
+        dynamic = ir.ShapedType.get_dynamic_size()
+        values = [n for n in lens if not isinstance(n, int)]
+        static = [n if isinstance(n, int) else dynamic for n in lens]
+        return tensor.extract_slice(result, value, [], values, [], list(offsets), static, list(strides))
 
     def transpose(self, value: ir.Value, t: DType, lens: Sequence[int], perm: Sequence[int]) -> ir.Value:
         out_lens = [lens[p] for p in perm]

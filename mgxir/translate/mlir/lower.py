@@ -281,7 +281,7 @@ class Lowering:
                 attrs[TAG_FIRST] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), start)
             region.element_refs[ins] = list(range(region.tagged, region.tagged + len(value)))
             region.tagged += len(value)
-        if literal:
+        if literal or _shape_is_trusted(ins):
             for key, note in _shape_notes(ins.shape).items():
                 attrs[key] = note
 
@@ -406,6 +406,15 @@ def _shape_notes(shape: Shape) -> dict[str, ir.Attribute]:
     elif shape.strides != standard_strides(shape.lens):
         notes[TAG_STRIDES] = ir.DenseI64ArrayAttr.get(list(shape.strides))
     return notes
+
+
+def _shape_is_trusted(ins: Instruction) -> bool:
+    """Whether a dynamic result shape is only as printed (the op has no shape rule), so that
+    --from-mlir needs its ranges noted."""
+    shape = ins.shape
+    if not shape.is_dynamic or shape.is_tuple:
+        return False
+    return ins.op.defn.shape(ins.op, [a.shape for a in ins.args], ins.module_args) is None
 
 
 def defining_op(value: ir.Value) -> ir.Operation | None:

@@ -150,10 +150,21 @@ class Reader:
     ) -> Instruction:
         operation = self.operation(text)
         modules: list[Module] = []
-        if op.name == "scf.if":
+        if op.name == "scf.if" and operation.name == "select_module":  # the modules are called funcs
             names = [ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes[TAG_MODULES])]
-            for name, region in zip(names, op.regions):
-                modules.append(self.nested_module(name, region.blocks[0], scope, [], []))
+            modules.extend(self.module_of_function(name) for name in names)
+        elif op.name == "scf.if":
+            names = [ir.StringAttr(a).value for a in ir.ArrayAttr(op.attributes[TAG_MODULES])]
+            params = [[]] * len(names)
+            if TAG_PARAMS in op.attributes:
+                params = [
+                    [ir.StringAttr(n).value for n in ir.ArrayAttr(m)] for m in ir.ArrayAttr(op.attributes[TAG_PARAMS])
+                ]
+            # the inputs after the condition are the modules' parameters, by sorted name
+            by_name = dict(zip(sorted({n for m in params for n in m}), args[1:]))
+            for name, region, module_params in zip(names, op.regions, params):
+                values = [_value_of(scope, by_name[n]) for n in module_params]
+                modules.append(self.nested_module(name, region.blocks[0], scope, module_params, values))
         elif op.name == "scf.while":
             modules.append(self.loop_body(op, scope))
         elif TAG_MODULE in op.attributes:
@@ -164,7 +175,9 @@ class Reader:
             return module.insert(None, operation, args, modules)
         except ShapeError:
             first = ir.IntegerAttr(op.attributes[TAG_FIRST]).value if TAG_FIRST in op.attributes else 0
-            shapes = [self.shape_of(r.type, None) for r in list(op.results)[first:]]
+            results = list(op.results)[first:]
+            notes = op.attributes if len(results) == 1 else None  # the ranges of a trusted dynamic shape
+            shapes = [self.shape_of(r.type, notes) for r in results]
             shape = shapes[0] if len(shapes) == 1 else Shape.tuple_of(shapes)
             return module.insert(None, operation, args, modules, shape)
 
@@ -219,7 +232,9 @@ class Reader:
         return module
 
     def called_module(self, op: ir.Operation) -> Module:
-        callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+        return self.module_of_function(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+
+    def module_of_function(self, callee: str) -> Module:
         existing = self.program.get_module(callee)
         if existing is not None:
             return existing
@@ -292,3 +307,14 @@ def _dense_data(attr: ir.Attribute, dtype: np.dtype) -> np.ndarray:
 def from_mlir(module: ir.Module, filename: str = "<mlir>") -> Program:
     """The program a module written by `--to-mlir` holds."""
     return Reader(module, filename).run()
+
+
+def _value_of(scope: Scope, ins: Instruction) -> ir.Value:
+    """The MLIR value that an instruction read so far is (searched from `scope` outwards)."""
+    found: Scope | None = scope
+    while found is not None:
+        for value, known in found.by_value.items():
+            if known is ins:
+                return value
+        found = found.parent
+    raise MgxError(f"no MLIR value for instruction '{ins.op.name}'")

@@ -10,5 +10,6 @@ from mgxir.translate.mlir.families import (  # noqa: F401
     nn,
     recurrent,
     scatter,
+    unique,
     vision,
 )

@@ -8,12 +8,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from iree.compiler import ir
-from iree.compiler.dialects import arith, func, linalg, scf, tensor
+from iree.compiler.dialects import arith, cf, func, linalg, scf, tensor
 
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
+from mgxir.ir.module import Module
 from mgxir.translate.mlir.emitter import PARALLEL, REDUCTION
-from mgxir.translate.mlir.registry import lowers
+from mgxir.translate.mlir.registry import lowers, sizes
 from mgxir.translate.mlir.scalar import CannotLower
 
 if TYPE_CHECKING:
@@ -38,7 +39,9 @@ def _call(lowering: Lowering, ins: Instruction, args: Values) -> Lowered:
     return results if ins.shape.is_tuple else results[0]
 
 
-@lowers("get_tuple_elem", to="nothing: the result of the tuple's op that is the element", takes_tuples=True)
+@lowers(
+    "get_tuple_elem", to="nothing: the result of the tuple's op that is the element", takes_tuples=True, dynamic=True
+)
 def _get_tuple_elem(lowering: Lowering, ins: Instruction, args: list[Values]) -> ir.Value:
     return args[0][ins.op["index"]]
 
@@ -49,19 +52,31 @@ def _first_element(lowering: Lowering, value: ir.Value, t: DType, rank: int) -> 
     return lowering.scalars.truthy(element, t)
 
 
-@lowers("if", to="scf.if on the condition; the branch modules are its regions (results: the tuple)")
+@lowers(
+    "if",
+    to="scf.if on the condition; the branch modules are its regions, their parameters the inputs after the "
+    "condition (results: the tuple)",
+)
 def _if(lowering: Lowering, ins: Instruction, args: Values) -> Values:
-    if len(args) != 1:
-        raise CannotLower("an if whose modules take parameters has no lowering")
+    # MIGraphX binds the inputs after the condition to the sorted parameter names of both modules
+    names = sorted({n for m in ins.module_args for n in m.parameter_names()})
+    if len(names) > len(args) - 1:
+        raise CannotLower(f"the modules take {len(names)} parameters but the if gets {len(args) - 1} inputs")
+    by_name = dict(zip(names, args[1:]))
     condition = ins.args[0].shape
     flag = _first_element(lowering, args[0], condition.dtype, condition.ndim)
     result_types = [lowering.types.of_shape(s) for s in ins.shape.sub_shapes]
     op = scf.IfOp(flag, result_types, has_else=True)
     outer = lowering.region
-    for block, module in zip((op.then_block, op.else_block), ins.module_args):
+    creation_orders = [list(reversed(m.parameters())) for m in ins.module_args]  # parameter j: -1-j
+    for block, module, params in zip((op.then_block, op.else_block), ins.module_args, creation_orders):
         with ir.InsertionPoint(block):
-            scf.YieldOp(lowering.body(module, outer, []))
+            scf.YieldOp(lowering.body(module, outer, [(p, by_name[p.param_name]) for p in params]))
     op.attributes[TAG_MODULES] = ir.ArrayAttr.get([ir.StringAttr.get(m.name) for m in ins.module_args])
+    if names:
+        op.attributes[TAG_PARAMS] = ir.ArrayAttr.get(
+            [ir.ArrayAttr.get([ir.StringAttr.get(p.param_name) for p in params]) for params in creation_orders]
+        )
     return list(op.results)
 
 
@@ -197,3 +212,80 @@ def _topk(lowering: Lowering, ins: Instruction, args: Values) -> Values:
 @lowers("undefined", to="tensor.empty (contents unspecified; rnn/gru/lstm read it as an absent input)")
 def _undefined(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     return lowering.emitter.empty(ins.shape.dtype, ins.shape.lens)
+
+
+@lowers(
+    "select_module",
+    to="scf.if chain on the inputs' run-time sizes (tensor.dim == each module's parameter sizes): the first "
+    "module that fits is a func.call (inputs tensor.cast to its static types), no fit fails a cf.assert "
+    "(results: the tuple)",
+    dynamic=True,
+)
+def _select_module(lowering: Lowering, ins: Instruction, args: Values) -> Values:
+    e, types = lowering.emitter, lowering.types
+    result_types = [types.of_shape(s) for s in ins.shape.sub_shapes]
+    candidates = [(m, _fit_conditions(lowering, m, ins, args)) for m in ins.module_args]
+    candidates = [(m, fits) for m, fits in candidates if fits is not None]
+
+    def call(module: Module) -> Values:
+        fn = lowering.function(module, module.name, public=False)
+        by_name = {p.param_name: v for p, v in zip(_input_parameters(module), args)}
+        operands = []
+        for p in sorted(module.parameters(), key=lambda p: p.param_name):
+            given = by_name.get(p.param_name)  # else a result buffer: the reference passes zeros
+            target = types.of_shape(p.shape)
+            operands.append(e.filled(p.shape.dtype, p.shape.lens, 0) if given is None else tensor.cast(target, given))
+        results = list(func.CallOp(fn, operands).results)
+        return [v if v.type == t else tensor.cast(t, v) for v, t in zip(results, result_types)]
+
+    def choose(k: int) -> Values:
+        if k == len(candidates):
+            cf.AssertOp(lowering.scalars.const(False, DType.bool), NO_FIT)
+            return [e.empty(s.dtype, [e.index(0) if n is None else n for n in sizes(s)]) for s in ins.shape.sub_shapes]
+        module, fits = candidates[k]
+        op = scf.IfOp(fits, result_types, has_else=True)
+        with ir.InsertionPoint(op.then_block):
+            scf.YieldOp(call(module))
+        with ir.InsertionPoint(op.else_block):
+            scf.YieldOp(choose(k + 1))
+        return list(op.results)
+
+    if not candidates:
+        raise CannotLower("no module's parameter types and static sizes can fit the inputs")
+    results = choose(0)
+    op = results[0].owner.operation
+    op.attributes[TAG_MODULES] = ir.ArrayAttr.get([ir.StringAttr.get(m.name) for m in ins.module_args])
+    return results
+
+
+OUTPUT_PARAMETER = "#output_"
+NO_FIT = "select_module: no module's parameter shapes fit the input shapes"  # the reference's words
+
+
+def _input_parameters(module: Module) -> list[Instruction]:
+    """A selectable module's parameters that take the inputs (sorted by name; MIGraphX's result
+    buffers, named `#output_...`, are not among them)."""
+    params = sorted(module.parameters(), key=lambda p: p.param_name)
+    return [p for p in params if OUTPUT_PARAMETER not in p.param_name]
+
+
+def _fit_conditions(lowering: Lowering, module: Module, ins: Instruction, args: Values) -> ir.Value | None:
+    """An i1 that holds where the inputs' run-time sizes are the module's parameter sizes; None where
+    the types or static sizes already rule the module out."""
+    e = lowering.emitter
+    params = _input_parameters(module)
+    if len(params) > len(args):
+        return None
+    fits = None
+    for p, value, arg in zip(params, args, ins.args):
+        declared, given = p.shape, arg.shape
+        if declared.is_dynamic or declared.dtype is not given.dtype or declared.ndim != given.ndim:
+            return None
+        for d, (n, size) in enumerate(zip(declared.lens, sizes(given))):
+            if size is not None:
+                if size != n:
+                    return None
+                continue
+            same = arith.cmpi(arith.CmpIPredicate.eq, tensor.dim(value, e.index(d)), e.index(n))
+            fits = same if fits is None else arith.andi(fits, same)
+    return fits if fits is not None else lowering.scalars.const(True, DType.bool)

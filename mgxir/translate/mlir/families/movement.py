@@ -15,7 +15,7 @@ from mgxir.ir.instruction import Instruction
 from mgxir.ir.operation import Operation
 from mgxir.translate.mlir.emitter import PARALLEL
 from mgxir.translate.mlir.families.indexed import IndexMath, indexed
-from mgxir.translate.mlir.registry import lowers, lowers_scalar
+from mgxir.translate.mlir.registry import lowers, lowers_scalar, sizes
 from mgxir.translate.mlir.scalar import CannotLower, Scalars
 
 if TYPE_CHECKING:
@@ -85,18 +85,58 @@ def _as_shape(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     return indexed(lowering, target.dtype, target.lens, body)
 
 
-@lowers("broadcast_for_dot", to="tensor.collapse_shape + linalg.broadcast over the batch dimensions")
+@lowers(
+    "broadcast_for_dot",
+    to="tensor.collapse_shape + linalg.broadcast over the batch dimensions (dynamic: a batch size is the "
+    "input's tensor.dim, or the other input's where the input's is 1)",
+    dynamic=True,
+)
 def _broadcast_for_dot(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
-    source = ins.args[0].shape
-    out = ins.shape.lens
-    offset = len(out) - source.ndim
+    source, other = ins.args[0].shape, ins.args[1].shape
+    e = lowering.emitter
+    rank = ins.shape.ndim
+    offset = rank - source.ndim
     placement = [offset + i for i in range(source.ndim)]
-    return lowering.emitter.broadcast(args[0], source.dtype, source.lens, out, placement)
+    if not (ins.shape.is_dynamic or source.is_dynamic or other.is_dynamic):
+        return e.broadcast(args[0], source.dtype, source.lens, ins.shape.lens, placement)
+    in_sizes = sizes(source)
+    own, theirs = e.dims(args[0]), e.dims(args[1])
+    other_offset = rank - other.ndim
+    out_dims: list[int | ir.Value] = []
+    for d in range(rank):
+        mine = in_sizes[d - offset] if d >= offset else 1
+        if d >= rank - 2 or mine != 1:  # the input's own size (rows and columns, and batch sizes not 1)
+            out_dims.append(own[d - offset])
+        else:
+            out_dims.append(theirs[d - other_offset] if d >= other_offset else 1)
+    value = e.broadcast_dims(args[0], source.dtype, in_sizes, out_dims, placement)
+    result = lowering.types.of_shape(ins.shape)
+    return value if value.type == result else tensor.cast(result, value)
 
 
-@lowers("fixed_pad", to="nothing for a static input (its value; a dynamic one is padded at run time)")
+@lowers(
+    "fixed_pad",
+    to="nothing for a static input (its value); a dynamic one: tensor.pad with zeros at the end of each axis "
+    "to its maximum (high = max - tensor.dim)",
+    dynamic=True,
+)
 def _fixed_pad(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
-    return args[0]
+    source = ins.args[0].shape
+    if not source.is_dynamic:
+        return args[0]
+    e = lowering.emitter
+    t = source.dtype
+    max_lens = [d.max for d in source.dyn_dims]
+    dims = e.dims(args[0])
+    dynamic = ir.ShapedType.get_dynamic_size()
+    high_values = [arith.subi(e.index(m), n) for m, n in zip(max_lens, dims) if isinstance(n, ir.Value)]
+    static_high = [dynamic if isinstance(n, ir.Value) else m - n for m, n in zip(max_lens, dims)]
+    op = tensor.PadOp(lowering.types.tensor(t, max_lens), args[0], [], high_values, [0] * len(dims), static_high)
+    block = op.regions[0].blocks.append(*[lowering.types.index] * len(dims))
+    with ir.InsertionPoint(block):
+        tensor.YieldOp(e.scalar_constant(0, t))
+    result = lowering.types.of_shape(ins.shape)
+    return op.result if op.result.type == result else tensor.cast(result, op.result)
 
 
 @lowers("scan_slice", to="linalg.generic reading the slice the index input names with tensor.extract")
@@ -339,9 +379,9 @@ def _multinomial(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value
 
 
 NOT_WRITTEN = {
-    "random_uniform": "MIGraphX draws from std::mt19937 (the reference from numpy's MT19937); a Mersenne "
-    "twister in MLIR is not written",
-    "unique": "its four results have data-dependent lengths (a tuple of dynamic shapes)",
+    "random_uniform": "the reference draws numpy's MT19937 stream (SeedSequence hashing of the run-time "
+    "seed, then the sequential 624-word twist); exact values need that sequential state update, an scf.for "
+    "carrying a 624-element tensor outside any linalg op, which is not written",
     "unknown:": "stands for an ONNX operator MIGraphX's parser did not support",
 }
 

@@ -162,7 +162,7 @@ def _arg_reduce(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
 # -- softmax --------------------------------------------------------------------------------------
 
 
-@lowers("softmax", "logsoftmax", to="linalg.generic: max, exp of the difference, sum, divide (or log)")
+@lowers("softmax", "logsoftmax", to="linalg.generic: max, exp of the difference, sum, divide (or log)", dynamic=True)
 def _softmax(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     source = ins.args[0].shape
     t = source.dtype
@@ -172,7 +172,8 @@ def _softmax(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     axis = _normalized([ins.op["axis"]], rank)[0]
     e, s = lowering.emitter, lowering.scalars
     w = accumulator_type(t)
-    lens = list(source.lens)
+    lens = e.dims(args[0])
+    shape_sizes = sizes(source)
     kept = [d for d in range(rank) if d != axis]
     identity, projected = e.identity_map(rank), e.projection(rank, kept)
     parallel = [PARALLEL] * rank
@@ -187,7 +188,7 @@ def _softmax(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
         parallel,
         lambda xs: [arith.subf(widen(xs[0]), xs[1])],
     )[0]
-    exps = e.elementwise([(shifted, lens)], w, lens, lambda xs: [math.exp(xs[0])])
+    exps = e.elementwise([(shifted, shape_sizes)], w, shape_sizes, lambda xs: [math.exp(xs[0])])
     total = reduce(lowering, exps, w, lens, [axis], w, 0.0, lambda sc, acc, x, ty: sc.add(acc, x, ty))
     if ins.op.name == "softmax":
         body = lambda xs: [s.convert(arith.divf(xs[0], xs[1]), w, t)]  # noqa: E731
@@ -201,7 +202,7 @@ def _softmax(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
 # -- contractions ---------------------------------------------------------------------------------
 
 
-@lowers("dot", "quant_dot", to="linalg.generic contraction (batch dims parallel)")
+@lowers("dot", "quant_dot", to="linalg.generic contraction (batch dims parallel)", dynamic=True)
 def _dot(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     a_shape = ins.args[0].shape
     t_in, t_out = a_shape.dtype, ins.shape.dtype
@@ -215,7 +216,10 @@ def _dot(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     a_map = e.projection(domain, [*batch, m, k])
     b_map = e.projection(domain, [*batch, k, n])
     c_map = e.projection(domain, [*batch, m, n])
-    init = e.filled(t_out, ins.shape.lens, 0)
+    a_dims, b_dims = e.dims(args[0]), e.dims(args[1])
+    # a batch dimension static in either input is static in the result (the intersection)
+    batch_dims = [b if isinstance(b, int) else a for a, b in zip(a_dims[:-2], b_dims[:-2])]
+    init = e.filled(t_out, [*batch_dims, a_dims[-2], b_dims[-1]], 0)
     iterators = [PARALLEL] * rank + [REDUCTION]
 
     def body(scalars: Values) -> Values:
@@ -242,7 +246,9 @@ CONVOLUTIONS = {1: linalg.conv_1d_ncw_fcw, 2: linalg.conv_2d_nchw_fchw, 3: linal
 @lowers(
     "convolution",
     "quant_convolution",
-    to="tensor.pad + linalg.conv_{1d_ncw_fcw,2d_nchw_fchw,3d_ncdhw_fcdhw}, grouped: linalg.conv_2d_ngchw_gfchw",
+    to="tensor.pad + linalg.conv_{1d_ncw_fcw,2d_nchw_fchw,3d_ncdhw_fcdhw}, grouped: linalg.conv_2d_ngchw_gfchw "
+    "(dynamic: the batch dimension)",
+    dynamic=True,
 )
 def _convolution(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     x_shape, w_shape = ins.args[0].shape, ins.args[1].shape
@@ -254,28 +260,40 @@ def _convolution(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value
     if k not in CONVOLUTIONS or (group != 1 and k != 2):
         raise CannotLower(f"{k}-d convolution with group {group} has no lowering")
     e = lowering.emitter
+    _only_batch_dynamic(ins)
     low, high = _begin_end(ins.op["padding"], k)
     x = pad_constant(lowering, args[0], t, [0, 0, *low], [0, 0, *high], 0)
-    padded = [n + a + b for n, a, b in zip(x_shape.lens, [0, 0, *low], [0, 0, *high])]
     strides, dilations = list(ins.op["stride"]), list(ins.op["dilation"])
-    out_lens = list(ins.shape.lens)
+    out_lens = [e.dims(args[0])[0], *sizes(ins.shape)[1:]]
     if group == 1:
         init = e.filled(out_t, out_lens, 0)
         return single(CONVOLUTIONS[k](x, args[1], outs=[init], strides=strides, dilations=dilations))
-    n, c = padded[:2]
-    f = w_shape.lens[0]
-    grouped_x = e.reshape(x, padded, [n, group, c // group, *padded[2:]])
-    grouped_w = e.reshape(args[1], w_shape.lens, [group, f // group, *w_shape.lens[1:]])
-    grouped_out = [n, group, f // group, *out_lens[2:]]
-    init = e.filled(out_t, grouped_out, 0)
+    c, f = sizes(x_shape)[1], w_shape.lens[0]
+    assert c is not None
+    grouped_x = e.split(x, 1, [group, c // group])
+    grouped_w = e.split(args[1], 0, [group, f // group])
+    init = e.filled(out_t, [out_lens[0], group, f // group, *out_lens[2:]], 0)
     result = single(linalg.conv_2d_ngchw_gfchw(grouped_x, grouped_w, outs=[init], strides=strides, dilations=dilations))
-    return e.reshape(result, grouped_out, out_lens)
+    return e.merge(result, 1, 2)
+
+
+def _only_batch_dynamic(ins: Instruction) -> None:
+    """Convolution and pooling lower with a dynamic batch; other dynamic dimensions change the output's
+    spatial sizes and the windows (the average's divisors), which are computed at translation time."""
+    for a in ins.args:
+        if a.shape.is_dynamic and any(not d.is_fixed for d in a.shape.dyn_dims[1:]):
+            raise CannotLower("dynamic dimensions other than the batch (dimension 0 of the input) have no lowering")
 
 
 # -- pooling --------------------------------------------------------------------------------------
 
 
-@lowers("pooling", to="tensor.pad + linalg.generic over output and window dims (average divides by a constant count)")
+@lowers(
+    "pooling",
+    to="tensor.pad + linalg.generic over output and window dims (average divides by a constant count; "
+    "dynamic: the batch dimension)",
+    dynamic=True,
+)
 def _pooling(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     x_shape = ins.args[0].shape
     t = x_shape.dtype
@@ -286,8 +304,11 @@ def _pooling(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
         raise CannotLower("lpnorm pooling has no lowering")
     if not t.is_float:
         raise CannotLower(f"pooling of {t.type_name} has no lowering (floating-point types only)")
-    spatial = list(x_shape.lens[2:])
-    out_lens = list(ins.shape.lens)
+    _only_batch_dynamic(ins)
+    e, s = lowering.emitter, lowering.scalars
+    spatial = [n for n in sizes(x_shape)[2:] if n is not None]
+    out_sizes = sizes(ins.shape)
+    out_lens = [e.dims(args[0])[0], *out_sizes[1:]]
     if op["dyn_global"]:
         lengths, stride, dilation = spatial, [1] * k, [1] * k
         low, high = [0] * k, [0] * k
@@ -300,7 +321,6 @@ def _pooling(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
         max(0, (o - 1) * s + span - (n + a + b))
         for o, s, span, n, a, b in zip(out_lens[2:], stride, spans, spatial, low, high)
     ]
-    e, s = lowering.emitter, lowering.scalars
     fill = -np.inf if mode == 1 else 0.0
     x = pad_constant(lowering, args[0], t, [0, 0, *low], [0, 0, *(h + x_ for h, x_ in zip(high, extra))], fill)
     w = accumulator_type(t)
@@ -322,11 +342,13 @@ def _pooling(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     pooled = e.generic([(x, x_map), (window, window_map)], [(init, out_map)], iterators, body)[0]
     if mode == 1:
         return (
-            pooled if w is t else e.elementwise([(pooled, out_lens)], t, out_lens, lambda xs: [s.convert(xs[0], w, t)])
+            pooled
+            if w is t
+            else e.elementwise([(pooled, out_sizes)], t, out_sizes, lambda xs: [s.convert(xs[0], w, t)])
         )
     counted = _window_counts(spatial, lengths, stride, dilation, low, high, extra, op["count_include_pad"])
     counts = e.constant(counted.astype(w.numpy), w)
-    rank = len(out_lens)
+    rank = len(out_sizes)
     spatial_map = e.projection(rank, range(2, rank))
     divided = e.generic(
         [(pooled, e.identity_map(rank)), (counts, spatial_map)],
