@@ -264,6 +264,45 @@ REFUSED: dict[str, tuple[Node, str]] = {
         Node("MatMulInteger", [(TensorProto.INT8, [2, 3]), (TensorProto.INT8, [3, 4])], dynamic=DYN_1x4),
         "dynamic inputs not supported",
     ),
+    # control.py, random.py, rnn.py, sampling.py
+    "loop one input": (Node("Loop", [_i64(3)]), "Loop: needs the trip count and condition inputs"),
+    "if no branches": (Node("If", [np.array(True)]), "If: missing the then_branch attribute"),
+    "scan opset 8": (Node("Scan", [[2]], opset=8), "Scan: Opset 8 version not supported"),
+    "scan no body": (Node("Scan", [[2]], {"num_scan_inputs": 1}, opset=11), "Scan: body attribute required"),
+    "multinomial no input": (Node("Multinomial", []), "PARSE_MULTINOMIAL: no arguments given"),
+    "multinomial no sample_size": (Node("Multinomial", [[1, 3]]), "PARSE_MULTINOMIAL: sample_size not given"),
+    "rnn hidden size": (
+        Node("RNN", [[1, 2, 3], _f32(1, 4, 3), _f32(1, 4, 4)], {"hidden_size": 5}),
+        "RNN: hidden size mismatch in input and attribute",
+    ),
+    "rnn activation": (
+        Node("RNN", [[1, 2, 3], _f32(1, 4, 3), _f32(1, 4, 4)], {"activations": ["Nope"]}),
+        "RNN: activation function nope not supported",
+    ),
+    "lstm direction": (
+        Node("LSTM", [[1, 2, 3], _f32(1, 16, 3), _f32(1, 16, 4)], {"direction": "sideways"}),
+        "LSTM: incorrect direction attribute",
+    ),
+    "resize sizes rank": (
+        Node("Resize", [[1, 1, 2, 2], None, None, _i64(4, 4)]),
+        "PARSE_RESIZE: specified output size's rank does not match input size",
+    ),
+    "resize scales rank": (
+        Node("Resize", [[1, 1, 2, 2], None, np.ones((4, 2), np.float32)]),
+        "PARSE_RESIZE: ranks of input and scale are different!",
+    ),
+    "resize tf_crop_and_resize": (
+        Node(
+            "Resize",
+            [[1, 1, 2, 2], None, np.array([1, 1, 2, 2], np.float32)],
+            {"coordinate_transformation_mode": "tf_crop_and_resize"},
+        ),
+        'PARSE_RESIZE: "tf_crop_and_resize" mode is not supported!',
+    ),
+    "resize exclude_outside": (
+        Node("Resize", [[1, 1, 2, 2], None, np.array([1, 1, 2, 2], np.float32)], {"exclude_outside": 1}),
+        "PARSE_RESIZE exclude_outside 1 is not supported!",
+    ),
 }
 
 
@@ -285,6 +324,12 @@ MATCHING: dict[str, Node] = {
     "pad value attribute": Node("Pad", [[2, 3]], {"pads": [0, 1, 0, 1], "value": 2.0}, opset=2),
     "clip max only": Node("Clip", [[2, 3], None, np.array(1.5, np.float32)]),
     "space_to_depth": Node("SpaceToDepth", [[1, 2, 4, 4]], {"blocksize": 2}),
+    "grid_sample bicubic reflection aligned": Node(
+        "GridSample",
+        [[1, 1, 4, 4], [1, 3, 3, 2]],
+        {"mode": "bicubic", "padding_mode": "reflection", "align_corners": 1},
+        opset=16,
+    ),
 }
 
 
@@ -296,3 +341,27 @@ def test_valid_corner_matches_onnxruntime(tmp_path: Path, case: str) -> None:
     path, options = _save(tmp_path, MATCHING[case])
     result = check_model(path)
     assert result.status == "match", result.message
+
+
+# MIGraphX's bicubic GridSample clips (border) or reflects (reflection) the unnormalised coordinate
+# before taking its 4x4 neighbourhood, and then pads each tap again (parse_gridsample.cpp's
+# grid_sampler and bicubic_sampler); onnxruntime pads only the taps, so grid points outside the
+# image give other numbers. The importer does what MIGraphX does.
+MIGRAPHX_DIFFERS: dict[str, Node] = {
+    "grid_sample bicubic border": Node(
+        "GridSample", [[1, 1, 4, 4], [1, 3, 3, 2]], {"mode": "bicubic", "padding_mode": "border"}, opset=16
+    ),
+    "grid_sample bicubic reflection": Node(
+        "GridSample", [[1, 1, 4, 4], [1, 3, 3, 2]], {"mode": "bicubic", "padding_mode": "reflection"}, opset=16
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MIGRAPHX_DIFFERS))
+def test_where_migraphx_differs_from_onnxruntime(tmp_path: Path, case: str) -> None:
+    pytest.importorskip("onnxruntime")
+    from onnx_oracle import check_model
+
+    path, options = _save(tmp_path, MIGRAPHX_DIFFERS[case])
+    result = check_model(path)
+    assert result.status == "mismatch" and "output 0: rms error" in result.message, result.message
