@@ -98,6 +98,7 @@ def _i64(*values: int) -> np.ndarray:
 
 
 DYN = DynamicDimension
+MS = "com.microsoft"
 DYN_1x4 = {0: [DYN(1, 4), DYN(3, 3)]}
 DYN_4D = {0: [DYN(1, 4), DYN(3, 3), DYN(4, 4), DYN(4, 4)]}
 
@@ -302,6 +303,45 @@ REFUSED: dict[str, tuple[Node, str]] = {
     "resize exclude_outside": (
         Node("Resize", [[1, 1, 2, 2], None, np.array([1, 1, 2, 2], np.float32)], {"exclude_outside": 1}),
         "PARSE_RESIZE exclude_outside 1 is not supported!",
+    ),
+    # transformer.py (com.microsoft)
+    "quick_gelu no alpha": (Node("QuickGelu", [[2]], domain=MS), "PARSE_GELU: QuickGelu needs its alpha attribute"),
+    "attention qkv sizes type": (
+        Node("Attention", [[2, 4, 6], _f32(6, 18)], {"num_heads": 2, "qkv_hidden_sizes": [6.0, 6.0, 6.0]}, domain=MS),
+        "PARSE_ATTENTION: qkv_hidden_sizes must be int64 type",
+    ),
+    "attention qkv sizes zero": (
+        Node("Attention", [[2, 4, 6], _f32(6, 18)], {"num_heads": 2, "qkv_hidden_sizes": [0, 0, 18]}, domain=MS),
+        "PARSE_ATTENTION: qkv_hidden_sizes must be nonzero and valid",
+    ),
+    "attention weight type": (
+        Node("Attention", [[2, 4, 6], np.ones((6, 18), np.float16)], {"num_heads": 2}, domain=MS),
+        "Attention: Input and weight datatype must be the same",
+    ),
+    "attention uneven weights": (
+        Node("Attention", [[2, 4, 6], _f32(6, 16)], {"num_heads": 2}, domain=MS),
+        "Attention: QKV size attribute must be set with non even weights",
+    ),
+    "attention qkv sum": (
+        Node("Attention", [[2, 4, 6], _f32(6, 18)], {"num_heads": 2, "qkv_hidden_sizes": [4, 4, 4]}, domain=MS),
+        "Attention: q k v hidden sizes sum must match weights tensor 1 dimension",
+    ),
+    "attention bias size": (
+        Node("Attention", [[2, 4, 6], _f32(6, 18), _f32(12)], {"num_heads": 2}, domain=MS),
+        "Attention: q k v hidden sizes sum must match bias tensor 0 dimension",
+    ),
+    "attention bias type": (
+        Node("Attention", [[2, 4, 6], _f32(6, 18), np.ones(18, np.float16)], {"num_heads": 2}, domain=MS),
+        "Attention: input bias must be the same type as input vector",
+    ),
+    "group_query_attention softcap": (
+        Node(
+            "GroupQueryAttention",
+            [[1, 2, 8], [1, 2, 8], [1, 2, 8]],
+            {"num_heads": 2, "kv_num_heads": 2, "softcap": 1.0},
+            domain=MS,
+        ),
+        "GroupQueryAttention: non-zero softcap is not yet supported.",
     ),
 }
 
