@@ -363,6 +363,7 @@ MATCHING: dict[str, Node] = {
     "matmul_integer 1-d by 2-d": Node("MatMulInteger", [(TensorProto.INT8, [3]), (TensorProto.INT8, [3, 2])]),
     "pad value attribute": Node("Pad", [[2, 3]], {"pads": [0, 1, 0, 1], "value": 2.0}, opset=2),
     "clip max only": Node("Clip", [[2, 3], None, np.array(1.5, np.float32)]),
+    "clip int32 without limits": Node("Clip", [(TensorProto.INT32, [2, 3])]),
     "space_to_depth": Node("SpaceToDepth", [[1, 2, 4, 4]], {"blocksize": 2}),
     "grid_sample bicubic reflection aligned": Node(
         "GridSample",
