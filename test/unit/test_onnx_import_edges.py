@@ -201,3 +201,48 @@ def test_a_subgraph_input_named_as_a_parent_value_is_refused(tmp_path: Path) -> 
     nodes = [helper.make_node("If", ["c"], ["y"], then_branch=branch, else_branch=other)]
     path = _save(tmp_path, nodes, [_float("x", [2])], [_float("y", None)], [cond])
     assert 'has parameter name "x" existing in parent graph!' in _error(path)
+
+
+# -- dynamic inputs run on the reference interpreter as onnxruntime runs them ---------------------
+
+
+def _run_both(path: str, options: ImportOptions, inputs: dict[str, np.ndarray]) -> tuple[list, list]:
+    ort = pytest.importorskip("onnxruntime")
+    from mgxir.diagnostics import DiagnosticSink
+    from mgxir.interp import Interpreter
+
+    program = import_model(path, options)
+    ours = [np.asarray(o) for o in Interpreter(program, DiagnosticSink()).run(inputs)]
+    theirs = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, inputs)
+    return ours, theirs
+
+
+def test_split_of_a_dynamic_axis_into_equal_parts(tmp_path: Path) -> None:
+    nodes = [helper.make_node("Split", ["x"], ["a", "b"], axis=0)]
+    path = _save(tmp_path, nodes, [_float("x", [6, 2])], [_float("a", None), _float("b", None)])
+    options = ImportOptions(dyn_input_dims={"x": [DYN(2, 8), DYN(2, 2)]})
+    x = np.arange(12, dtype=np.float32).reshape(6, 2)
+    ours, theirs = _run_both(path, options, {"x": x})
+    assert [o.tolist() for o in ours] == [t.tolist() for t in theirs]
+
+
+def test_split_sizes_on_a_dynamic_axis_are_refused(tmp_path: Path) -> None:
+    split = numpy_helper.from_array(np.array([2, 4], np.int64), "s")
+    nodes = [helper.make_node("Split", ["x", "s"], ["a", "b"], axis=0)]
+    path = _save(tmp_path, nodes, [_float("x", [6, 2])], [_float("a", None), _float("b", None)], [split])
+    options = ImportOptions(dyn_input_dims={"x": [DYN(2, 8), DYN(2, 2)]})
+    message = "PARSE_SPLIT: dynamic input and non-fixed split axis and `split` attribute not supported"
+    assert message in _error(path, options)
+
+
+def _reduce_with_axes_input(tmp_path: Path) -> str:
+    nodes = [helper.make_node("ReduceSum", ["x", "axes"], ["y"], keepdims=1)]
+    inputs = [_float("x", [2, 3]), helper.make_tensor_value_info("axes", TensorProto.INT64, ["n"])]
+    return _save(tmp_path, nodes, inputs, [_float("y", None)])
+
+
+def test_reduce_over_axes_given_at_run_time(tmp_path: Path) -> None:
+    options = ImportOptions(dyn_input_dims={"axes": [DYN(0, 2)]})
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    ours, theirs = _run_both(_reduce_with_axes_input(tmp_path), options, {"x": x, "axes": np.array([1], np.int64)})
+    assert ours[0].tolist() == theirs[0].tolist() == [[3.0], [12.0]]
