@@ -15,7 +15,11 @@ from mgxir.diagnostics import MgxError  # noqa: E402
 from mgxir.ir.dtype import DType  # noqa: E402
 from mgxir.ir.shape import DynamicDimension  # noqa: E402
 from mgxir.translate.onnx import ImportOptions, import_model, options_from_text  # noqa: E402
-from mgxir.translate.onnx.importer import parse_dynamic_dimension, parse_dynamic_dimensions  # noqa: E402
+from mgxir.translate.onnx.importer import (  # noqa: E402
+    common_type,
+    parse_dynamic_dimension,
+    parse_dynamic_dimensions,
+)
 
 DYN = DynamicDimension
 
@@ -246,3 +250,20 @@ def test_reduce_over_axes_given_at_run_time(tmp_path: Path) -> None:
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     ours, theirs = _run_both(_reduce_with_axes_input(tmp_path), options, {"x": x, "axes": np.array([1], np.int64)})
     assert ours[0].tolist() == theirs[0].tolist() == [[3.0], [12.0]]
+
+
+@pytest.mark.parametrize(
+    ("types", "common"),
+    [
+        # C++'s usual arithmetic conversions (std::common_type), as MIGraphX's compute_common_types
+        ((DType.int8, DType.uint8), DType.int32),
+        ((DType.int16, DType.bool), DType.int32),
+        ((DType.int32, DType.uint32), DType.uint32),
+        ((DType.int64, DType.uint64), DType.uint64),
+        ((DType.int64, DType.uint32), DType.int64),
+        ((DType.half, DType.int64), DType.half),
+        ((DType.float, DType.double, DType.half), DType.double),
+    ],
+)
+def test_common_type_is_cpp_common_type(types: tuple[DType, ...], common: DType) -> None:
+    assert common_type(types) is common
