@@ -191,7 +191,7 @@ class op:
         reverse = 1
         bidirectional = 2
 
-    def __init__(self, name: str, **attributes: Any):
+    def __init__(self, name: str, /, **attributes: Any):
         values = {k: int(v) if isinstance(v, enum.IntEnum) else v for k, v in attributes.items()}
         try:
             self.operation: Operation = operation_from_value(name, values)

@@ -222,15 +222,7 @@ def parse_clip(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
     else:
         lo = args[1] if len(args) > 1 and args[1].shape.lens else type_limit(info, dtype, True)
         hi = args[2] if len(args) > 2 and args[2].shape.lens else type_limit(info, dtype, False)
-    use_max = hi.name != "undefined"
-    use_min = lo.name != "undefined"
-    if use_min and use_max:
-        return info.add_common_op("clip", x, lo, hi)
-    if use_max:
-        return info.add_common_op("min", x, hi)
-    if use_min:
-        return info.add_common_op("max", x, lo)
-    return info.add("identity", x)
+    return info.add_common_op("clip", x, lo, hi)
 
 
 @onnx_op("Where")

@@ -1,0 +1,83 @@
+"""SPIR-V corners the catalogue-wide tests leave out: int32 pow (square-and-multiply, C's truncated
+pow for negative exponents), pointwise bodies the translator leaves to the reference interpreter
+(each says why), and the grammar and SPIRV-Tools refusing what is not SPIR-V."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from spirv_support import program, require_vulkan, run_reference, run_vulkan, translate
+
+from mgxir.translate.spirv.grammar import SpirvToolError, assemble, grammar
+from mgxir.translate.spirv.kernels import KernelOptions
+
+
+def _pointwise(types: list[str], body: list[str], lens: str = "{8}") -> str:
+    """`main` with one pointwise over parameters of `types`; `body` uses m:x0, m:x1, ... ."""
+    n = len(types)
+    lines = ['module: "main"']
+    lines += [f"x{i} = @param:x{i} -> {t}, {lens}" for i, t in enumerate(types)]
+    lines += [f"@{n} = pointwise({','.join(f'x{i}' for i in range(n))}), [m]", f"@{n + 1} = @return(@{n})", ""]
+    lines += ['module: "m"'] + [f"m:x{i} = @param:x{i} -> {t}, {{1}}, {{0}}" for i, t in enumerate(types)]
+    lines += body
+    return "\n".join(lines) + "\n"
+
+
+def test_int32_pow_wraps_like_numpy_and_truncates_negative_exponents_like_c() -> None:
+    require_vulkan()
+    prog = program(_pointwise(["int32_type", "int32_type"], ["m:@2 = pow(m:x0,m:x1)", "m:@3 = @return(m:@2)"]))
+    base = np.array([3, -3, 2, 7, 1, -1, -1, 2], np.int32)
+    exponent = np.array([4, 3, 31, 12, -5, -3, -2, -1], np.int32)
+    translation = translate(prog, fuse=False, options=KernelOptions(unroll=1))
+    (got,) = run_vulkan(translation, {"x0": base, "x1": exponent})
+    with np.errstate(all="ignore"):
+        wrapped = (base[:4].astype(np.int64) ** exponent[:4]).astype(np.int32)  # numpy's int32 power
+    # C's (int)pow(b, e) for e < 0: 1 for b == 1, +-1 for b == -1, 0 otherwise
+    assert got.tolist() == [*wrapped.tolist(), 1, -1, 1, 0]
+    positive = {"x0": base[:4], "x1": exponent[:4]}
+    prog4 = program(_pointwise(["int32_type", "int32_type"], ["m:@2 = pow(m:x0,m:x1)", "m:@3 = @return(m:@2)"], "{4}"))
+    assert run_reference(prog4, positive)[0].tolist() == wrapped.tolist()
+
+
+@pytest.mark.parametrize(
+    ("types", "body", "why"),
+    [
+        (["bool_type"], ["m:@1 = sqdiff(m:x0,m:x0)"], "sqdiff of bool_type (numpy has no bool subtraction)"),
+        (
+            ["half_type"],
+            ["m:@1 = bit_cast[target_type=int16_type](m:x0)"],
+            "element type int16_type (kernels handle float_type, half_type, int32_type, bool_type)",
+        ),
+    ],
+)
+def test_bodies_without_a_kernel_say_why(types: list[str], body: list[str], why: str) -> None:
+    last = body[-1].split(" = ")[0]
+    text = _pointwise(types, [*body, f"m:@9 = @return({last})"])
+    translation = translate(program(text), fuse=False, assemble=False)
+    assert not translation.kernels
+    assert list(translation.skipped.values()) == [why]
+
+
+def test_the_grammar_refuses_names_it_does_not_have() -> None:
+    g = grammar()
+    assert g.instruction("OpIAdd").has_result
+    assert g.flags("MemorySemantics", "Acquire", "Release") == 0x2 | 0x4
+    assert g.value("StorageClass", "StorageBuffer") == 12
+    assert g.glsl_instruction("FMix") == "FMix"
+    for call, message in [
+        (lambda: g.instruction("OpNope"), "'OpNope' is not a SPIR-V instruction"),
+        (lambda: g.enumerant("StorageClass", "Nowhere"), "'Nowhere' is not a SPIR-V StorageClass"),
+        (lambda: g.flags("StorageClass", "Uniform"), "'StorageClass' is not a SPIR-V bit enum"),
+        (lambda: g.glsl_instruction("Frobnicate"), "'Frobnicate' is not a GLSL.std.450 instruction"),
+    ]:
+        with pytest.raises(KeyError) as caught:
+            call()
+        assert caught.value.args[0] == message
+
+
+def test_spirv_tools_rejections_are_reported_with_the_tool_name() -> None:
+    with pytest.raises(SpirvToolError, match=r"^spirv-as: .*OpNotAnInstruction"):
+        assemble("OpNotAnInstruction %1\n")
+    # assembles, but is not a valid Vulkan module (no memory model, no entry point)
+    with pytest.raises(SpirvToolError, match=r"^spirv-val: "):
+        assemble("OpCapability Shader\n")
