@@ -62,12 +62,6 @@ REFUSED = [
     ("unique", {"axis": 1}, [F23], "only axis 0 or none is supported, got 1"),
     ("get_tuple_elem", {"index": 0}, [F23], "the input is not a tuple"),
     ("get_tuple_elem", {"index": 2}, [Shape.tuple_of([F23, F6])], "index 2 is out of range for a tuple of 2"),
-    (
-        "pooling",
-        {"lengths": (2, 2)},
-        [dyn((1, 1), (4, 4), (4, 8), (8, 8))],
-        "dynamic spatial dimensions are only supported with dyn_global",
-    ),
     ("resize", {"sizes": (2, 3, 4)}, [F23], "sizes {2, 3, 4} do not match input rank 2"),
     ("resize", {"scales": (1.0,)}, [F23], "1 scales do not match input rank 2"),
     ("resize", {}, [F23, I64_23], "size/scale input must have rank 1"),
@@ -154,6 +148,8 @@ DYNAMIC_RESULTS = [
     ("concat", {"axis": 0}, [DYN, dyn((2, 5), (3, 3))], dyn((3, 9), (3, 3))),
     ("onehot", {"axis": -1, "depth": 4}, [dyn((1, 3), dtype=DType.int64), F6], dyn((1, 3), (4, 4))),
     ("pooling", {"dyn_global": True}, [dyn((1, 2), (4, 4), (4, 8), (8, 8))], dyn((1, 2), (4, 4), (1, 1), (1, 1))),
+    # dynamic spatial dimensions: each end of the range through the window rule (MIGraphX's pooling.hpp)
+    ("pooling", {"lengths": (2, 2)}, [dyn((1, 1), (4, 4), (4, 8), (8, 8))], dyn((1, 1), (4, 4), (3, 7), (7, 7))),
     (
         "nonmaxsuppression",
         {"use_dyn_output": True},
