@@ -29,6 +29,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from mgxir.text.writer import user_cache_dir
+
 # the layer-1 parser reads whole programs; the layer-2 parser reads operator texts, tails and
 # literal bodies (grammar/mgx.lark says what the layers are)
 PROGRAM_OPTIONS: dict[str, Any] = {
@@ -62,12 +64,7 @@ CACHE_ENV = "MGXIR_PARSER_CACHE"  # a directory; "off": lark itself, no cached m
 
 
 def cache_dir() -> Path | None:
-    where = os.environ.get(CACHE_ENV)
-    if where == "off":
-        return None
-    if where:
-        return Path(where)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mgxir" / "parsers"
+    return user_cache_dir(CACHE_ENV, "parsers")
 
 
 def lark_version() -> str:

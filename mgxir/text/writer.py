@@ -16,6 +16,17 @@ from mgxir.text.printer import PrintOptions, print_program
 SIDECAR_THRESHOLD = 1 << 20  # bytes of literal data past which `-o FILE --lossless` uses a sidecar
 
 
+def user_cache_dir(env: str, name: str) -> Path | None:
+    """Where mgxir caches `name` (parsers, kernels): `$env` if set ("off": no disk cache), else
+    $XDG_CACHE_HOME/mgxir/NAME, else ~/.cache/mgxir/NAME."""
+    where = os.environ.get(env)
+    if where == "off":
+        return None
+    if where:
+        return Path(where)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mgxir" / name
+
+
 def write_atomically(path: str | Path, data: str | bytes) -> None:
     """Writes through a temporary file in the same folder and a rename: a reader never sees a
     half-written file, and a failure leaves whatever was there before."""

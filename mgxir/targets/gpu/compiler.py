@@ -16,6 +16,7 @@ from typing import Any
 from mgxir.diagnostics import MgxError
 from mgxir.targets.gpu.kernels import Kernel
 from mgxir.targets.gpu.ops import CodeObject
+from mgxir.text.writer import user_cache_dir
 
 CACHE_ENV = "MGXIR_KERNEL_CACHE"  # a directory; "off" disables the disk cache
 DEFAULT_ARCH = "sm_90"
@@ -23,12 +24,7 @@ OPTIONS = ("std=c++17",)
 
 
 def cache_dir() -> Path | None:
-    where = os.environ.get(CACHE_ENV)
-    if where == "off":
-        return None
-    if where:
-        return Path(where)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mgxir" / "kernels"
+    return user_cache_dir(CACHE_ENV, "kernels")
 
 
 @functools.cache
