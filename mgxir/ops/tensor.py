@@ -152,6 +152,7 @@ class Lrn(OpDef):
 class Step(OpDef):
     name = "step"
     traits = (NopWhenShapeKept,)
+    is_view = True  # MIGraphX's output_alias: every step-th element of its input, in place
     attributes = (Attr("axes", INTS, ()), Attr("steps", INTS, ()))
     arity = (1, 1)
     axis_attributes = {"axes": "input"}
