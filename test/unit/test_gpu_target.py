@@ -199,6 +199,23 @@ w = @param:w -> half_type, {32, 16, 1, 1}, {16, 1, 1, 1}
 @2 = convolution[padding={0, 0},stride={2, 2},dilation={1, 1},group=1](x,w)
 @3 = @return(@2)
 """,
+    # ResNet's shape after MIGraphX's find_add_convs: a convolution's relu result pooled, and a step
+    # of it concatenated with the next convolution's result as one convolution's input; all of it
+    # channels-last, no copy of any computed value
+    "conv_pool_step_concat_conv": """
+x = @param:x -> float_type, {2, 8, 10, 10}, {800, 100, 10, 1}
+w0 = @param:w0 -> float_type, {8, 8, 3, 3}, {72, 9, 3, 1}
+w1 = @param:w1 -> float_type, {16, 8, 1, 1}, {8, 1, 1, 1}
+w2 = @param:w2 -> float_type, {12, 24, 1, 1}, {24, 1, 1, 1}
+@4 = convolution[padding={1, 1},stride={1, 1},dilation={1, 1},group=1](x,w0)
+@5 = relu(@4)
+@6 = pooling[mode=max,padding={1, 1},stride={2, 2},lengths={3, 3}](@5)
+@7 = convolution[padding={0, 0},stride={1, 1},dilation={1, 1},group=1](@6,w1)
+@8 = step[axes={2, 3},steps={2, 2}](@5)
+@9 = concat[axis=1](@7,@8)
+@10 = convolution[padding={0, 0},stride={1, 1},dilation={1, 1},group=1](@9,w2)
+@11 = @return(@10)
+""",
     "conv_then_exp": """
 x = @param:x -> float_type, {1, 4, 9, 9}, {324, 81, 9, 1}
 w = @param:w -> float_type, {8, 4, 3, 3}, {36, 9, 3, 1}
@@ -379,6 +396,39 @@ def test_softmax_scale_is_read_from_the_module() -> None:
     softmax, second = find_attention(dots[0])
     assert second is dots[1] and softmax_scale(softmax) == 0.25
     assert find_attention(dots[1]) is None
+
+
+COPY_KERNELS = ("layout_kernel", "contiguous_kernel")
+
+
+def test_channels_last_results_are_never_copied(lowered: dict) -> None:
+    """Pooling and concat keep their input's channels-last layout and the step is a view of the
+    NHWC convolution result: the only copies are of parameters (layout copies for the library) and
+    the returned result's (standard)."""
+    main = lowered["conv_pool_step_concat_conv"].main
+    nhwc = (1, 3)  # channels innermost, then width
+    for symbol in ("pooling_kernel", "concat_kernel"):
+        result = next(i for i in main if i.op.defn.name == "gpu::code_object" and i.op["symbol_name"] == symbol)
+        assert [result.shape.strides[d] for d in nhwc] == [1, result.shape.lens[1]], symbol
+    step = next(i for i in main if i.op.defn.name == "step")
+    assert step.args[0].op.defn.name == "gpu::convolution" and step.shape.strides[1] == 1
+    copies = [i for i in main if i.op.defn.name == "gpu::code_object" and i.op["symbol_name"] in COPY_KERNELS]
+    returned = main.last.args[0]  # the return
+    computed = [c for c in copies if not c.args[0].is_param and c is not returned]
+    assert len(copies) == 3 and not computed, [c.args[0].op.defn.name for c in computed]
+    convolutions = [i for i in main if i.op.defn.name == "gpu::convolution"]
+    assert convolutions[-1].args[0].op["symbol_name"] == "concat_kernel"
+
+
+def test_indexed_kernels_walk_the_output_in_memory_order() -> None:
+    """A channels-last output's threads step through channels first (coalesced writes)."""
+    from mgxir.ir.dtype import DType
+    from mgxir.targets.gpu.kernels import Tensor, concat_kernel
+
+    nhwc = Tensor(DType.half, (2, 6, 4, 5), (120, 1, 30, 6))
+    source = concat_kernel([Tensor(DType.half, (2, 3, 4, 5), (60, 1, 15, 3))] * 2, 1, nhwc).source
+    splits = [line.split("=")[0].split()[-1] for line in source.splitlines() if "rest %" in line]
+    assert splits == ["c1", "c3", "c2"]
 
 
 def test_lowered_program_prints_and_reads_back(lowered: dict) -> None:

@@ -872,12 +872,15 @@ def _closure(target: Instruction, per_element: set[Instruction]) -> set[Instruct
 # -- data movement and windows: one thread per output element, by its coordinates ----------------
 
 
-def _coordinates(lens: Sequence[int]) -> list[str]:
-    """Statements splitting linear index `i` into coordinates `c0..c{r-1}` over `lens`."""
+def _coordinates(lens: Sequence[int], strides: Sequence[int]) -> list[str]:
+    """Statements splitting linear index `i` into coordinates `c0..c{r-1}` over `lens`, walking the
+    axes in the memory order of `strides` (outermost first), so that consecutive threads write
+    consecutive elements of a channels-last output too."""
+    order = sorted(range(len(lens)), key=lambda d: (-strides[d], -lens[d]))
     lines = ["  long long rest = i;"]
-    for d in reversed(range(len(lens))):
-        if d == 0:
-            lines.append("  const long long c0 = rest;")
+    for position, d in reversed(list(enumerate(order))):
+        if position == 0:
+            lines.append(f"  const long long c{d} = rest;")
         else:
             lines.append(f"  const long long c{d} = rest % {lens[d]}LL; rest /= {lens[d]}LL;")
     return lines
@@ -896,7 +899,7 @@ def indexed_kernel(symbol: str, inputs: Sequence[Tensor], output: Tensor, body: 
     lines = [PRELUDE, f'extern "C" __global__ void __launch_bounds__({LOCAL}) {symbol}({", ".join(params)}) {{']
     lines.append(f"  const long long i = (long long)blockIdx.x * {LOCAL} + threadIdx.x;")
     lines.append(f"  if (i >= {total}LL) return;")
-    lines.extend(_coordinates(output.lens))
+    lines.extend(_coordinates(output.lens, output.strides))
     lines.extend(body)
     lines.append(f"  mgx_store(out + {_at(output, [f'c{d}' for d in range(len(output.lens))])}, {value});")
     lines.append("}")

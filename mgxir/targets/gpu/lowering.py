@@ -81,6 +81,12 @@ def _copy(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
     return kernels.copy_kernel(inputs[0], output, f"{ins.op.defn.name}_kernel")
 
 
+# generated operators whose result takes the layout of their first input that is densely laid out
+# channels-last (a permutation other than standard): pooling after a convolution, and concat (what
+# MIGraphX's find_add_convs makes of a residual add of two convolutions) before one, stay NHWC, with
+# no layout copy on either side
+KEEP_INPUT_LAYOUT = ("pooling", "concat")
+
 # operators with a kernel generator of their own; views that are not views (a reshape of a
 # transposed input) and contiguous are copies
 GENERATORS: dict[str, Generator] = {
@@ -145,7 +151,8 @@ class GpuLowering(Pass):
                 self._convolution(module, ins, placement, arch, context)
                 return
             inputs = [self._tensor(a, placement) for a in ins.args]
-            output = Tensor.of(ins.shape)
+            out_shape = kept_layout(ins) if self.channels_last and name in KEEP_INPUT_LAYOUT else ins.shape
+            output = Tensor.of(out_shape)
             if name == "pointwise" and self.exhaustive_tune and device_arch() is not None:
                 kernel, code = self._tuned_pointwise(ins, inputs, output, arch)
                 self._emit(module, ins, kernel, code, placement, context)
@@ -161,10 +168,20 @@ class GpuLowering(Pass):
                 raise Unsupported(name)
         except Unsupported:
             return self._host(ins, placement, context)
-        self._emit(module, ins, kernel, compile_kernel(kernel, arch), placement, context)
+        self._emit(module, ins, kernel, compile_kernel(kernel, arch), placement, context, out_shape)
+        if out_shape is not ins.shape:
+            context.count("results kept channels-last")
+            self._views_read_standard_copies(module, ins, placement, arch, context)
 
     def _emit(
-        self, module: Module, ins: Instruction, kernel: Kernel, code, placement: Placement, context: PassContext
+        self,
+        module: Module,
+        ins: Instruction,
+        kernel: Kernel,
+        code,
+        placement: Placement,
+        context: PassContext,
+        out_shape: Shape | None = None,
     ) -> None:
         op = make_op(
             "gpu::code_object",
@@ -172,7 +189,7 @@ class GpuLowering(Pass):
             symbol_name=kernel.symbol,
             **{"global": kernel.global_size, "local": kernel.local_size},
         )
-        self._write_into_allocation(module, ins, op, list(ins.args), placement)
+        self._write_into_allocation(module, ins, op, list(ins.args), placement, out_shape)
         context.count("kernels generated")
 
     def _tuned_pointwise(self, ins: Instruction, inputs: list[Tensor], output: Tensor, arch: str):
@@ -214,9 +231,15 @@ class GpuLowering(Pass):
         return Tensor.of(ins.shape, aligned=(offset * ins.shape.dtype.itemsize) % VECTOR_ALIGNMENT == 0)
 
     def _write_into_allocation(
-        self, module: Module, ins: Instruction, op, args: list[Instruction], placement: Placement
+        self,
+        module: Module,
+        ins: Instruction,
+        op,
+        args: list[Instruction],
+        placement: Placement,
+        shape: Shape | None = None,
     ) -> None:
-        allocation = module.insert(ins, make_op("allocate", shape=ins.shape))
+        allocation = module.insert(ins, make_op("allocate", shape=shape or ins.shape))
         placement[allocation] = (allocation, 0)
         module.replace(ins, op, [*args, allocation], [])
         placement[ins] = (allocation, 0)
@@ -359,14 +382,22 @@ class GpuLowering(Pass):
     def _views_read_standard_copies(
         self, module: Module, result: Instruction, placement: Placement, arch: str, context: PassContext
     ) -> None:
-        """Users were shaped for a standard result: those the lowering does not rebuild from their
-        inputs' layouts (views, the return, host ops) read a standard copy."""
+        """Users were shaped for a standard result: those the lowering rebuilds from their inputs'
+        layouts stay, views whose shape follows their input's strides (step, slice, transpose, ...)
+        are reshaped as views of the new layout (and their users looked at in turn), and the others
+        (the return, host ops, views that need a standard input) read a standard copy."""
         for user in list(result.users):
             name = "@return" if user.is_return else user.op.defn.name
             rebuilt = (name in GENERATORS or name in LOWERED_OPS) and not user.op.defn.is_view
-            if not rebuilt:
-                copy = self._copy_into(module, result, result.shape.as_standard(), user, placement, arch, context)
-                user.replace_arg(result, copy)
+            if rebuilt:
+                continue
+            if not user.is_return and user.op.defn.is_view and follow_layout(user, result):
+                placement.pop(user, None)
+                context.count("views of channels-last results kept")
+                self._views_read_standard_copies(module, user, placement, arch, context)
+                continue
+            copy = self._copy_into(module, result, result.shape.as_standard(), user, placement, arch, context)
+            user.replace_arg(result, copy)
 
     def _gemm_operand(
         self, module: Module, x: Instruction, placement: Placement, arch: str, context: PassContext
@@ -403,6 +434,41 @@ class GpuLowering(Pass):
         self._write_into_allocation(module, copy, op, [x], placement)
         context.count("kernels generated")
         return copy
+
+
+def kept_layout(ins: Instruction) -> Shape:
+    """`ins`'s result laid out as its first (pooling: only) input that is densely laid out in a
+    permutation other than standard (channels-last), else its shape as it is."""
+    sources = ins.args if ins.op.defn.name == "concat" else ins.args[:1]
+    for source in sources:
+        shape = source.shape
+        if shape.is_tuple or shape.is_dynamic or shape.ndim != ins.shape.ndim or shape.standard or shape.broadcasted:
+            continue
+        permutation = find_permutation(shape)
+        if Shape.from_permutation(shape.dtype, shape.lens, permutation).strides != shape.strides:
+            continue  # not dense (a slice or step of something)
+        return Shape.from_permutation(ins.shape.dtype, ins.shape.lens, permutation)
+    return ins.shape
+
+
+def follow_layout(view: Instruction, source: Instruction) -> bool:
+    """Reshapes `view` (shaped for a standard `source`) as the same view of `source`'s layout where
+    its operator computes that shape from its input's strides and the runtime aliases the result
+    (view_offset finds it in its input); False (nothing changed) otherwise."""
+    if view.args[0] is not source or view.module_args:
+        return False
+    before = view.shape
+    try:
+        after = compute_shape(view.op, view.args, [])
+    except (MgxError, ShapeError):
+        return False
+    if after.lens != before.lens or after.dtype != before.dtype:
+        return False
+    view.shape = after
+    if view_offset(view) is None:
+        view.shape = before
+        return False
+    return True
 
 
 def transposed_matrix_shape(shape: Shape) -> Shape | None:
