@@ -349,6 +349,7 @@ class RunOptions:
     device: str | None = None  # iree: local-task (default), local-sync, cuda, hip or vulkan; gpu: N, cuda:N, hip:N
     perf: bool = False  # gpu: per-instruction times and shares
     exhaustive_tune: bool = False  # gpu: time launch configurations and library algorithms, keep the fastest
+    fp32_math: str = "ieee"  # gpu: float32 gemms and convolutions multiply in float32 (ieee) or TF32 (tf32)
     cache_dir: str | None = None  # iree: the compiled modules' cache
     timing: bool = False  # iree: compile/load/run times; vulkan: where each instruction ran
 
@@ -362,6 +363,8 @@ def _run(o: RunOptions, sink: DiagnosticSink) -> int:
     run = runner(o.target)
     if o.fill not in FILLS:
         raise MgxError(f"--fill must be random, zeros, ones or none, not '{o.fill}'")
+    if o.fp32_math not in ("ieee", "tf32"):
+        raise MgxError(f"--fp32-math must be ieee or tf32, not '{o.fp32_math}'")
     if o.output is not None:
         check_output_path(_at_path(o.output))
     with _target_context(o) as read:
@@ -414,6 +417,7 @@ def _target_context(o: RunOptions) -> Iterator[Callable[..., Program]]:
 
         select_device(o.device)
         gpu_options.perf, gpu_options.exhaustive_tune = o.perf, o.exhaustive_tune
+        gpu_options.fp32_math = o.fp32_math
     if o.target != "iree" and not is_mlir:
         yield read_program
         return

@@ -49,6 +49,14 @@ def mgx_run(
             help="With --target=gpu: time kernel launch configurations and library algorithms; keep the fastest.",
         ),
     ] = False,
+    fp32_math: Annotated[
+        str,
+        typer.Option(
+            "--fp32-math",
+            help="With --target=gpu: float32 gemms and convolutions multiply in float32 (ieee, as MIGraphX) "
+            "or in TF32 on tensor cores (tf32, as PyTorch's cuDNN convolutions by default).",
+        ),
+    ] = "ieee",
     cache_dir: Annotated[
         str | None,
         typer.Option("--cache-dir", help="With --target=iree: compiled modules' cache (or $MGXIR_CACHE_DIR)."),

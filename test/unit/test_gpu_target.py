@@ -431,6 +431,35 @@ def test_indexed_kernels_walk_the_output_in_memory_order() -> None:
     assert splits == ["c1", "c3", "c2"]
 
 
+def test_fp32_math_marks_float_library_calls() -> None:
+    """float32 gemms and convolutions multiply in float32 unless fp32_math=tf32 marks them (half
+    ones never); the mark survives printing and reading back."""
+    program = _program(
+        PROGRAMS["conv_bias_residual_relu"].replace("@9 = @return(@8)", "")
+        + """
+a = @param:a -> half_type, {64, 32}, {32, 1}
+h = @param:h -> half_type, {32, 16}, {16, 1}
+@12 = dot(a,h)
+@13 = @return(@8,@12)
+"""
+    )
+    for math, marked in (("ieee", set()), ("tf32", {"gpu::convolution"})):
+        lowered = compile_for_gpu(program, arch="sm_90", fp32_math=math)
+        calls = [i for i in lowered.main if i.op.defn.name in ("gpu::convolution", "gpu::gemm")]
+        assert {i.op.defn.name for i in calls} == {"gpu::convolution", "gpu::gemm"}
+        assert {i.op.defn.name for i in calls if i.op["tf32"]} == marked, math
+        text = print_program(lowered)
+        assert ("tf32=1" in text) == bool(marked) and "tf32=0" not in text
+        assert print_program(parse_program(text)) == text
+    tf32_gemm = compile_for_gpu(_program(PROGRAMS["gemm_bias_relu"]), arch="sm_90", fp32_math="tf32")
+    assert "epilogue=relu_bias,tf32=1]" in print_program(tf32_gemm)
+
+
+def test_fp32_math_is_ieee_or_tf32() -> None:
+    with pytest.raises(Exception, match="fp32_math is one of ieee, tf32"):
+        compile_for_gpu(_program(PROGRAMS["gemm_bias_relu"]), arch="sm_90", fp32_math="fast")
+
+
 def test_lowered_program_prints_and_reads_back(lowered: dict) -> None:
     for program in lowered.values():
         text = print_program(program)
@@ -483,10 +512,24 @@ def test_gpu_matches_reference(name: str) -> None:
     executable = load_on_gpu(program, DiagnosticSink())
     outputs = executable.run(params)
     again = flatten_outputs(executable.run(params))  # a second replay of the same graphs
-    # cuDNN convolves float32 in TF32 on tensor cores, as PyTorch lets it by default
-    _assert_matches_reference(program, params, outputs, 2e-3 if name.startswith("conv") else 1e-4, half_tolerance=1e-2)
+    # float32 convolutions and gemms multiply in float32 (no TF32 engine) unless --fp32-math=tf32
+    _assert_matches_reference(program, params, outputs, 1e-4, half_tolerance=1e-2)
     for key, got in flatten_outputs(outputs).items():
         assert np.array_equal(got, again[key])
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("name", ["conv_bias_residual_relu", "conv_pool_step_concat_conv", "gemm_bias_relu"])
+def test_gpu_tf32_matches_reference(name: str) -> None:
+    """--fp32-math=tf32: float32 convolutions and gemms within TF32's error (10-bit mantissas)."""
+    from mgxir.targets.gpu.driver import load_on_gpu
+
+    program = _program(PROGRAMS[name])
+    params = _inputs(program)
+    executable = load_on_gpu(program, DiagnosticSink(), fp32_math="tf32")
+    assert "tf32=1" in print_program(executable.program)
+    _assert_matches_reference(program, params, executable.run(params), 2e-3)
 
 
 @gpu

@@ -28,6 +28,7 @@ GEMM_TYPES: dict[DType, tuple[int, int, type]] = {
     DType.bf16: (14, 68, np.float32),  # CUDA_R_16BF
     DType.double: (1, 70, np.float64),  # CUDA_R_64F, CUBLAS_COMPUTE_64F
 }
+COMPUTE_32F_FAST_TF32 = 77  # CUBLAS_COMPUTE_32F_FAST_TF32: float32 data multiplied in TF32 (--fp32-math=tf32)
 EPILOGUE_IDS = {"none": 1, "relu": 2, "bias": 4, "relu_bias": 6, "gelu": 32, "gelu_bias": 36}
 
 
@@ -71,13 +72,25 @@ def fold_batch(a: Layout, b: Layout, out: Layout, rows: int) -> tuple[Layout, La
 class GemmPlan:
     """One gemm's cuBLASLt descriptors and chosen algorithm; call it with pointers and a stream."""
 
-    def __init__(self, handle: int, a: Shape, b: Shape, out: Shape, epilogue: str, alpha: float, beta: float):
+    def __init__(
+        self,
+        handle: int,
+        a: Shape,
+        b: Shape,
+        out: Shape,
+        epilogue: str,
+        alpha: float,
+        beta: float,
+        tf32: bool = False,
+    ):
         lt = _lt()
         self.lt = lt
         self.handle = handle
         if out.dtype not in GEMM_TYPES or a.dtype != out.dtype or b.dtype != out.dtype:
             raise MgxError(f"gpu::gemm: no cuBLASLt type for {out.dtype.type_name}")
         data_type, compute_type, scale = GEMM_TYPES[out.dtype]
+        if tf32 and out.dtype is DType.float:
+            compute_type = COMPUTE_32F_FAST_TF32
         la, lb, lo = layout_of(a), layout_of(b), layout_of(out)
         if lo.transposed:
             raise MgxError("gpu::gemm: the output must be row-major")

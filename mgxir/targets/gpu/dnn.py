@@ -6,6 +6,11 @@ where one of its engines can.
 The epilogue is the `pointwise` module the convolution fed, bound as MIGraphX binds pointwise
 parameters (by name order): parameter `conv_arg` is the convolution's result, the others are the
 `gpu::convolution`'s inputs after x and w, in order.
+
+float32 convolutions multiply in float32, as MIGraphX's MIOpen calls do: the engines cuDNN notes as
+running on tensor cores or converting their inputs down (TF32) are left out, as PyTorch leaves them
+out when `torch.backends.cudnn.allow_tf32` is off. With `tf32` (`--fp32-math=tf32`) cuDNN may use
+them, as PyTorch lets it by default.
 """
 
 from __future__ import annotations
@@ -70,13 +75,18 @@ def _padding(op: Operation, spatial: int) -> tuple[list[int], list[int]]:
     return padding[:spatial], padding[spatial:]
 
 
-def _build_plans(cudnn, graph, failure: str, plan_index: int = -1, all_plans: bool = False) -> None:
+def _build_plans(
+    cudnn, graph, failure: str, plan_index: int = -1, all_plans: bool = False, exact_float: bool = False
+) -> None:
     """Validates the graph and builds its execution plans (the chosen one, or every one for tuning);
-    an unsupported graph is `failure` with cuDNN's first line."""
+    with `exact_float`, only engines that multiply float32 as float32. An unsupported graph is
+    `failure` with cuDNN's first line."""
     try:
         graph.validate()
         graph.build_operation_graph()
         graph.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+        if exact_float:
+            graph.deselect_numeric_notes([cudnn.numerical_note.TENSOR_CORE, cudnn.numerical_note.DOWN_CONVERT_INPUTS])
         graph.check_support()
         if plan_index >= 0:
             graph.select_plan(plan_index)
@@ -101,6 +111,7 @@ class ConvPlan:
         conv_arg: int = 0,
         plan_index: int = -1,
         all_plans: bool = False,
+        tf32: bool = False,
     ):
         cudnn = _cudnn()
         self.cudnn, self.handle = cudnn, handle
@@ -141,7 +152,9 @@ class ConvPlan:
             result.set_dim(list(out.lens)).set_stride(list(out.strides))
         self.y = result
         self.graph = graph
-        _build_plans(cudnn, graph, f"gpu::convolution: cuDNN cannot run {op.text} on {x.lens}", plan_index, all_plans)
+        exact_float = out.dtype is DType.float and not tf32
+        failure = f"gpu::convolution: cuDNN cannot run {op.text} on {x.lens}" + (" in float32" if exact_float else "")
+        _build_plans(cudnn, graph, failure, plan_index, all_plans, exact_float)
         self.plan_count = graph.get_execution_plan_count()
         self.workspace_bytes = int(graph.get_workspace_size())
 
@@ -207,12 +220,13 @@ def plan_for(
     conv_arg: int = 0,
     plan_index: int = -1,
     all_plans: bool = False,
+    tf32: bool = False,
 ) -> ConvPlan:
     """The plan for one problem, built once per process (the lowering's support check builds the
     plan the runtime then uses)."""
-    key = (op.text, x, w, out, extras, _body_text(epilogue), conv_arg, plan_index, all_plans)
+    key = (op.text, x, w, out, extras, _body_text(epilogue), conv_arg, plan_index, all_plans, tf32)
     if key not in _PLANS:
-        _PLANS[key] = ConvPlan(create_handle(), op, x, w, out, extras, epilogue, conv_arg, plan_index, all_plans)
+        _PLANS[key] = ConvPlan(create_handle(), op, x, w, out, extras, epilogue, conv_arg, plan_index, all_plans, tf32)
     return _PLANS[key]
 
 

@@ -1,7 +1,8 @@
 """The GPU target's entry points: compile a program with the `gpu` pipeline and run it on a GPU.
 
 `run_on_gpu` has the reference runner's signature (`mgx-run --target=gpu`); `gpu_options` holds
-what the command line adds (`--device` N, cuda:N or hip:N, `--perf`, `--exhaustive-tune`)."""
+what the command line adds (`--device` N, cuda:N or hip:N, `--perf`, `--exhaustive-tune`,
+`--fp32-math`)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ class GpuOptions:
     perf: bool = False
     perf_iterations: int = 100
     exhaustive_tune: bool = False
+    fp32_math: str = "ieee"
 
 
 gpu_options = GpuOptions()
@@ -51,18 +53,21 @@ def compile_for_gpu(
     exhaustive_tune: bool = False,
     in_place: bool = False,
     library_convolution: bool = True,
+    fp32_math: str = "ieee",
 ) -> Program:
     """A lowered copy of `program` (or `program` itself, lowered, with `in_place`: the copy goes
     through the lossless text and costs seconds per million weights): the `gpu` pipeline (fusion,
     lowering, memory planning); with `exhaustive_tune`, elementwise kernels are timed in their
     launch configurations; without `library_convolution` (a platform with no DNN library),
-    convolutions become generated kernels."""
+    convolutions become generated kernels; `fp32_math=tf32` lets float32 gemms and convolutions
+    multiply in TF32."""
     lowered = program if in_place else copy_program(program)
     passes = parse_pipeline(GPU_PIPELINE)
     for p in passes:
         if isinstance(p, GpuLowering):
             p.arch = arch or p.arch
             p.exhaustive_tune = exhaustive_tune
+            p.fp32_math = fp32_math
             p.library_convolution = p.fuse_attention = library_convolution
     PassManager(passes).run(lowered, sink)
     return lowered
@@ -74,6 +79,7 @@ def load_on_gpu(
     device: int | None = None,
     exhaustive_tune: bool | None = None,
     in_place: bool = False,
+    fp32_math: str | None = None,
 ) -> GpuExecutable:
     """`program` compiled and loaded on a GPU; with exhaustive tuning, its library calls' winners
     are written into the compiled program, which is then loaded again with them."""
@@ -88,6 +94,7 @@ def load_on_gpu(
         exhaustive_tune=tuning and platform.tunes,
         in_place=in_place,
         library_convolution=platform.library_convolution,
+        fp32_math=gpu_options.fp32_math if fp32_math is None else fp32_math,
     )
     if not (tuning and platform.tunes):
         return GpuExecutable(lowered, device, sink, platform)

@@ -134,7 +134,15 @@ class HipPlatform(Platform):  # pragma: no cover - needs an AMD GPU and ROCm (te
         return float(_ok(hip.hipEventElapsedTime(self._start, self._stop), "hipEventElapsedTime")) / iterations
 
     def gemm_plan(
-        self, a: Shape, b: Shape, out: Shape, epilogue: str, alpha: float, beta: float, solution: int
+        self,
+        a: Shape,
+        b: Shape,
+        out: Shape,
+        epilogue: str,
+        alpha: float,
+        beta: float,
+        solution: int,
+        tf32: bool = False,  # float32 gemms multiply in float32 here (hipBLASLt's XF32 is not asked for)
     ) -> Callable[[int, int, int, int], None]:
         from hip import hipblaslt
 

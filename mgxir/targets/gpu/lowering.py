@@ -7,7 +7,11 @@ epilogue where cuDNN has nodes for its operators (and, where a GPU is present, w
 plan for the fused graph, as MIGraphX's compile_miopen finds its solutions); every lowered op
 writes into an `allocate` that memory_coloring then plans into one scratch buffer. Views stay as
 they are (the runtime aliases them). What the lowering has no kernel for (submodule control flow,
-tuples, fp8, ...) stays as it is and runs on the host."""
+tuples, fp8, ...) stays as it is and runs on the host.
+
+float32 gemms and convolutions multiply in float32, as MIGraphX's rocBLAS and MIOpen calls do;
+`fp32_math=tf32` marks them `tf32=1`, which lets cuBLASLt and cuDNN multiply in TF32 on tensor
+cores (PyTorch's default for its cuDNN convolutions, not for its matmuls)."""
 
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ from mgxir.targets.gpu.views import view_offset
 from mgxir.text.printer import print_module
 
 VECTOR_ALIGNMENT = 16  # bytes: what memory_coloring must give (the gpu pipeline asks for it)
+FP32_MATH = ("ieee", "tf32")  # how float32 gemms and convolutions multiply (GpuLowering.fp32_math)
 
 # MIGraphX's GPU target, shortened to the passes mgxir has: fusion, lowering to kernels and library
 # calls, one scratch buffer (16-byte aligned for vector loads). Registered as `gpu` by name.
@@ -117,9 +122,12 @@ class GpuLowering(Pass):
     library_convolution: bool = True  # cuDNN calls; off: generated kernels (a platform without cuDNN)
     fuse_attention: bool = True  # dot -> scaled softmax -> dot as cuDNN's fused attention (half, bf16)
     exhaustive_tune: bool = False  # time launch configurations of elementwise kernels on the GPU
+    fp32_math: str = "ieee"  # float32 gemms and convolutions: ieee (float32, as MIGraphX) or tf32
     _timer: object = dataclasses.field(default=None, repr=False)
 
     def apply(self, program: Program, context: PassContext) -> None:
+        if self.fp32_math not in FP32_MATH:
+            raise MgxError(f"gpu_lowering: fp32_math is one of {', '.join(FP32_MATH)}, not '{self.fp32_math}'")
         arch = self.arch or device_arch() or DEFAULT_ARCH
         module = program.main
         placement: Placement = {}
@@ -252,7 +260,7 @@ class GpuLowering(Pass):
         if self.fuse_epilogues:
             target, epilogue, bias = find_epilogue(ins, placement)
         args = [a, b] if bias is None else [a, b, bias]
-        op = make_op("gpu::gemm", epilogue=epilogue)
+        op = make_op("gpu::gemm", epilogue=epilogue, tf32=self._tf32(ins))
         if target is not ins:
             self._write_into_allocation(module, target, op, args, placement)
             module.remove(ins)
@@ -309,17 +317,18 @@ class GpuLowering(Pass):
         layout = channels_last_shape if channels_last else (lambda shape: shape)
         fused = find_conv_epilogue(ins, placement) if self.fuse_epilogues else None
         x_in, w_in = ins.args
+        tf32 = self._tf32(ins)
         if fused is not None:
             extras_shapes = tuple(_epilogue_operand_shape(e.shape, layout) for e in fused[1])
             if not conv_plan_available(
-                ins.op, layout(x_in.shape), layout(w_in.shape), layout(fused[0].shape), extras_shapes, fused
+                ins.op, layout(x_in.shape), layout(w_in.shape), layout(fused[0].shape), extras_shapes, fused, tf32
             ):
                 context.count("convolution epilogues cuDNN refused")
                 fused = None
         x = self._in_layout(module, x_in, layout, placement, arch, context)
         w = self._in_layout(module, w_in, layout, placement, arch, context)
         if fused is None:
-            target, extras, module_args, op = ins, [], [], make_op("gpu::convolution", op=ins.op)
+            target, extras, module_args, op = ins, [], [], make_op("gpu::convolution", op=ins.op, tf32=tf32)
         else:
             target, extra_ins, conv_arg, names = fused
             extras = [
@@ -327,7 +336,7 @@ class GpuLowering(Pass):
                 for e in extra_ins
             ]
             module_args = [target.module_args[0]]
-            op = make_op("gpu::convolution", op=ins.op, epilogue="_".join(names), conv_arg=conv_arg)
+            op = make_op("gpu::convolution", op=ins.op, epilogue="_".join(names), conv_arg=conv_arg, tf32=tf32)
         allocation = module.insert(target, make_op("allocate", shape=layout(target.shape)))
         placement[allocation] = (allocation, 0)
         module.replace(target, op, [x, w, *extras, allocation], module_args)
@@ -338,6 +347,9 @@ class GpuLowering(Pass):
         context.count("convolutions")
         if channels_last:
             self._views_read_standard_copies(module, target, placement, arch, context)
+
+    def _tf32(self, ins: Instruction) -> bool:
+        return self.fp32_math == "tf32" and ins.shape.dtype is DType.float
 
     def _in_layout(
         self,
@@ -657,6 +669,7 @@ def conv_plan_available(
     out: Shape,
     extras: tuple[Shape, ...],
     fused: tuple[Instruction, list[Instruction], int, list[str]],
+    tf32: bool = False,
 ) -> bool:
     """Whether cuDNN builds a plan for the fused graph; True where that cannot be asked (no GPU or
     no cuDNN here: the program is then only printed or compiled for later)."""
@@ -664,7 +677,7 @@ def conv_plan_available(
         return True
     user, _, conv_arg, _ = fused
     try:
-        dnn.plan_for(conv, x, w, out, extras, user.module_args[0], conv_arg)
+        dnn.plan_for(conv, x, w, out, extras, user.module_args[0], conv_arg, tf32=tf32)
     except MgxError:
         return False
     return True

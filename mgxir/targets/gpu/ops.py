@@ -5,12 +5,14 @@ Each writes its result into its last argument (an allocation that memory_colorin
 its binary, the symbol, and the launch's global and local sizes), `gpu::gemm` (a BLAS-library
 matrix product; `epilogue=` appears only where a bias or activation is fused, which MIGraphX's
 rocBLAS gemm does not have) and `gpu::convolution` (a DNN-library convolution, the inner op as
-MIGraphX prints `gpu::miopen_op`'s).
+MIGraphX prints `gpu::miopen_op`'s). `tf32=1` (printed only when set, as MIGraphX has no such
+mode) lets a float32 gemm or convolution multiply in TF32 on tensor cores (`--fp32-math=tf32`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -111,6 +113,12 @@ class CodeObjectOp(_WritesOutput):
         return inputs[op["output_arg"]]
 
 
+def _without_defaults(text: str, defaults: Sequence[str]) -> str:
+    """The op's text without the attributes MIGraphX's op has no field for, where they are at
+    their defaults (`,name=value` followed by `,` or `]`)."""
+    return re.sub(r",(?:" + "|".join(re.escape(d) for d in defaults) + r")(?=[,\]])", "", text)
+
+
 # how a gemm's result is finished inside the library call (cuBLASLt / hipBLASLt epilogues)
 EPILOGUES = ("none", "bias", "relu", "relu_bias", "gelu", "gelu_bias")
 
@@ -128,12 +136,12 @@ class Gemm(_WritesOutput):
         Attr("trans_batch", INT, 0),
         Attr("solution_idx", INT, 0),
         Attr("epilogue", STRING, "none"),
+        Attr("tf32", BOOL, False),
     )
     arity = (3, 4)
 
     def format(self, op: Operation) -> str:
-        text = super().format(op)
-        return text.replace(",epilogue=none]", "]")
+        return _without_defaults(super().format(op), ("epilogue=none", "tf32=0"))
 
     def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
         if op["epilogue"] not in EPILOGUES:
@@ -169,12 +177,13 @@ class Convolution(_WritesOutput):
         Attr("solution_id", INT, -1),
         Attr("epilogue", STRING, "none"),
         Attr("conv_arg", INT, 0),
+        Attr("tf32", BOOL, False),
     )
     arity = (3, None)
     module_arity = (0, 1)
 
     def format(self, op: Operation) -> str:
-        return super().format(op).replace(",epilogue=none", "").replace(",conv_arg=0]", "]")
+        return _without_defaults(super().format(op), ("epilogue=none", "conv_arg=0", "tf32=0"))
 
     def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
         if (op["epilogue"] == "none") != (not modules) or (not modules and len(inputs) != 3):

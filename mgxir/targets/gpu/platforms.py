@@ -63,9 +63,18 @@ class Platform(abc.ABC):
 
     @abc.abstractmethod
     def gemm_plan(
-        self, a: Shape, b: Shape, out: Shape, epilogue: str, alpha: float, beta: float, solution: int
+        self,
+        a: Shape,
+        b: Shape,
+        out: Shape,
+        epilogue: str,
+        alpha: float,
+        beta: float,
+        solution: int,
+        tf32: bool = False,
     ) -> Callable[[int, int, int, int], None]:
-        """A gemm: call it with the pointers of A, B, the output and the bias (0 without one)."""
+        """A gemm: call it with the pointers of A, B, the output and the bias (0 without one);
+        `tf32`: a float32 product may multiply in TF32 where the library has it."""
 
     @property
     @abc.abstractmethod
@@ -187,14 +196,22 @@ class CudaPlatform(Platform):  # pragma: no cover - needs an NVIDIA GPU (tests m
         return (stop - start) / iterations
 
     def gemm_plan(
-        self, a: Shape, b: Shape, out: Shape, epilogue: str, alpha: float, beta: float, solution: int
+        self,
+        a: Shape,
+        b: Shape,
+        out: Shape,
+        epilogue: str,
+        alpha: float,
+        beta: float,
+        solution: int,
+        tf32: bool = False,
     ) -> Callable[[int, int, int, int], None]:
         from mgxir.targets.gpu.blas import WORKSPACE_BYTES, GemmPlan, create_handle
 
         if self._blas is None:
             self._blas = create_handle()
             self._workspace = self.allocate(WORKSPACE_BYTES)
-        plan = GemmPlan(self._blas, a, b, out, epilogue, alpha, beta)
+        plan = GemmPlan(self._blas, a, b, out, epilogue, alpha, beta, tf32)
         plan.choice = min(max(solution, 0), len(plan.algorithms) - 1)
         stream, workspace = self._stream_handle, self._workspace
         call = lambda pa, pb, po, bias: plan(stream, workspace, pa, pb, po, bias)  # noqa: E731

@@ -125,7 +125,7 @@ class GpuExecutable:
         op = ins.op
         a, b, out = ins.args[0], ins.args[1], ins.args[-1]
         call = self.platform.gemm_plan(
-            a.shape, b.shape, out.shape, op["epilogue"], op["alpha"], op["beta"], op["solution_idx"]
+            a.shape, b.shape, out.shape, op["epilogue"], op["alpha"], op["beta"], op["solution_idx"], op["tf32"]
         )
         self.gemm_plans[ins] = call.plan  # type: ignore[attr-defined]
         self._gemm_calls[ins] = call
@@ -151,7 +151,9 @@ class GpuExecutable:
         extras = tuple(a.shape for a in ins.args[2:-1])
         epilogue = ins.module_args[0] if ins.module_args else None
         index = op["solution_id"] if plan_index is None else plan_index
-        return dnn.plan_for(op["op"], x.shape, w.shape, out.shape, extras, epilogue, op["conv_arg"], index, all_plans)
+        return dnn.plan_for(
+            op["op"], x.shape, w.shape, out.shape, extras, epilogue, op["conv_arg"], index, all_plans, op["tf32"]
+        )
 
     def conv_workspace(self, nbytes: int) -> int:
         """A workspace of at least `nbytes` shared by the convolutions (steps run one at a time)."""

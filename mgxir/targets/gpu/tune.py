@@ -168,7 +168,8 @@ def tune_library_calls(executable, cache: ProblemCache) -> dict[str, int]:
 def _problem(ins: Instruction) -> str:
     shapes = ";".join(f"{a.shape.dtype.type_name}{a.shape.lens}{a.shape.strides}" for a in ins.args)
     body = "" if not ins.module_args else hash_text("\n".join(str(i.op.text) for i in ins.module_args[0]))
-    return f"{ins.op.defn.name}|{ins.op.get('op') and ins.op['op'].text}|{ins.op.get('epilogue')}|{shapes}|{body}"
+    math = "|tf32" if ins.op.get("tf32") else ""
+    return f"{ins.op.defn.name}|{ins.op.get('op') and ins.op['op'].text}|{ins.op.get('epilogue')}|{shapes}|{body}{math}"
 
 
 def _tune_gemm(executable, ins: Instruction, cache: ProblemCache, device: str) -> int:
