@@ -4,13 +4,17 @@ torch.compile, measured in the same run on the same GPU.
 Each model is written in plain torch code here (no torchvision or transformers needed), exported
 to ONNX on this machine (opset 14), imported with mgxir's ONNX importer, compiled with the `gpu`
 pipeline and replayed as CUDA graphs. float32 and float16, batch 1 and 32. The rms error (MIGraphX's
-verify rule) is against PyTorch's float32 eager output; PyTorch's own float16 error is printed
-beside it. ResNet-50's batch norms are folded into its convolutions (calibrated on a random batch
-so activations stay in float16's range) before export, and every peer runs that same folded model.
+verify rule) is against PyTorch's float32 eager output computed without TF32 (exact float32);
+PyTorch's own error at its defaults (float16, or float32 with cuDNN's TF32 convolutions) is printed
+beside it. The peers run at PyTorch's defaults: cuDNN may convolve float32 in TF32, matmuls stay
+float32. mgxir's float32 rows are measured in each `--fp32-math` mode given (ieee: float32 as
+MIGraphX; tf32: TF32 convolutions and gemms, dtype printed `f32 tf32`) against the same peers.
+ResNet-50's batch norms are folded into its convolutions (calibrated on a random batch so
+activations stay in float16's range) before export, and every peer runs that same folded model.
 
     python bench/bench_models.py [--models resnet50,bert] [--dtypes f16,f32] [--batches 1,32]
                                  [--configs bert:f32:32,...] [--exhaustive-tune] [--deadline SECONDS]
-                                 [--out table.md] [--perf-dir DIR]
+                                 [--fp32-math ieee,tf32] [--out table.md] [--perf-dir DIR]
 
 Rows are printed as they are measured; configurations that would start after the deadline are
 skipped and listed as such."""
@@ -24,7 +28,7 @@ import sys
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -176,9 +180,30 @@ def export(model, example, path: Path) -> None:
         torch.onnx.export(model, (example,), str(path), **kwargs)
 
 
+def exact_float32(run: Callable[[], object]) -> object:
+    """`run()` with PyTorch's TF32 switched off for cuDNN and matmuls (then restored)."""
+    import torch
+
+    saved = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        return run()
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+
+
 def measure(
-    name: str, dtype: str, batch: int, tune: bool, log: Callable[[str], None], perf_dir: Path | None = None
-) -> list[str]:
+    name: str,
+    dtype: str,
+    batch: int,
+    tune: bool,
+    log: Callable[[str], None],
+    perf_dir: Path | None = None,
+    fp32_math: Sequence[str] = ("ieee",),
+    deadline: float = math.inf,
+) -> list[list[str]]:
+    """One configuration's rows: the peers once, mgxir once per float32 math mode (one row for
+    float16); modes that would start after `deadline` (perf_counter seconds) are left out."""
     import torch
 
     torch.manual_seed(0)
@@ -190,7 +215,8 @@ def measure(
         example = example.half()
     iterations = 50 if batch == 1 else 20
     with torch.inference_mode():
-        reference = model32(example.float() if example.is_floating_point() else example).float().cpu().numpy()
+        exact_input = example.float() if example.is_floating_point() else example
+        reference = exact_float32(lambda: model32(exact_input).float().cpu().numpy())
         eager_out = model(example).float().cpu().numpy()
         eager = torch_time(lambda: model(example), iterations)
     started = time.perf_counter()
@@ -211,45 +237,58 @@ def measure(
         path = Path(tmp) / f"{name}-{dtype}-{batch}.onnx"
         with torch.inference_mode():
             export(model, example, path)
-        started = time.perf_counter()
-        sink = DiagnosticSink()
-        program = import_model(str(path), sink=sink)
-        imported = time.perf_counter() - started
-    started = time.perf_counter()
-    executable = load_on_gpu(program, sink, exhaustive_tune=tune, in_place=True)
-    mgx_compile = time.perf_counter() - started
-    feed = {"input": example.cpu().numpy()}
-    got = np.asarray(executable.run(feed)[0]).astype(np.float32)
-    mgx = executable.time_call(executable.execute, iterations)
-    if perf_dir is not None:
-        perf_dir.mkdir(parents=True, exist_ok=True)
-        (perf_dir / f"{name}-{dtype}-bs{batch}.txt").write_text(executable.perf(20))
-    host = [s.ins.op.defn.name for s in executable.steps if s.on_host]
-    counts: dict[str, int] = {}
-    for step in executable.steps:
-        counts[step.ins.op.defn.name] = counts.get(step.ins.op.defn.name, 0) + 1
-    error = rms_error(got.reshape(reference.shape), reference)
+        onnx_bytes = path.read_bytes()
     torch_error = rms_error(eager_out, reference)
-    plans = [p for p in executable.gemm_plans.values() if hasattr(p, "offered")]  # cuBLASLt's plans
-    split = sum(p.choice >= p.offered for p in plans)
-    log(
-        f"  {name} {dtype} bs{batch}: import {imported:.1f}s, mgxir compile {mgx_compile:.1f}s, "
-        f"inductor compile {inductor_compile:.1f}s; steps {counts}; host steps {host}; "
-        f"gemm candidates {sum(len(p.algorithms) for p in plans)} ({split} of {len(plans)} gemms run split-K)"
-    )
     best = min(eager, inductor, graphs)
-    return [
-        name,
-        dtype,
-        str(batch),
-        f"{mgx:.3f}",
-        f"{eager:.3f}",
-        f"{inductor:.3f}",
-        f"{graphs:.3f}",
-        f"{best / mgx:.2f}",
-        f"{error:.2e}",
-        f"{torch_error:.2e}",
-    ]
+    rows = []
+    for math_mode in fp32_math if dtype == "f32" else ("ieee",):
+        if rows and time.perf_counter() > deadline:
+            log(f"  {name} {dtype} bs{batch} fp32-math={math_mode}: skipped (deadline)")
+            continue
+        label = dtype if math_mode == "ieee" else f"{dtype} {math_mode}"
+        with tempfile.TemporaryDirectory() as tmp:  # each mode lowers its own import, in place
+            path = Path(tmp) / "model.onnx"
+            path.write_bytes(onnx_bytes)
+            started = time.perf_counter()
+            sink = DiagnosticSink()
+            program = import_model(str(path), sink=sink)
+            imported = time.perf_counter() - started
+        started = time.perf_counter()
+        executable = load_on_gpu(program, sink, exhaustive_tune=tune, in_place=True, fp32_math=math_mode)
+        mgx_compile = time.perf_counter() - started
+        feed = {"input": example.cpu().numpy()}
+        got = np.asarray(executable.run(feed)[0]).astype(np.float32)
+        mgx = executable.time_call(executable.execute, iterations)
+        if perf_dir is not None:
+            perf_dir.mkdir(parents=True, exist_ok=True)
+            (perf_dir / f"{name}-{label.replace(' ', '-')}-bs{batch}.txt").write_text(executable.perf(20))
+        host = [s.ins.op.defn.name for s in executable.steps if s.on_host]
+        counts: dict[str, int] = {}
+        for step in executable.steps:
+            counts[step.ins.op.defn.name] = counts.get(step.ins.op.defn.name, 0) + 1
+        error = rms_error(got.reshape(reference.shape), reference)
+        plans = [p for p in executable.gemm_plans.values() if hasattr(p, "offered")]  # cuBLASLt's plans
+        split = sum(p.choice >= p.offered for p in plans)
+        log(
+            f"  {name} {label} bs{batch}: import {imported:.1f}s, mgxir compile {mgx_compile:.1f}s, "
+            f"inductor compile {inductor_compile:.1f}s; steps {counts}; host steps {host}; "
+            f"gemm candidates {sum(len(p.algorithms) for p in plans)} ({split} of {len(plans)} gemms run split-K)"
+        )
+        rows.append(
+            [
+                name,
+                label,
+                str(batch),
+                f"{mgx:.3f}",
+                f"{eager:.3f}",
+                f"{inductor:.3f}",
+                f"{graphs:.3f}",
+                f"{best / mgx:.2f}",
+                f"{error:.2e}",
+                f"{torch_error:.2e}",
+            ]
+        )
+    return rows
 
 
 HEADER = [
@@ -276,6 +315,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deadline", type=float, default=1e9, help="seconds; later configurations are skipped")
     parser.add_argument("--out", type=Path, default=None, help="also write the table here (markdown)")
     parser.add_argument("--perf-dir", type=Path, default=None, help="write each program's --perf report here")
+    parser.add_argument(
+        "--fp32-math", default="ieee", help="float32 rows: mgxir's modes, ieee and/or tf32 (comma-separated)"
+    )
     args = parser.parse_args(argv)
     import torch
 
@@ -292,7 +334,9 @@ def main(argv: list[str] | None = None) -> int:
     log(
         f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, "
         f"float32 matmul precision {torch.get_float32_matmul_precision()!r} "
-        f"(TF32 {'on' if torch.backends.cuda.matmul.allow_tf32 else 'off'})"
+        f"(TF32 {'on' if torch.backends.cuda.matmul.allow_tf32 else 'off'}), "
+        f"cuDNN {torch.backends.cudnn.version()} TF32 {'on' if torch.backends.cudnn.allow_tf32 else 'off'}; "
+        f"mgxir fp32 math {args.fp32_math}"
     )
     configs = [
         (b, d, m)
@@ -307,12 +351,23 @@ def main(argv: list[str] | None = None) -> int:
             lines.append(f"| {name} | {dtype} | {batch} | skipped (deadline) |")
             continue
         try:
-            cells = measure(name, dtype, batch, args.exhaustive_tune, log, args.perf_dir)
-            lines.append("| " + " | ".join(cells) + " |")
+            rows = measure(
+                name,
+                dtype,
+                batch,
+                args.exhaustive_tune,
+                log,
+                args.perf_dir,
+                args.fp32_math.split(","),
+                start + args.deadline,
+            )
+            lines.extend("| " + " | ".join(cells) + " |" for cells in rows)
+            for cells in rows:
+                log("| " + " | ".join(cells) + " |")
         except Exception as e:  # one configuration's failure is reported and the others go on
             traceback.print_exc()
             lines.append(f"| {name} | {dtype} | {batch} | failed: {type(e).__name__}: {str(e).splitlines()[0][:160]} |")
-        log(lines[-1])
+            log(lines[-1])
         flush()
         torch.cuda.empty_cache()
     print("\n".join(lines))
