@@ -429,6 +429,27 @@ def test_indexed_kernels_walk_the_output_in_memory_order() -> None:
     source = concat_kernel([Tensor(DType.half, (2, 3, 4, 5), (60, 1, 15, 3))] * 2, 1, nhwc).source
     splits = [line.split("=")[0].split()[-1] for line in source.splitlines() if "rest %" in line]
     assert splits == ["c1", "c3", "c2"]
+    assert "unsigned rest" in source  # 32-bit divisions below 2^32 elements, 64-bit above
+    huge = Tensor(DType.half, (2, 1 << 31), (1 << 31, 1))
+    assert "long long rest" in concat_kernel([huge], 0, huge).source
+
+
+@pytest.mark.parametrize(("channels", "width"), [((16, 32), 8), ((16, 12), 4), ((16, 3), 1)])
+def test_channels_last_concat_moves_vectors(channels: tuple[int, int], width: int) -> None:
+    """A concat along the channels of channels-last half tensors moves 16-byte vectors where every
+    channel count allows, narrower ones where one needs them, elements otherwise."""
+    from mgxir.ir.dtype import DType
+    from mgxir.ir.shape import Shape
+    from mgxir.targets.gpu.kernels import Tensor, concat_kernel
+
+    def nhwc(c: int) -> Tensor:
+        return Tensor.of(Shape.from_permutation(DType.half, (2, c, 4, 5), (0, 2, 3, 1)))
+
+    out = nhwc(sum(channels))
+    kernel = concat_kernel([nhwc(c) for c in channels], 1, out)
+    assert kernel.global_size == -(-out.elements // width // 256) * 256
+    assert (f"mgx_vec<mgx_half, {width}>" in kernel.source) == (width > 1)
+    assert compile_source(kernel.source, kernel.symbol, "sm_90", "ptx")
 
 
 def test_fp32_math_marks_float_library_calls() -> None:

@@ -875,14 +875,17 @@ def _closure(target: Instruction, per_element: set[Instruction]) -> set[Instruct
 def _coordinates(lens: Sequence[int], strides: Sequence[int]) -> list[str]:
     """Statements splitting linear index `i` into coordinates `c0..c{r-1}` over `lens`, walking the
     axes in the memory order of `strides` (outermost first), so that consecutive threads write
-    consecutive elements of a channels-last output too."""
+    consecutive elements of a channels-last output too. Below 2^32 elements the divisions are
+    32-bit (a multiply-high each, where 64-bit ones take a dozen instructions)."""
     order = sorted(range(len(lens)), key=lambda d: (-strides[d], -lens[d]))
-    lines = ["  long long rest = i;"]
+    narrow = math.prod(lens) < 2**32
+    lines = ["  unsigned rest = (unsigned)i;" if narrow else "  long long rest = i;"]
+    suffix = "u" if narrow else "LL"
     for position, d in reversed(list(enumerate(order))):
         if position == 0:
             lines.append(f"  const long long c{d} = rest;")
         else:
-            lines.append(f"  const long long c{d} = rest % {lens[d]}LL; rest /= {lens[d]}LL;")
+            lines.append(f"  const long long c{d} = rest % {lens[d]}{suffix}; rest /= {lens[d]}{suffix};")
     return lines
 
 
@@ -891,8 +894,12 @@ def _at(tensor: Tensor, coords: Sequence[str]) -> str:
     return " + ".join(terms) or "0"
 
 
-def indexed_kernel(symbol: str, inputs: Sequence[Tensor], output: Tensor, body: list[str], value: str) -> Kernel:
-    """One thread per output element with coordinates `c<d>`; `body` computes `value`."""
+def indexed_kernel(
+    symbol: str, inputs: Sequence[Tensor], output: Tensor, body: list[str], value: str, vector: str = ""
+) -> Kernel:
+    """One thread per output element with coordinates `c<d>`; `body` computes `value`. With a
+    `vector` type, each element of `output`'s lens is one such vector of its storage (stored as it
+    is, no conversion)."""
     params = [f"const {storage_type(t.dtype)}* __restrict__ x{k}" for k, t in enumerate(inputs)]
     params.append(f"{storage_type(output.dtype)}* __restrict__ out")
     total = output.elements
@@ -901,22 +908,59 @@ def indexed_kernel(symbol: str, inputs: Sequence[Tensor], output: Tensor, body: 
     lines.append(f"  if (i >= {total}LL) return;")
     lines.extend(_coordinates(output.lens, output.strides))
     lines.extend(body)
-    lines.append(f"  mgx_store(out + {_at(output, [f'c{d}' for d in range(len(output.lens))])}, {value});")
+    at = _at(output, [f"c{d}" for d in range(len(output.lens))])
+    if vector:
+        lines.append(f"  *({vector}*)(out + {at}) = {value};")
+    else:
+        lines.append(f"  mgx_store(out + {at}, {value});")
     lines.append("}")
     blocks = max(1, -(-total // LOCAL))
     return Kernel(symbol, "\n".join(lines) + "\n", blocks * LOCAL, LOCAL)
 
 
+def _concat_vector_width(inputs: Sequence[Tensor], axis: int, output: Tensor) -> int:
+    """Elements each thread of a concat moves as one 16-byte (or narrower) vector: where the concat
+    axis is contiguous in every tensor (channels of channels-last tensors) and every length along it
+    and every other stride is a multiple of the width, from aligned pointers; else 1."""
+    tensors = [*inputs, output]
+    if any(t.strides[axis] != 1 or not t.aligned or t.dtype != output.dtype for t in tensors):
+        return 1
+    width = max(1, 16 // output.dtype.itemsize)
+
+    def fits(t: Tensor) -> bool:
+        others = (s for d, (n, s) in enumerate(zip(t.lens, t.strides)) if d != axis and n != 1)
+        return t.lens[axis] % width == 0 and all(s % width == 0 for s in others)
+
+    while width > 1 and not all(fits(t) for t in tensors):
+        width //= 2
+    return width
+
+
 def concat_kernel(inputs: Sequence[Tensor], axis: int, output: Tensor) -> Kernel:
-    ct = compute_type(output.dtype)
     coords = [f"c{d}" for d in range(len(output.lens))]
-    body = [f"  {ct} v = ({ct})0;", f"  long long k = c{axis};"]
+    width = _concat_vector_width(inputs, axis, output)
+    if width > 1:  # the concat axis counted in vectors: lengths divided, its element stride the width
+
+        def in_vectors(t: Tensor) -> Tensor:
+            lens, strides = list(t.lens), list(t.strides)
+            lens[axis], strides[axis] = lens[axis] // width, width
+            return Tensor(t.dtype, tuple(lens), tuple(strides), t.aligned)
+
+        inputs, output = [in_vectors(t) for t in inputs], in_vectors(output)
+        vector = f"mgx_vec<{storage_type(output.dtype)}, {width}>"
+        body = [f"  {vector} v = {{}};", f"  long long k = c{axis};"]
+        load = "*(const " + vector + "*)(x{k} + {at})"
+    else:
+        ct = compute_type(output.dtype)
+        vector = ""
+        body = [f"  {ct} v = ({ct})0;", f"  long long k = c{axis};"]
+        load = "mgx_load(x{k} + {at})"
     for k, t in enumerate(inputs):
         local = list(coords)
         local[axis] = "k"
-        body.append(f"  if (k >= 0 && k < {t.lens[axis]}LL) v = mgx_load(x{k} + {_at(t, local)});")
+        body.append(f"  if (k >= 0 && k < {t.lens[axis]}LL) v = {load.format(k=k, at=_at(t, local))};")
         body.append(f"  k -= {t.lens[axis]}LL;")
-    return indexed_kernel("concat_kernel", inputs, output, body, "v")
+    return indexed_kernel("concat_kernel", inputs, output, body, "v", vector)
 
 
 def gather_kernel(data: Tensor, indices: Tensor, axis: int, output: Tensor) -> Kernel:
