@@ -405,7 +405,7 @@ def test_channels_last_results_are_never_copied(lowered: dict) -> None:
     """Pooling and concat keep their input's channels-last layout and the step is a view of the
     NHWC convolution result: the only copies are of parameters (layout copies for the library) and
     the returned result's (standard)."""
-    main = lowered["conv_pool_step_concat_conv"].main
+    main = compile_for_gpu(_program(PROGRAMS["conv_pool_step_concat_conv"]), arch="sm_90", fp32_math="tf32").main
     nhwc = (1, 3)  # channels innermost, then width
     for symbol in ("pooling_kernel", "concat_kernel"):
         result = next(i for i in main if i.op.defn.name == "gpu::code_object" and i.op["symbol_name"] == symbol)
@@ -418,6 +418,18 @@ def test_channels_last_results_are_never_copied(lowered: dict) -> None:
     assert len(copies) == 3 and not computed, [c.args[0].op.defn.name for c in computed]
     convolutions = [i for i in main if i.op.defn.name == "gpu::convolution"]
     assert convolutions[-1].args[0].op["symbol_name"] == "concat_kernel"
+
+
+def test_only_tensor_core_convolutions_run_channels_last(lowered: dict) -> None:
+    """float32 convolutions multiplied as float32 stay channels-first (cuDNN's float32 engines for
+    NHWC graphs are slow): no layout copy at all; half ones and TF32 ones run NHWC."""
+    ieee = lowered["conv_pool_step_concat_conv"].main
+    assert all(i.shape.standard for i in ieee if i.op.defn.name == "gpu::convolution")
+    assert not [i for i in ieee if i.op.defn.name == "gpu::code_object" and i.op["symbol_name"] == "layout_kernel"]
+    for name, math in (("conv_strided_half", "ieee"), ("conv_then_exp", "tf32")):
+        main = compile_for_gpu(_program(PROGRAMS[name]), arch="sm_90", fp32_math=math).main
+        (conv,) = [i for i in main if i.op.defn.name == "gpu::convolution"]
+        assert conv.shape.strides[1] == 1, math
 
 
 def test_indexed_kernels_walk_the_output_in_memory_order() -> None:
