@@ -209,7 +209,9 @@ def _tune_convolution(executable, ins: Instruction, cache: ProblemCache, device:
         return known
     plan = executable.conv_plan(ins, plan_index=-1)
     times = []
-    for index in range(min(plan.plan_count, MAX_CONV_PLANS)):
+    for index in range(plan.plan_count):  # the first MAX_CONV_PLANS that build (float32 bars TF32 ones)
+        if len(times) == MAX_CONV_PLANS:
+            break
         try:
             plan.graph.build_plan_at_index(index)
             workspace = executable.conv_workspace(plan.plan_workspace(index))
