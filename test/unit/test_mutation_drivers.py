@@ -537,6 +537,7 @@ def test_run_option_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     path = _write(tmp_path, PROGRAM)
     cases = [
         (RunOptions(input_file=path, fill="twos"), "error: --fill must be random, zeros, ones or none, not 'twos'"),
+        (RunOptions(input_file=path, fp32_math="fast"), "error: --fp32-math must be ieee or tf32, not 'fast'"),
         (RunOptions(input_file=path, target="no"), "error: unknown target 'no' (available: ref, iree, vulkan, gpu)"),
         (
             RunOptions(input_file=path, output=str(tmp_path / "no" / "o.npz")),
