@@ -229,18 +229,21 @@ def scratch_copy(modules: list[str], tests: list[str], root: Path | None = None)
     return root
 
 
-def mutant_statuses(root: Path, modules: list[str]) -> dict[str, dict[str, str]]:
-    """module -> {mutant: mutmut's status}, from the .meta file mutmut rewrites after each mutant (empty
-    for a module whose mutants are not generated yet, or whose file is being written)."""
+def mutant_statuses(
+    root: Path, modules: list[str], before: dict[str, dict[str, str]] | None = None
+) -> dict[str, dict[str, str]]:
+    """module -> {mutant: mutmut's status}, from the .meta file mutmut rewrites after each mutant; for a
+    module whose file cannot be read (not generated yet, or being written, or cut short by the deadline's
+    kill), what `before` had."""
     from mutmut.stats import status_by_exit_code  # mutmut is needed only once it ran
 
     found: dict[str, dict[str, str]] = {}
     for module in modules:
         try:
             codes = json.loads((root / "mutants" / f"{module}.meta").read_text())["exit_code_by_key"]
+            found[module] = {name: status_by_exit_code[code] for name, code in codes.items()}
         except (OSError, ValueError, KeyError):
-            codes = {}
-        found[module] = {name: status_by_exit_code[code] for name, code in codes.items()}
+            found[module] = (before or {}).get(module, {})
     return found
 
 
@@ -345,8 +348,9 @@ def run_mutmut(
     root: Path, arguments: list[str], deadline: float | None, every: float, progress: Callable[[], None]
 ) -> tuple[int, bool]:
     """`mutmut run` in `root`, its output appended to root/mutmut.log, `progress` called every `every`
-    seconds; stopped (interrupted, then killed 20 s later) at `deadline` (time.monotonic()). Returns its
-    exit status and whether the deadline stopped it."""
+    seconds; stopped at `deadline` (time.monotonic()): interrupted, then killed 5 s later (the tests
+    that run in mutmut's own process may leave their SIGINT handler behind). Returns its exit status and
+    whether the deadline stopped it."""
     mutmut = Path(sys.executable).with_name("mutmut")
     with (root / "mutmut.log").open("a") as log:
         process = subprocess.Popen(
@@ -360,7 +364,7 @@ def run_mutmut(
             if deadline is not None and interrupted_at is None and now >= deadline:
                 process.send_signal(signal.SIGINT)
                 interrupted_at = now
-            elif interrupted_at is not None and now >= interrupted_at + 20:
+            elif interrupted_at is not None and now >= interrupted_at + 5:
                 os.killpg(process.pid, signal.SIGKILL)
             if now >= next_progress:
                 progress()
@@ -394,20 +398,22 @@ def main() -> int:
     results = JsonResults(args.json.resolve(), {"command": sys.argv, "tests": tests}) if args.json else None
     os.chdir(root)  # mutmut's diffs read the copy's relative paths
 
+    last: dict[str, dict[str, str]] = {}
+
     def progress() -> None:
-        statuses = mutant_statuses(root, modules)
-        rows = [counts(of_module) for of_module in statuses.values()]
+        last.update(mutant_statuses(root, modules, last))
+        rows = [counts(of_module) for of_module in last.values()]
         total, checked = sum(r.mutants for r in rows), sum(r.checked for r in rows)
         killed = sum(r.killed for r in rows)
         print(f"[{time.monotonic() - started:5.0f} s] checked {checked}/{total}, killed {killed}", flush=True)
         if results:
-            results.write(statuses, finished=False, elapsed_s=round(time.monotonic() - started))
+            results.write(last, finished=False, elapsed_s=round(time.monotonic() - started))
 
     try:
         deadline = started + args.deadline if args.deadline is not None else None
         status, stopped = run_mutmut(root, children, deadline, JSON_EVERY_S, progress)
         print("".join((root / "mutmut.log").read_text().splitlines(keepends=True)[-12:]), flush=True)
-        statuses = mutant_statuses(root, modules)
+        statuses = mutant_statuses(root, modules, last)
         if results:
             finished = status == 0 and not stopped
             results.write(
