@@ -54,6 +54,11 @@ LIT_BRIDGE = "test/mutation/test_lit_in_process.py"
 # mutmut's statuses that count as a mutant the tests noticed
 KILLED = frozenset({"killed", "timeout", "segfault"})
 NOT_CHECKED = "not checked"
+# modules mutmut cannot mutate, with the reason: before the mutants, mutmut checks that the tests fail when
+# every mutated function raises, and a function that runs while pytest collects then stops the run there
+NOT_MUTATED = {
+    "mgxir/ops/__init__.py": "test/unit/conftest.py calls register_all_ops() while pytest collects",
+}
 JSON_EVERY_S = 30.0
 
 
@@ -388,6 +393,9 @@ def main() -> int:
     args = parser.parse_args()
     started = time.monotonic()
     modules = expand(args.modules) if args.modules else changed_modules(args.base)
+    for module in sorted(set(modules) & NOT_MUTATED.keys()):
+        print(f"not mutating {module}: {NOT_MUTATED[module]}")
+    modules = [module for module in modules if module not in NOT_MUTATED]
     if not modules:
         print(f"no module under {', '.join(MUTATED_PACKAGES)} changed since {args.base}")
         return 0
