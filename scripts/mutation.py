@@ -19,22 +19,33 @@ Two things are arranged in the scratch copy for mutmut 3.8:
 Prints a table of mutants, killed and score per module, and the surviving mutants (`mutmut show
 NAME` in the kept copy, `--keep`, shows each); exit 1 when a module scores below `--min-score`
 percent killed. docs/mutation.md records the scores and the equivalent mutants.
+
+For long runs: `--json PATH` writes the counts per module and each surviving mutant with its diff,
+every 30 seconds while mutmut runs and once at the end; `--deadline SECONDS` stops mutmut that long
+after the start and reports what it checked (the rest are "not checked", left out of the score);
+`--scratch DIR` puts the copy there and keeps it, and a later run with the same DIR goes on where
+that one stopped (mutmut skips the mutants that have a result).
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import dataclasses
 import json
+import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import tomllib
-from collections import Counter, defaultdict
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,6 +53,13 @@ MUTATED_PACKAGES = ("mgxir/ops/", "mgxir/passes/", "mgxir/text/", "mgxir/interp/
 LIT_BRIDGE = "test/mutation/test_lit_in_process.py"
 # mutmut's statuses that count as a mutant the tests noticed
 KILLED = frozenset({"killed", "timeout", "segfault"})
+NOT_CHECKED = "not checked"
+# modules mutmut cannot mutate, with the reason: before the mutants, mutmut checks that the tests fail when
+# every mutated function raises, and a function that runs while pytest collects then stops the run there
+NOT_MUTATED = {
+    "mgxir/ops/__init__.py": "test/unit/conftest.py calls register_all_ops() while pytest collects",
+}
+JSON_EVERY_S = 30.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,21 +185,41 @@ def undecorate(source: str) -> str:
     return "".join(lines)
 
 
-def scratch_copy(modules: list[str], tests: list[str]) -> Path:
-    """The tracked files in a temporary directory, with [tool.mutmut] narrowed to `modules`."""
-    root = Path(tempfile.mkdtemp(prefix="mgxir-mutation-"))
-    files = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.split()
-    for name in files:
+def source_files() -> list[str]:
+    """The repository's files: git's tracked and untracked-not-ignored ones, or, outside a git checkout
+    (an exported tree), every file not under a dot-directory, a cache or a mutmut output."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO, capture_output=True, text=True
+    )
+    if listed.returncode == 0 and (REPO / ".git").exists():
+        return listed.stdout.split()
+    skipped = {"__pycache__", "mutants", "build", "dist"}
+    return [
+        str(path.relative_to(REPO))
+        for path in sorted(REPO.rglob("*"))
+        if path.is_file()
+        and not any(part.startswith(".") or part in skipped for part in path.relative_to(REPO).parent.parts)
+        and not path.name.endswith(".pyc")
+    ]
+
+
+def scratch_copy(modules: list[str], tests: list[str], root: Path | None = None) -> Path:
+    """The repository's files in `root` (a new temporary directory if None), with [tool.mutmut]
+    narrowed to `modules`. A `root` that already holds a copy is kept as it is (with mutmut's results
+    in root/mutants, or with only its .meta files and stats there, as a run elsewhere left them)."""
+    if root is not None and (root / "pyproject.toml").is_file():
+        return root
+    root = Path(tempfile.mkdtemp(prefix="mgxir-mutation-")) if root is None else root
+    root.mkdir(parents=True, exist_ok=True)
+    for name in source_files():
         target = root / name
         target.parent.mkdir(parents=True, exist_ok=True)
         if (REPO / name).is_file():
             shutil.copy2(REPO / name, target)
+    # tests find the reference material at ../shared from the checkout: the same from the copy
+    shared = REPO.parent / "shared"
+    if shared.is_dir() and not (root / "shared").exists():
+        (root / "shared").symlink_to(shared)
     for module in modules:
         (root / module).write_text(undecorate((REPO / module).read_text()))
     pyproject = (root / "pyproject.toml").read_text()
@@ -196,36 +234,149 @@ def scratch_copy(modules: list[str], tests: list[str]) -> Path:
     return root
 
 
-def module_of(mutant: str) -> str:
-    """`mgxir.passes.dce.x_f__mutmut_3` -> `mgxir/passes/dce.py`."""
-    dotted = mutant.rsplit(".", 1)[0]
-    return dotted.replace(".", "/") + ".py"
+def mutant_statuses(
+    root: Path, modules: list[str], before: dict[str, dict[str, str]] | None = None
+) -> dict[str, dict[str, str]]:
+    """module -> {mutant: mutmut's status}, from the .meta file mutmut rewrites after each mutant; for a
+    module whose file cannot be read (not generated yet, or being written, or cut short by the deadline's
+    kill), what `before` had."""
+    from mutmut.stats import status_by_exit_code  # mutmut is needed only once it ran
 
-
-def report(results: str, modules: list[str], min_score: float) -> bool:
-    """Prints the per-module table and the survivors; whether every module reached `min_score`."""
-    statuses: dict[str, Counter[str]] = defaultdict(Counter)
-    survivors: list[str] = []
-    for line in results.splitlines():
-        if ":" not in line:
-            continue
-        name, status = (part.strip() for part in line.rsplit(":", 1))
-        module = module_of(name)
-        module = module if module in modules else module.removesuffix(".py") + "/__init__.py"
-        statuses[module][status] += 1
-        if status not in KILLED:
-            survivors.append(f"{name}: {status}")
-    print("\n".join(survivors) or "no survivors")
-    print(f"\n{'module':60} {'mutants':>8} {'killed':>7} {'score':>7}")
-    passed = True
+    found: dict[str, dict[str, str]] = {}
     for module in modules:
-        counts = statuses.get(module, Counter())
-        total = sum(counts.values())
-        killed = sum(counts[s] for s in KILLED)
-        score = 100.0 * killed / total if total else 100.0
-        passed &= score >= min_score
-        print(f"{module:60} {total:8} {killed:7} {score:6.1f}%")
+        try:
+            codes = json.loads((root / "mutants" / f"{module}.meta").read_text())["exit_code_by_key"]
+            found[module] = {name: status_by_exit_code[code] for name, code in codes.items()}
+        except (OSError, ValueError, KeyError):
+            found[module] = (before or {}).get(module, {})
+    return found
+
+
+@dataclasses.dataclass(frozen=True)
+class Counts:
+    """One module's mutants by outcome; `other`: the statuses not named here (suspicious, skipped...)."""
+
+    mutants: int
+    killed: int  # KILLED's statuses
+    survived: int
+    no_tests: int
+    timeout: int
+    not_checked: int
+    other: dict[str, int]
+
+    @property
+    def checked(self) -> int:
+        return self.mutants - self.not_checked
+
+    @property
+    def score(self) -> float | None:
+        """Percent killed of those checked (None before any is checked)."""
+        return round(100.0 * self.killed / self.checked, 2) if self.checked else None
+
+    def as_json(self) -> dict[str, object]:
+        return dataclasses.asdict(self) | {"score": self.score}
+
+
+def counts(statuses: dict[str, str]) -> Counts:
+    by_status = Counter(statuses.values())
+    named = {"survived", "no tests", "timeout", NOT_CHECKED, *KILLED}
+    return Counts(
+        mutants=len(statuses),
+        killed=sum(by_status[s] for s in KILLED),
+        survived=by_status["survived"],
+        no_tests=by_status["no tests"],
+        timeout=by_status["timeout"],
+        not_checked=by_status[NOT_CHECKED],
+        other={status: n for status, n in sorted(by_status.items()) if status not in named},
+    )
+
+
+def survivors(statuses: dict[str, dict[str, str]]) -> list[tuple[str, str, str]]:
+    """(module, mutant, status) of each mutant checked and not killed."""
+    return [
+        (module, name, status)
+        for module, of_module in statuses.items()
+        for name, status in of_module.items()
+        if status not in KILLED and status != NOT_CHECKED
+    ]
+
+
+def report(statuses: dict[str, dict[str, str]], min_score: float) -> bool:
+    """Prints the survivors and the per-module table; whether every module was checked in full and
+    reached `min_score`."""
+    print("\n".join(f"{name}: {status}" for _, name, status in survivors(statuses)) or "no survivors")
+    print(f"\n{'module':60} {'mutants':>8} {'checked':>8} {'killed':>7} {'score':>7}")
+    passed = True
+    for module, of_module in statuses.items():
+        row = counts(of_module)
+        score = 100.0 if row.score is None else row.score
+        passed &= score >= min_score and not row.not_checked
+        print(f"{module:60} {row.mutants:8} {row.checked:8} {row.killed:7} {score:6.1f}%")
     return passed
+
+
+class JsonResults:
+    """The run's results as JSON at `path`: the counts per module and each survivor with its diff (the
+    diffs need the working directory to be the scratch copy, as `mutmut show` does)."""
+
+    def __init__(self, path: Path, about: dict[str, object]) -> None:
+        self.path = path
+        self.about = about
+        self.diffs: dict[str, str] = {}
+
+    def diff(self, name: str, module: str) -> str:
+        if name not in self.diffs:
+            from mutmut.mutation.diff_apply import get_diff_for_mutant
+
+            try:
+                self.diffs[name] = get_diff_for_mutant(name, path=module)
+            except Exception as error:  # a diff that cannot be read must not stop the run
+                return f"(no diff: {error})"
+        return self.diffs[name]
+
+    def write(self, statuses: dict[str, dict[str, str]], **state: object) -> None:
+        document = {
+            **self.about,
+            **state,
+            "modules": {module: counts(of_module).as_json() for module, of_module in statuses.items()},
+            "survivors": [
+                {"module": module, "name": name, "status": status, "diff": self.diff(name, module)}
+                for module, name, status in survivors(statuses)
+            ],
+        }
+        partial = self.path.with_name(self.path.name + ".part")
+        partial.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n")
+        partial.replace(self.path)
+
+
+def run_mutmut(
+    root: Path, arguments: list[str], deadline: float | None, every: float, progress: Callable[[], None]
+) -> tuple[int, bool]:
+    """`mutmut run` in `root`, its output appended to root/mutmut.log, `progress` called every `every`
+    seconds; stopped at `deadline` (time.monotonic()): interrupted, then killed 5 s later (the tests
+    that run in mutmut's own process may leave their SIGINT handler behind). Returns its exit status and
+    whether the deadline stopped it."""
+    mutmut = Path(sys.executable).with_name("mutmut")
+    with (root / "mutmut.log").open("a") as log:
+        process = subprocess.Popen(
+            [str(mutmut), "run", *arguments], cwd=root, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        next_progress = time.monotonic() + every
+        interrupted_at: float | None = None
+        while process.poll() is None:
+            time.sleep(1.0)
+            now = time.monotonic()
+            if deadline is not None and interrupted_at is None and now >= deadline:
+                process.send_signal(signal.SIGINT)
+                interrupted_at = now
+            elif interrupted_at is not None and now >= interrupted_at + 5:
+                os.killpg(process.pid, signal.SIGKILL)
+            if now >= next_progress:
+                progress()
+                next_progress = now + every
+        with contextlib.suppress(ProcessLookupError):  # the test processes it left behind
+            os.killpg(process.pid, signal.SIGKILL)
+    return process.returncode, interrupted_at is not None
 
 
 def main() -> int:
@@ -236,26 +387,50 @@ def main() -> int:
     parser.add_argument("--min-score", type=float, default=90.0, help="percent of mutants that must be killed")
     parser.add_argument("--keep", action="store_true", help="keep the scratch copy (its path is printed)")
     parser.add_argument("--max-children", type=int, help="mutmut's parallel test processes")
+    parser.add_argument("--json", type=Path, help="write the counts and the survivors with their diffs here")
+    parser.add_argument("--deadline", type=float, help="stop mutmut this many seconds after the start")
+    parser.add_argument("--scratch", type=Path, help="the copy's directory (kept; a run there goes on)")
     args = parser.parse_args()
+    started = time.monotonic()
     modules = expand(args.modules) if args.modules else changed_modules(args.base)
+    for module in sorted(set(modules) & NOT_MUTATED.keys()):
+        print(f"not mutating {module}: {NOT_MUTATED[module]}")
+    modules = [module for module in modules if module not in NOT_MUTATED]
     if not modules:
         print(f"no module under {', '.join(MUTATED_PACKAGES)} changed since {args.base}")
         return 0
     tests = shlex.split(args.tests) if args.tests else pytest_arguments(modules)
-    root = scratch_copy(modules, tests)
+    root = scratch_copy(modules, tests, args.scratch.resolve() if args.scratch else None)
     print(f"mutating {', '.join(modules)} in {root}\ntests: {shlex.join(tests)}", flush=True)
-    mutmut = Path(sys.executable).with_name("mutmut")
     children = ["--max-children", str(args.max_children)] if args.max_children else []
+    results = JsonResults(args.json.resolve(), {"command": sys.argv, "tests": tests}) if args.json else None
+    os.chdir(root)  # mutmut's diffs read the copy's relative paths
+
+    last: dict[str, dict[str, str]] = {}
+
+    def progress() -> None:
+        last.update(mutant_statuses(root, modules, last))
+        rows = [counts(of_module) for of_module in last.values()]
+        total, checked = sum(r.mutants for r in rows), sum(r.checked for r in rows)
+        killed = sum(r.killed for r in rows)
+        print(f"[{time.monotonic() - started:5.0f} s] checked {checked}/{total}, killed {killed}", flush=True)
+        if results:
+            results.write(last, finished=False, elapsed_s=round(time.monotonic() - started))
+
     try:
-        run = subprocess.run([str(mutmut), "run", *children], cwd=root, check=False, capture_output=True, text=True)
-        # the last line of mutmut's progress display: the counts of each outcome
-        print(run.stdout.rsplit("\r", 1)[-1].strip(), run.stderr[-2000:], sep="\n", flush=True)
-        results = subprocess.run(
-            [str(mutmut), "results", "--all", "true"], cwd=root, check=False, capture_output=True, text=True
-        ).stdout
-        return 0 if report(results, modules, args.min_score) else 1
+        deadline = started + args.deadline if args.deadline is not None else None
+        status, stopped = run_mutmut(root, children, deadline, JSON_EVERY_S, progress)
+        print("".join((root / "mutmut.log").read_text().splitlines(keepends=True)[-12:]), flush=True)
+        statuses = mutant_statuses(root, modules, last)
+        if results:
+            finished = status == 0 and not stopped
+            results.write(
+                statuses, finished=finished, mutmut_status=status, elapsed_s=round(time.monotonic() - started)
+            )
+        return 0 if report(statuses, args.min_score) else 1
     finally:
-        if not args.keep:
+        os.chdir(REPO)
+        if not (args.keep or args.scratch):
             shutil.rmtree(root, ignore_errors=True)
 
 
