@@ -371,9 +371,6 @@ def _multinomial(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value
 
 
 NOT_WRITTEN = {
-    "random_uniform": "the reference draws numpy's MT19937 stream (SeedSequence hashing of the run-time "
-    "seed, then the sequential 624-word twist); exact values need that sequential state update, an scf.for "
-    "carrying a 624-element tensor outside any linalg op, which is not written",
     "unknown:": "stands for an ONNX operator MIGraphX's parser did not support",
 }
 
