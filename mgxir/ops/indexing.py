@@ -48,10 +48,12 @@ class _ScatterElements(OpDef):
     axis_attributes = {"axis": "input"}
 
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
-        # MIGraphX checks nothing more: each index reads the update at its own position
+        # MIGraphX checks nothing more (and takes no dynamic shape): each index reads the update at
+        # its own position
+        require_static(self.name, *inputs)
         data = inputs[0]
         normalize_axis(self.name, op["axis"], data.ndim)
-        return data if data.is_dynamic else data.with_lens(data.lens)
+        return data.with_lens(data.lens)
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
         data, indices, updates = inputs

@@ -199,7 +199,7 @@ class Multibroadcast(OpDef):
         if any(s.is_dynamic for s in inputs):
             if op["out_dyn_dims"]:
                 return Shape.dynamic(s0.dtype, op["out_dyn_dims"])
-            return Shape.dynamic(s0.dtype, _common_dyn_dims(self.name, inputs))
+            return Shape.dynamic(s0.dtype, common_dyn_dims(self.name, inputs))
         return broadcast_to(self.name, s0, common_lens(self.name, inputs))
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
@@ -208,19 +208,33 @@ class Multibroadcast(OpDef):
         return np.broadcast_to(x, target)
 
 
-def _common_dyn_dims(op_name: str, shapes: Shapes) -> list[DynamicDimension]:
-    dims = [s.dyn_dims if s.is_dynamic else tuple(DynamicDimension(n, n) for n in s.lens) for s in shapes]
-    rank = max(len(d) for d in dims)
-    out = [DynamicDimension(1, 1)] * rank
-    for d in dims:
-        off = rank - len(d)
-        for i, x in enumerate(d):
-            cur = out[i + off]
-            if cur == DynamicDimension(1, 1):
-                out[i + off] = x
-            elif x != DynamicDimension(1, 1) and x != cur:
-                raise fail(op_name, f"dynamic dimension {i + off} does not broadcast")
-    return out
+def common_dyn_dims(op_name: str, shapes: Shapes) -> tuple[DynamicDimension, ...]:
+    """MIGraphX's compute_common_dyn_dims (right-aligned): equal ranges, or the other where one is
+    {1, 1}, else the intersection of the ranges (refused where they do not overlap). A range that
+    holds 1 still broadcasts at run time where its size is 1 (compute_broadcasted_lens)."""
+    dims = _as_dyn(shapes[0])
+    for s in shapes[1:]:
+        other = _as_dyn(s)
+        shorter, longer = (dims, other) if len(dims) <= len(other) else (other, dims)
+        out = list(longer)
+        offset = len(longer) - len(shorter)
+        for i, x in enumerate(shorter):
+            y = longer[offset + i]
+            if x == y or (y.min == 1 and y.max == 1):
+                out[offset + i] = x
+            elif x.min == 1 and x.max == 1:
+                out[offset + i] = y
+            else:
+                lo, hi = max(x.min, y.min), min(x.max, y.max)
+                if lo > hi:
+                    raise fail(op_name, f"dynamic dimension {offset + i} does not broadcast")
+                out[offset + i] = DynamicDimension(lo, hi)
+        dims = tuple(out)
+    return dims
+
+
+def _as_dyn(s: Shape) -> tuple[DynamicDimension, ...]:
+    return tuple(s.dyn_dims) if s.dyn_dims is not None else tuple(DynamicDimension(n, n) for n in s.lens)
 
 
 def _end_dim(dims: Sequence[int], start: int, target: int) -> int | None:

@@ -381,8 +381,11 @@ class _ArgReduce(OpDef):
 
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
         s = inputs[0]
-        require_static(self.name, s)
         axis = normalize_axis(self.name, op["axis"], s.ndim)
+        if s.is_dynamic:  # MIGraphX: the input's ranges, the axis's {1, 1}
+            dims = list(s.dyn_dims)
+            dims[axis] = DynamicDimension(1, 1)
+            return Shape.dynamic(DType.int64, dims)
         lens = list(s.lens)
         lens[axis] = 1
         return Shape.make(DType.int64, lens)

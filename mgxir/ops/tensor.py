@@ -12,7 +12,7 @@ from mgxir.ir.attributes import BOOL, FLOAT, INT, INTS, PAD_MODE, SHAPE, Attr
 from mgxir.ir.dtype import DType
 from mgxir.ir.operation import OpDef, Operation, RunModule, RuntimeValue
 from mgxir.ir.registry import register
-from mgxir.ir.shape import Shape
+from mgxir.ir.shape import DynamicDimension, Shape
 from mgxir.ir.traits import Contraction, HorizontallyFusable, NopWhenShapeKept
 from mgxir.ops.common import fail, lens_text, normalize_axes, normalize_axis, require_static, same_type
 
@@ -33,11 +33,20 @@ class Pad(OpDef):
 
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
         x = inputs[0]
-        require_static(self.name, x)
         pads = op["pads"]
         if len(pads) != 2 * x.ndim:
             raise fail(self.name, f"pads {lens_text(pads)} need {2 * x.ndim} values for rank {x.ndim}")
-        lens = [n + pads[i] + pads[i + x.ndim] for i, n in enumerate(x.lens)]
+        added = [pads[i] + pads[i + x.ndim] for i in range(x.ndim)]
+        if x.is_dynamic:  # MIGraphX: each range (and optimal size) grows by the axis's padding
+            dims = [
+                DynamicDimension(d.min + p, d.max + p, tuple(o + p for o in d.optimals))
+                for d, p in zip(x.dyn_dims, added)
+            ]
+            for i, d in enumerate(dims):
+                if d.min < 0:
+                    raise fail(self.name, f"dimension {i} would have negative size {d.min}")
+            return Shape.dynamic(x.dtype, dims)
+        lens = [n + p for n, p in zip(x.lens, added)]
         for i, n in enumerate(lens):
             if n < 0:
                 raise fail(self.name, f"dimension {i} would have negative size {n}")
@@ -65,8 +74,9 @@ class Reverse(OpDef):
     axis_attributes = {"axes": "input"}
 
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        require_static(self.name, inputs[0])  # MIGraphX's reverse takes no dynamic shape
         normalize_axes(self.name, op["axes"], inputs[0].ndim)
-        return inputs[0].with_lens(inputs[0].lens) if not inputs[0].is_dynamic else inputs[0]
+        return inputs[0].with_lens(inputs[0].lens)
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
         x = inputs[0]

@@ -11,10 +11,6 @@ from mgxir import DiagnosticSink, MgxError, parse_program, verify
 from mgxir.translate.mlir.api import mlir_text
 
 CASES = {
-    "random_uniform": (
-        ["s = @param:s -> uint64_type, {1}, {1}", "x = @param:x -> float_type, {4}, {1}", "@2 = random_uniform(s,x)"],
-        "the sequential 624-word twist); exact values need that sequential state update",
-    ),
     "unknown": (
         ["x = @param:x -> float_type, {4}, {1}", "@1 = unknown:Foo(x) -> float_type, {4}, {1}"],
         "an ONNX operator MIGraphX's parser did not support",

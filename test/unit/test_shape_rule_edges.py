@@ -123,6 +123,10 @@ REFUSED = [
         "boxes have 5 boxes (dimension 1), scores 6 (dimension 2)",
     ),
     ("nonmaxsuppression", {}, [Shape.make(F, (1, 5, 4)), Shape.make(F, (2, 2, 5))], "boxes have 1 batches, scores 2"),
+    # MIGraphX's reverse and scatter take no dynamic shape (check_shapes without dynamic_allowed)
+    ("reverse", {"axes": (0,)}, [DYN], "dynamic input shapes are not supported"),
+    ("scatter_add", {}, [F23, dyn((1, 2), (3, 3), dtype=DType.int64), F23], "dynamic input shapes are not supported"),
+    ("pad", {"pads": (-2, 0, 0, 0)}, [DYN], "dimension 0 would have negative size -1"),
 ]
 
 
@@ -140,6 +144,8 @@ DYNAMIC_RESULTS = [
     ("contiguous", {}, [DYN], DYN),
     ("multibroadcast", {}, [dyn((1, 4), (3, 3)), dyn((3, 3))], dyn((1, 4), (3, 3))),
     ("multibroadcast", {}, [dyn((1, 1), (3, 3)), F23], dyn((2, 2), (3, 3))),
+    # MIGraphX's compute_common_dyn_dims: overlapping ranges give their intersection
+    ("multibroadcast", {}, [dyn((1, 4), (3, 3)), dyn((2, 6), (3, 3))], dyn((2, 4), (3, 3))),
     ("multibroadcast", {"out_dyn_dims": (D(2, 8), D(3, 3))}, [DYN, F23], dyn((2, 8), (3, 3))),
     ("squeeze", {"axes": (1,)}, [dyn((1, 4), (1, 1), (3, 3))], dyn((1, 4), (3, 3))),
     ("squeeze", {}, [dyn((1, 4), (1, 1), (3, 3))], dyn((1, 4), (3, 3))),
@@ -150,6 +156,15 @@ DYNAMIC_RESULTS = [
     ("pooling", {"dyn_global": True}, [dyn((1, 2), (4, 4), (4, 8), (8, 8))], dyn((1, 2), (4, 4), (1, 1), (1, 1))),
     # dynamic spatial dimensions: each end of the range through the window rule (MIGraphX's pooling.hpp)
     ("pooling", {"lengths": (2, 2)}, [dyn((1, 1), (4, 4), (4, 8), (8, 8))], dyn((1, 1), (4, 4), (3, 7), (7, 7))),
+    # argmax/argmin: the axis becomes {1, 1}; pad: each range (and optimal size) grows by its padding
+    ("argmax", {"axis": 1}, [DYN], Shape.dynamic(DType.int64, [D(1, 4), D(1, 1)])),
+    ("argmin", {"axis": -2}, [DYN], Shape.dynamic(DType.int64, [D(1, 1), D(3, 3)])),
+    (
+        "pad",
+        {"pads": (1, 0, 2, -1)},
+        [Shape.dynamic(F, [D(1, 4, (2,)), D(3, 3)])],
+        Shape.dynamic(F, [D(4, 7, (5,)), D(2, 2)]),
+    ),
     (
         "nonmaxsuppression",
         {"use_dyn_output": True},

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
-from mgxir.diagnostics import DiagnosticSink
+from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.ir.operation import RuntimeValue
 from mgxir.ir.program import Program
 from mgxir.targets.iree.cache import ModuleCache, cache_key, program_digest
 from mgxir.targets.iree.compile import compile_module
-from mgxir.targets.iree.devices import check_types
+from mgxir.targets.iree.devices import Device, check_types
 from mgxir.targets.iree.devices import device as find_device
 from mgxir.targets.iree.runtime import LoadedModule
 from mgxir.text.parser import read_program
@@ -51,20 +51,27 @@ def using(options: IreeOptions) -> Iterator[IreeOptions]:
         _OPTIONS.reset(token)
 
 
-def compiled_module(program: Program, options: IreeOptions, sink: DiagnosticSink) -> Path:
-    """The cached `.vmfb` for the program on the device, compiling it on a miss."""
+def _module_key(source: bytes, options: IreeOptions) -> tuple[Device, list[str], str]:
+    """The device, its compiler flags and the cache key of a program's (or an MLIR file's) module."""
     device = find_device(options.device)
-    check_types(device, element_types(program))
     flags = [*device.flags, *os.environ.get(FLAGS_ENV, "").split()]
+    return device, flags, cache_key(source, device.name, flags, host_tuned=device.backend == "llvm-cpu")
+
+
+def compiled_module(program: Program, options: IreeOptions, sink: DiagnosticSink) -> Path:
+    """The cached `.vmfb` for the program on the device, compiling it on a miss (which alone needs
+    IREE's compiler: a warm cache runs with iree-base-runtime only)."""
     start = time.perf_counter()
     source = options.mlir if options.mlir is not None else program_digest(program)
-    key = cache_key(source, device.name, flags, host_tuned=device.backend == "llvm-cpu")
+    device, flags, key = _module_key(source, options)
+    check_types(device, element_types(program))
     cache = ModuleCache(options.cache_dir)
     found = cache.get(key)
     options.warm = found is not None
     options.timings["cache lookup"] = time.perf_counter() - start
     if found is not None:
         return found
+    _require_compiler(f"IREE device '{device.name}': {cache.directory} holds no module compiled for this program")
     start = time.perf_counter()
     if options.mlir is not None:
         mlir = options.mlir
@@ -76,7 +83,20 @@ def compiled_module(program: Program, options: IreeOptions, sink: DiagnosticSink
     start = time.perf_counter()
     vmfb = compile_module(mlir, device, flags)
     options.timings["compile"] = time.perf_counter() - start
+    if options.mlir is not None:  # what the MLIR reads back as, for a warm run without the bindings
+        cache.put_program(key, program)
     return cache.put(key, vmfb)
+
+
+def _require_compiler(why: str) -> None:
+    """One line where IREE's compiler (and its MLIR bindings) is needed and not installed."""
+    try:
+        import iree.compiler  # noqa: F401
+    except ImportError:
+        raise MgxError(
+            f"{why}, and compiling one needs IREE's compiler (iree-base-compiler), which is not installed: "
+            "pip install 'mgxir[mlir]'"
+        ) from None
 
 
 def element_types(program: Program) -> set[str]:
@@ -124,11 +144,22 @@ def run_on_iree(program: Program, params: dict[str, np.ndarray], sink: Diagnosti
 def read_any_program(
     path: str, sink: DiagnosticSink, options: IreeOptions, from_log: bool = False, log_pass: str | None = None
 ) -> Program:
-    """MIGraphX text, or MLIR that mgx-translate wrote (kept in `options` to compile as it is)."""
+    """MIGraphX text, or MLIR that mgx-translate wrote (kept in `options` to compile as it is). MLIR
+    whose module is in the cache is read from the program stored beside it: a warm run needs no MLIR
+    bindings."""
     if path != "-" and Path(path).suffix in (".mlir", ".mlirbc"):
-        from mgxir.translate.mlir.api import program_from_mlir, read_bytes
-
-        data, filename = read_bytes(path)
+        try:
+            data = Path(path).read_bytes()
+        except OSError as e:
+            raise MgxError(f"cannot read {path}: {e.strerror or e}") from None
         options.mlir = data
-        return program_from_mlir(data, filename)
+        device, _, key = _module_key(data, options)
+        cache = ModuleCache(options.cache_dir)
+        stored = cache.program(key, sink)
+        if stored is not None:
+            return stored
+        _require_compiler(f"{path}: {cache.directory} holds no module compiled from it for IREE device '{device.name}'")
+        from mgxir.translate.mlir.api import program_from_mlir
+
+        return program_from_mlir(data, path)
     return read_program(path, sink, from_log=from_log, log_pass=log_pass)

@@ -13,9 +13,11 @@ from pathlib import Path
 
 import numpy as np
 
+from mgxir.diagnostics import DiagnosticSink
 from mgxir.ir.program import Program
+from mgxir.text.parser import read_program
 from mgxir.text.printer import print_program
-from mgxir.text.writer import write_atomically
+from mgxir.text.writer import write_atomically, write_program
 
 CACHE_ENV = "MGXIR_CACHE_DIR"
 
@@ -104,3 +106,19 @@ class ModuleCache:
         path = self.path(key)
         write_atomically(path, vmfb)
         return path
+
+    def program_path(self, key: str) -> Path:
+        return self.directory / f"{key}.mgx"
+
+    def put_program(self, key: str, program: Program) -> None:
+        """The program an MLIR file reads back as, kept beside its module (lossless; large literals
+        in an .npz beside it), so that a warm run reads it without MLIR's bindings."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        write_program(program, str(self.program_path(key)), lossless=True)
+
+    def program(self, key: str, sink: DiagnosticSink) -> Program | None:
+        """The stored program of a module that is in the cache (None where either is missing)."""
+        path = self.program_path(key)
+        if self.get(key) is None or not path.is_file():
+            return None
+        return read_program(path, sink)

@@ -148,25 +148,29 @@ class Emitter:
         groups = _unit_groups(len(out_sizes), sorted(keep))
         return tensor.expand_shape(result, value, _reassociation(groups), output_shape, static)
 
-    def split(self, value: ir.Value, axis: int, parts: Sequence[int]) -> ir.Value:
-        """Splits static dimension `axis` into `parts` (`tensor.expand_shape`; other dimensions may be
-        dynamic)."""
+    def split(self, value: ir.Value, axis: int, parts: Sequence[int | ir.Value]) -> ir.Value:
+        """Splits dimension `axis` into `parts` (`tensor.expand_shape`; a part may be an index value,
+        known at run time, and other dimensions may be dynamic)."""
         source = ir.RankedTensorType(value.type)
         shape = list(source.shape)
         dynamic = ir.ShapedType.get_dynamic_size()
-        static = [*shape[:axis], *parts, *shape[axis + 1 :]]
+        dims = self.dims(value)
+        new_dims = [*dims[:axis], *parts, *dims[axis + 1 :]]
+        static = [n if isinstance(n, int) else dynamic for n in new_dims]
         result = ir.RankedTensorType.get(static, source.element_type)
         groups = [[d] for d in range(axis)] + [list(range(axis, axis + len(parts)))]
         groups += [[d + len(parts) - 1] for d in range(axis + 1, len(shape))]
-        dims = self.dims(value)
-        output_shape = [dims[d] for d, n in enumerate(shape) if n == dynamic]
+        output_shape = [n for n in new_dims if not isinstance(n, int)]
         return tensor.expand_shape(result, value, _reassociation(groups), output_shape, static)
 
     def merge(self, value: ir.Value, axis: int, count: int) -> ir.Value:
-        """Merges `count` static dimensions from `axis` into one (`tensor.collapse_shape`)."""
+        """Merges `count` dimensions from `axis` into one (`tensor.collapse_shape`; dynamic if one
+        of them is)."""
         source = ir.RankedTensorType(value.type)
         shape = list(source.shape)
-        merged = int(np.prod(shape[axis : axis + count]))
+        dynamic = ir.ShapedType.get_dynamic_size()
+        merging = shape[axis : axis + count]
+        merged = dynamic if dynamic in merging else int(np.prod(merging))
         result = ir.RankedTensorType.get([*shape[:axis], merged, *shape[axis + count :]], source.element_type)
         groups = [[d] for d in range(axis)] + [list(range(axis, axis + count))]
         groups += [[d] for d in range(axis + count, len(shape))]
@@ -206,27 +210,6 @@ class Emitter:
         landed = {placement[i] for i in kept}
         added = [d for d in range(len(out_lens)) if d not in landed]
         init = self.empty(t, out_lens)
-        return linalg.broadcast(source, outs=[init], dimensions=added).results[0]
-
-    def broadcast_dims(
-        self,
-        value: ir.Value,
-        t: DType,
-        in_sizes: Sequence[int | None],
-        out_dims: Sequence[int | ir.Value],
-        placement: Sequence[int],
-    ) -> ir.Value:
-        """`broadcast` where sizes may be dynamic (None in `in_sizes`, index values in `out_dims`): a
-        dynamic input dimension is taken to have its output dimension's size (it is not broadcast at
-        run time); a static size-1 one that lands on another size is."""
-        out_static = [n if isinstance(n, int) else None for n in out_dims]
-        kept = [i for i, n in enumerate(in_sizes) if n is None or n == out_static[placement[i]]]
-        if len(kept) == len(in_sizes) and len(in_sizes) == len(out_dims):
-            return value
-        source = self.collapse(value, in_sizes, kept)
-        landed = {placement[i] for i in kept}
-        added = [d for d in range(len(out_dims)) if d not in landed]
-        init = self.empty(t, out_dims)
         return linalg.broadcast(source, outs=[init], dimensions=added).results[0]
 
     def extract_slice(

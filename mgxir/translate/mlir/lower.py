@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 from iree.compiler import ir
-from iree.compiler.dialects import func
+from iree.compiler.dialects import arith, cf, func
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.interp.interpreter import generated_literal
@@ -207,6 +207,8 @@ class Lowering:
                 raise self.error(module, ins, "dynamic dimensions have no lowering for this operator")
             if not rule.takes_tuples and any(isinstance(a, list) for a in args):
                 raise self.error(module, ins, "a tuple argument has no lowering (only get_tuple_elem takes tuples)")
+            if ins.shape.is_dynamic and len(args) > 1 and (ins.op.defn.pointwise or ins.op.name == "pointwise"):
+                self._same_run_time_sizes(ins, args)
             token = self._pending = (region, ins)
             outer_running, self._running = self._running, token
             try:
@@ -220,6 +222,24 @@ class Lowering:
                 region.values[ins] = value
             else:
                 self._tag(region, ins, value)
+
+    def _same_run_time_sizes(self, ins: Instruction, args: list[Lowered]) -> None:
+        """`cf.assert`s that the inputs of an elementwise op have the same sizes at run time: MIGraphX
+        requires equal shapes (it does not broadcast them; multibroadcast does), and the generic reads
+        every input at the output's coordinates."""
+        out = sizes(ins.shape)
+        same = [v for v, a in zip(args, ins.args) if isinstance(v, ir.Value) and sizes(a.shape) == out]
+        if len(same) < 2:
+            return
+        first = self.emitter.dims(same[0])
+        for value in same[1:]:
+            for d, (n, m) in enumerate(zip(first, self.emitter.dims(value))):
+                if isinstance(n, ir.Value) or isinstance(m, ir.Value):
+                    equal = arith.cmpi(arith.CmpIPredicate.eq, self._index(n), self._index(m))
+                    cf.AssertOp(equal, f"{ins.op.name}: the inputs differ in dimension {d} at run time")
+
+    def _index(self, n: int | ir.Value) -> ir.Value:
+        return self.emitter.index(n) if isinstance(n, int) else n
 
     def rule_for(self, module: Module, ins: Instruction) -> Rule:
         defn = ins.op.defn

@@ -26,6 +26,7 @@ from mgxir.ir.operation import ComputeError, Operation, ShapeError
 from mgxir.ir.program import Program
 from mgxir.ir.registry import make_op
 from mgxir.ir.shape import DynamicDimension, Shape
+from mgxir.ops.layout import common_dyn_dims
 from mgxir.translate.onnx.registry import PARSERS
 
 # The largest literal the importer builds (initializers, ConstantOfShape, ...): a hostile model
@@ -303,32 +304,11 @@ def broadcast_lens(a: Sequence[int], b: Sequence[int]) -> tuple[int, ...]:
 
 
 def broadcast_dyn_dims(shapes: Sequence[Shape]) -> tuple[DynamicDimension, ...]:
-    """MIGraphX's compute_common_dyn_dims."""
-    dims = _as_dyn(shapes[0])
-    for s in shapes[1:]:
-        other = _as_dyn(s)
-        d0, d1 = (dims, other) if len(dims) <= len(other) else (other, dims)
-        out = list(d1)
-        offset = len(d1) - len(d0)
-        for i, x in enumerate(d0):
-            y = d1[offset + i]
-            if x == y or (y.min == 1 and y.max == 1):
-                out[offset + i] = x
-            elif x.min == 1 and x.max == 1:
-                out[offset + i] = y
-            else:
-                lo, hi = max(x.min, y.min), min(x.max, y.max)
-                if lo > hi:
-                    raise ParseError("COMPUTE_BROADCASTED_DYN_DIMS: dynamic shapes mismatch!")
-                out[offset + i] = DynamicDimension(lo, hi)
-        dims = tuple(out)
-    return tuple(dims)
-
-
-def _as_dyn(s: Shape) -> tuple[DynamicDimension, ...]:
-    if s.dyn_dims is not None:
-        return tuple(s.dyn_dims)
-    return tuple(DynamicDimension(n, n) for n in s.lens)
+    """MIGraphX's compute_common_dyn_dims, with its parser's message."""
+    try:
+        return common_dyn_dims("multibroadcast", shapes)
+    except ShapeError:
+        raise ParseError("COMPUTE_BROADCASTED_DYN_DIMS: dynamic shapes mismatch!") from None
 
 
 def common_args(info: NodeInfo, inputs: list[Instruction], lens: bool = True, types: bool = True) -> list[Instruction]:

@@ -8,6 +8,7 @@ from mgxir.translate.mlir.families import (  # noqa: F401
     layout,
     movement,
     nn,
+    random,
     recurrent,
     scatter,
     unique,

@@ -145,24 +145,27 @@ def _bit_cast(s: Scalars, op: Operation, args: Values, types: Types, out: DType)
     return arith.bitcast(s.e.types.element(out), args[0])
 
 
-@lowers_scalar("add", to="arith.addf / addi")
+ROUNDED_NOTE = " (f16/bf16/fp8: in f32, arith.truncf after each op)"
+
+
+@lowers_scalar("add", to="arith.addf / addi" + ROUNDED_NOTE)
 def _add(s: Scalars, op: Operation, args: Values, types: Types, out: DType) -> ir.Value:
-    return s.add(args[0], args[1], out)
+    return s.rounded("add", args[0], args[1], out)
 
 
-@lowers_scalar("sub", to="arith.subf / subi")
+@lowers_scalar("sub", to="arith.subf / subi" + ROUNDED_NOTE)
 def _sub(s: Scalars, op: Operation, args: Values, types: Types, out: DType) -> ir.Value:
-    return s.sub(args[0], args[1], out)
+    return s.rounded("sub", args[0], args[1], out)
 
 
-@lowers_scalar("mul", to="arith.mulf / muli")
+@lowers_scalar("mul", to="arith.mulf / muli" + ROUNDED_NOTE)
 def _mul(s: Scalars, op: Operation, args: Values, types: Types, out: DType) -> ir.Value:
-    return s.mul(args[0], args[1], out)
+    return s.rounded("mul", args[0], args[1], out)
 
 
-@lowers_scalar("div", to="arith.divf / divsi / divui")
+@lowers_scalar("div", to="arith.divf / divsi / divui" + ROUNDED_NOTE)
 def _div(s: Scalars, op: Operation, args: Values, types: Types, out: DType) -> ir.Value:
-    return s.div(args[0], args[1], out)
+    return s.rounded("div", args[0], args[1], out)
 
 
 @lowers_scalar("max", to="arith.maximumf / maxsi / maxui")
@@ -175,9 +178,49 @@ def _min(s: Scalars, op: Operation, args: Values, types: Types, out: DType) -> i
     return s.min(args[0], args[1], out)
 
 
-@lowers_scalar("pow", to="math.powf (integers: by squaring, over the exponent's bits)")
+@lowers_scalar(
+    "pow",
+    to="C's pow: math.powf of |x| for finite |x| > 0 and finite y (f16/bf16 in f32), zeros, infinities, "
+    "negative bases (odd integer y: negated; other finite y: NaN) and NaNs selected as C specifies them "
+    "(integers: by squaring, over the exponent's bits)",
+)
 def _pow(s: Scalars, op: Operation, args: Values, types: Types, out: DType) -> ir.Value:
-    return math.powf(args[0], args[1]) if out.is_float else _integer_power(s, args[0], args[1], out)
+    if not out.is_float:
+        return _integer_power(s, args[0], args[1], out)
+    wide = out if out.itemsize >= 4 else DType.float
+    x, y = s.to_float(args[0], out, wide), s.to_float(args[1], out, wide)
+    return s.to_float(_float_power(s, x, y, wide), wide, out)
+
+
+def _float_power(s: Scalars, x: ir.Value, y: ir.Value, t: DType) -> ir.Value:
+    """C's pow (what the reference's numpy computes; MIGraphX calls std::pow). math.powf lowers to
+    exp(y log x) on IREE's backends and GLSL's Pow is defined only for finite x > 0, so a negative
+    base gave NaN (or, on some Vulkan drivers, a number) where C gives (-2)^3 = -8: math.powf gets
+    |x| where that is finite and positive, and the rest is selected here."""
+    zero, one, inf, nan = s.const(0.0, t), s.const(1.0, t), s.const(float("inf"), t), s.const(float("nan"), t)
+    true = s.const(True, DType.bool)
+    ax = math.absf(x)
+    ax_zero, ax_inf, y_inf = s.cmp("eq", ax, zero, t), s.cmp("eq", ax, inf, t), s.is_inf(y, t)
+    magnitude = math.powf(s.select(arith.ori(arith.ori(ax_zero, ax_inf), y_inf), one, ax), y)
+    y_positive = s.cmp("gt", y, zero, t)
+    # y = +-inf: 0 or inf by |x| < 1; |x| = inf: 0 or inf by the sign of y; |x| = 0: inf or 0
+    at_inf_exponent = s.select(arith.xori(s.cmp("lt", ax, one, t), y_positive), inf, zero)
+    magnitude = s.select(y_inf, at_inf_exponent, magnitude)
+    magnitude = s.select(ax_inf, s.select(y_positive, inf, zero), magnitude)
+    magnitude = s.select(ax_zero, s.select(y_positive, zero, inf), magnitude)
+    magnitude = s.select(s.cmp("eq", ax, one, t), one, magnitude)
+    integral = s.cmp("eq", math.floor(y), y, t)  # +-inf included; NaN not
+    odd = arith.andi(
+        arith.andi(integral, arith.xori(y_inf, true)), s.cmp("ne", arith.remf(y, s.const(2.0, t)), zero, t)
+    )
+    bits = DType.int64 if t.itemsize == 8 else DType.int32
+    negative_sign = s.cmp("lt", arith.bitcast(s.e.types.element(bits), x), s.const(0, bits), bits)
+    result = s.select(arith.andi(negative_sign, odd), arith.negf(magnitude), magnitude)
+    finite_negative = arith.andi(s.cmp("lt", x, zero, t), arith.xori(ax_inf, true))
+    undefined = arith.andi(finite_negative, arith.xori(integral, true))
+    result = s.select(arith.ori(undefined, arith.ori(s.is_nan(x), s.is_nan(y))), nan, result)
+    exact_one = arith.ori(s.cmp("eq", y, zero, t), s.cmp("eq", x, one, t))
+    return s.select(exact_one, one, result)
 
 
 def _integer_power(s: Scalars, base: ir.Value, exponent: ir.Value, t: DType) -> ir.Value:
@@ -217,16 +260,16 @@ def _mod(s: Scalars, op: Operation, args: Values, types: Types, out: DType) -> i
     return s.select(fix, s.add(r, b, out), r)
 
 
-@lowers_scalar("sqdiff", to="(a - b) * (a - b)")
+@lowers_scalar("sqdiff", to="(a - b) * (a - b)" + ROUNDED_NOTE)
 def _sqdiff(s: Scalars, op: Operation, args: Values, types: Types, out: DType) -> ir.Value:
-    d = s.sub(args[0], args[1], out)
-    return s.mul(d, d, out)
+    d = s.rounded("sub", args[0], args[1], out)
+    return s.rounded("mul", d, d, out)
 
 
-@lowers_scalar("prelu", to="arith.select(x < 0, x * slope, x)")
+@lowers_scalar("prelu", to="arith.select(x < 0, x * slope, x)" + ROUNDED_NOTE)
 def _prelu(s: Scalars, op: Operation, args: Values, types: Types, out: DType) -> ir.Value:
     x, slope = args
-    return s.select(s.cmp("lt", x, s.const(0, out), out), s.mul(x, slope, out), x)
+    return s.select(s.cmp("lt", x, s.const(0, out), out), s.rounded("mul", x, slope, out), x)
 
 
 COMPARE = {"equal": "eq", "greater": "gt", "less": "lt"}
@@ -310,14 +353,15 @@ def _tosa(name: str) -> TosaBuilder:
 
 # tosa's integer profile has add, sub, maximum, minimum and abs on i32 only (i8/i16 fail to legalize)
 FLOATS_INTS = TOSA_FLOATS | {DType.int32}
+F32_I32 = frozenset({DType.float, DType.int32})
 # op name -> (tosa op, builder, the element types tosa takes for it)
 TOSA: dict[str, tuple[str, TosaBuilder, frozenset[DType]]] = {
-    "add": ("tosa.add", _tosa("tosa.add"), FLOATS_INTS),
-    "sub": ("tosa.sub", _tosa("tosa.sub"), FLOATS_INTS),
-    "mul": ("tosa.mul", _tosa_mul, TOSA_FLOATS),
+    # f16/bf16 add, sub and mul take the scalar rules, whose rounding a backend cannot fuse away
+    "add": ("tosa.add", _tosa("tosa.add"), F32_I32),
+    "sub": ("tosa.sub", _tosa("tosa.sub"), F32_I32),
+    "mul": ("tosa.mul", _tosa_mul, frozenset({DType.float})),
     "max": ("tosa.maximum", _tosa("tosa.maximum"), FLOATS_INTS),
     "min": ("tosa.minimum", _tosa("tosa.minimum"), FLOATS_INTS),
-    "pow": ("tosa.pow", _tosa("tosa.pow"), TOSA_FLOATS),
     "abs": ("tosa.abs", _tosa("tosa.abs"), FLOATS_INTS),
     "exp": ("tosa.exp", _tosa("tosa.exp"), TOSA_FLOATS),
     "log": ("tosa.log", _tosa("tosa.log"), TOSA_FLOATS),
@@ -331,7 +375,12 @@ TOSA: dict[str, tuple[str, TosaBuilder, frozenset[DType]]] = {
     "cos": ("tosa.cos", _tosa("tosa.cos"), TOSA_FLOATS),
     "erf": ("tosa.erf", _tosa("tosa.erf"), TOSA_FLOATS),
 }
-_TYPE_NOTE = {TOSA_FLOATS: "f16/bf16/f32", FLOATS_INTS: "f16/bf16/f32/i32"}
+_TYPE_NOTE = {
+    TOSA_FLOATS: "f16/bf16/f32",
+    FLOATS_INTS: "f16/bf16/f32/i32",
+    F32_I32: "f32/i32",
+    frozenset({DType.float}): "f32",
+}
 
 
 def _describe_tosa(name: str) -> str:

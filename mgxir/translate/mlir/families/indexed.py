@@ -111,10 +111,52 @@ class IndexMath:
         return self.const(v) if isinstance(v, int) else v
 
 
+Size = int | ir.Value
+
+
+class SizeMath:
+    """Arithmetic on sizes that are ints where known at translation time and `index` values where
+    known only at run time: ints fold, anything else becomes index arithmetic."""
+
+    def __init__(self, lowering: Lowering) -> None:
+        self.x = IndexMath(lowering)
+
+    def value(self, n: Size) -> ir.Value:
+        return self.x.const(n) if isinstance(n, int) else n
+
+    def add(self, a: Size, b: Size) -> Size:
+        if isinstance(a, int) and isinstance(b, int):
+            return a + b
+        return a if isinstance(b, int) and b == 0 else arith.addi(self.value(a), self.value(b))
+
+    def sub(self, a: Size, b: Size) -> Size:
+        if isinstance(a, int) and isinstance(b, int):
+            return a - b
+        return a if isinstance(b, int) and b == 0 else arith.subi(self.value(a), self.value(b))
+
+    def mul(self, a: Size, b: Size) -> Size:
+        if isinstance(a, int) and isinstance(b, int):
+            return a * b
+        return a if isinstance(b, int) and b == 1 else arith.muli(self.value(a), self.value(b))
+
+    def div(self, a: Size, b: int, ceil: bool = False) -> Size:
+        """a / b rounded down (or up), b > 0."""
+        if isinstance(a, int):
+            return -(-a // b) if ceil else a // b
+        if b == 1:
+            return a
+        return (arith.ceildivsi if ceil else arith.floordivsi)(a, self.value(b))
+
+    def max(self, a: Size, b: Size) -> Size:
+        if isinstance(a, int) and isinstance(b, int):
+            return max(a, b)
+        return arith.maxsi(self.value(a), self.value(b))
+
+
 def indexed(
     lowering: Lowering,
     out_type: DType,
-    out_lens: Sequence[int],
+    out_lens: Sequence[int | ir.Value],
     body: IndexedBody,
     inputs: Sequence[tuple[ir.Value, ir.AffineMapAttr]] = (),
     init: ir.Value | None = None,

@@ -15,7 +15,8 @@ from mgxir.ir.instruction import Instruction
 from mgxir.ir.operation import Operation
 from mgxir.translate.mlir.emitter import PARALLEL
 from mgxir.translate.mlir.families.indexed import IndexMath, indexed
-from mgxir.translate.mlir.registry import lowers, lowers_scalar, sizes
+from mgxir.translate.mlir.families.layout import RunTimeChecks, broadcast_at_run_time
+from mgxir.translate.mlir.registry import lowers, lowers_scalar
 from mgxir.translate.mlir.scalar import CannotLower, Scalars
 
 if TYPE_CHECKING:
@@ -87,8 +88,8 @@ def _as_shape(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
 
 @lowers(
     "broadcast_for_dot",
-    to="tensor.collapse_shape + linalg.broadcast over the batch dimensions (dynamic: a batch size is the "
-    "input's tensor.dim, or the other input's where the input's is 1)",
+    to="tensor.collapse_shape + linalg.broadcast over the batch dimensions (dynamic: batch sizes broadcast "
+    "with the other input's at run time, as multibroadcast)",
     dynamic=True,
 )
 def _broadcast_for_dot(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
@@ -99,19 +100,10 @@ def _broadcast_for_dot(lowering: Lowering, ins: Instruction, args: Values) -> ir
     placement = [offset + i for i in range(source.ndim)]
     if not (ins.shape.is_dynamic or source.is_dynamic or other.is_dynamic):
         return e.broadcast(args[0], source.dtype, source.lens, ins.shape.lens, placement)
-    in_sizes = sizes(source)
     own, theirs = e.dims(args[0]), e.dims(args[1])
-    other_offset = rank - other.ndim
-    out_dims: list[int | ir.Value] = []
-    for d in range(rank):
-        mine = in_sizes[d - offset] if d >= offset else 1
-        if d >= rank - 2 or mine != 1:  # the input's own size (rows and columns, and batch sizes not 1)
-            out_dims.append(own[d - offset])
-        else:
-            out_dims.append(theirs[d - other_offset] if d >= other_offset else 1)
-    value = e.broadcast_dims(args[0], source.dtype, in_sizes, out_dims, placement)
-    result = lowering.types.of_shape(ins.shape)
-    return value if value.type == result else tensor.cast(result, value)
+    checks = RunTimeChecks(lowering, ins.op.name)
+    batch = checks.broadcast_sizes([own[:-2], theirs[:-2]], rank - 2)
+    return broadcast_at_run_time(lowering, ins, args[0], own, [*batch, *own[-2:]], placement, None)
 
 
 @lowers(
@@ -379,9 +371,6 @@ def _multinomial(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value
 
 
 NOT_WRITTEN = {
-    "random_uniform": "the reference draws numpy's MT19937 stream (SeedSequence hashing of the run-time "
-    "seed, then the sequential 624-word twist); exact values need that sequential state update, an scf.for "
-    "carrying a 624-element tensor outside any linalg op, which is not written",
     "unknown:": "stands for an ONNX operator MIGraphX's parser did not support",
 }
 

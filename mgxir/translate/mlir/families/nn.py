@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from iree.compiler import ir
-from iree.compiler.dialects import arith, linalg, math
+from iree.compiler.dialects import arith, linalg, math, tensor
 
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
 from mgxir.translate.mlir.emitter import PARALLEL, REDUCTION, single
+from mgxir.translate.mlir.families.indexed import IndexMath, Size, SizeMath
 from mgxir.translate.mlir.families.layout import pad_constant
 from mgxir.translate.mlir.registry import lowers, sizes
 from mgxir.translate.mlir.scalar import CannotLower, Scalars
@@ -132,7 +133,13 @@ def _element_count(lowering: Lowering, dims: list[int | ir.Value], t: DType) -> 
     return s.convert(wide, DType.int64, t)
 
 
-@lowers("argmax", "argmin", to="linalg.generic reducing (value, index) pairs")
+@lowers(
+    "argmax",
+    "argmin",
+    to="linalg.generic reducing (value, index) pairs (dynamic: tensor.dim sizes, the unit axis back with "
+    "tensor.expand_shape)",
+    dynamic=True,
+)
 def _arg_reduce(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     source = ins.args[0].shape
     t = source.dtype
@@ -140,7 +147,8 @@ def _arg_reduce(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     axis = _normalized([ins.op["axis"]], rank)[0]
     e, s = lowering.emitter, lowering.scalars
     kept = [d for d in range(rank) if d != axis]
-    kept_lens = [source.lens[d] for d in kept]
+    dims = e.dims(args[0])
+    kept_lens = [dims[d] for d in kept]
     is_max = ins.op.name == "argmax"
     best = e.filled(t, kept_lens, _lowest(t) if is_max else _highest(t))
     where = e.filled(DType.int64, kept_lens, 0)
@@ -156,6 +164,8 @@ def _arg_reduce(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
 
     out_map = e.projection(rank, kept)
     results = e.generic([(args[0], e.identity_map(rank))], [(best, out_map), (where, out_map)], iterators, body)
+    if source.is_dynamic:
+        return e.expand_units(results[1], sizes(ins.shape), kept)
     return e.reshape(results[1], kept_lens, ins.shape.lens)
 
 
@@ -243,15 +253,31 @@ def _begin_end(padding: Sequence[int], k: int) -> tuple[list[int], list[int]]:
 CONVOLUTIONS = {1: linalg.conv_1d_ncw_fcw, 2: linalg.conv_2d_nchw_fchw, 3: linalg.conv_3d_ncdhw_fcdhw}
 
 
+def _window_outputs(
+    sizes_: SizeMath,
+    spatial: Sequence[Size],
+    spans: Sequence[Size],
+    padded: Sequence[int],
+    stride: Sequence[int],
+    ceil: bool = False,
+) -> list[Size]:
+    """Each spatial output size, (n + padding - span) / stride + 1 (MIGraphX's window rule), at
+    translation time where the sizes are known, else at run time."""
+    return [
+        sizes_.add(sizes_.div(sizes_.sub(sizes_.add(n, p), span), s, ceil), 1)
+        for n, span, p, s in zip(spatial, spans, padded, stride)
+    ]
+
+
 @lowers(
     "convolution",
     "quant_convolution",
     to="tensor.pad + linalg.conv_{1d_ncw_fcw,2d_nchw_fchw,3d_ncdhw_fcdhw}, grouped: linalg.conv_2d_ngchw_gfchw "
-    "(dynamic: the batch dimension)",
+    "(dynamic: output sizes computed from tensor.dim)",
     dynamic=True,
 )
 def _convolution(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
-    x_shape, w_shape = ins.args[0].shape, ins.args[1].shape
+    x_shape = ins.args[0].shape
     k = x_shape.ndim - 2
     group = ins.op["group"]
     t, out_t = x_shape.dtype, ins.shape.dtype
@@ -259,30 +285,33 @@ def _convolution(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value
         raise CannotLower("padding_mode other than default has no lowering")
     if k not in CONVOLUTIONS or (group != 1 and k != 2):
         raise CannotLower(f"{k}-d convolution with group {group} has no lowering")
-    e = lowering.emitter
-    _only_batch_dynamic(ins)
+    e, n = lowering.emitter, SizeMath(lowering)
     low, high = _begin_end(ins.op["padding"], k)
     x = pad_constant(lowering, args[0], t, [0, 0, *low], [0, 0, *high], 0)
     strides, dilations = list(ins.op["stride"]), list(ins.op["dilation"])
-    out_lens = [e.dims(args[0])[0], *sizes(ins.shape)[1:]]
+    x_dims, w_dims = e.dims(args[0]), e.dims(args[1])
+    spans = [n.add(n.mul(n.sub(kn, 1), d), 1) for kn, d in zip(w_dims[2:], dilations)]
+    padded = [a + b for a, b in zip(low, high)]
+    spatial = _window_outputs(n, x_dims[2:], spans, padded, strides)
+    out_lens = [x_dims[0], w_dims[0], *spatial]
     if group == 1:
         init = e.filled(out_t, out_lens, 0)
-        return single(CONVOLUTIONS[k](x, args[1], outs=[init], strides=strides, dilations=dilations))
-    c, f = sizes(x_shape)[1], w_shape.lens[0]
-    assert c is not None
-    grouped_x = e.split(x, 1, [group, c // group])
-    grouped_w = e.split(args[1], 0, [group, f // group])
-    init = e.filled(out_t, [out_lens[0], group, f // group, *out_lens[2:]], 0)
+        result = single(CONVOLUTIONS[k](x, args[1], outs=[init], strides=strides, dilations=dilations))
+        return _as_result(lowering, ins, result)
+    per_group = n.div(x_dims[1], group)
+    filters = n.div(w_dims[0], group)
+    grouped_x = e.split(x, 1, [group, per_group])
+    grouped_w = e.split(args[1], 0, [group, filters])
+    init = e.filled(out_t, [out_lens[0], group, filters, *out_lens[2:]], 0)
     result = single(linalg.conv_2d_ngchw_gfchw(grouped_x, grouped_w, outs=[init], strides=strides, dilations=dilations))
-    return e.merge(result, 1, 2)
+    return _as_result(lowering, ins, e.merge(result, 1, 2))
 
 
-def _only_batch_dynamic(ins: Instruction) -> None:
-    """Convolution and pooling lower with a dynamic batch; other dynamic dimensions change the output's
-    spatial sizes and the windows (the average's divisors), which are computed at translation time."""
-    for a in ins.args:
-        if a.shape.is_dynamic and any(not d.is_fixed for d in a.shape.dyn_dims[1:]):
-            raise CannotLower("dynamic dimensions other than the batch (dimension 0 of the input) have no lowering")
+def _as_result(lowering: Lowering, ins: Instruction, value: ir.Value) -> ir.Value:
+    """`value`, cast to the instruction's tensor type where that type knows a size the value's does
+    not (a spatial size that is fixed although the input's is dynamic)."""
+    result = lowering.types.of_shape(ins.shape)
+    return value if value.type == result else tensor.cast(result, value)
 
 
 # -- pooling --------------------------------------------------------------------------------------
@@ -291,7 +320,7 @@ def _only_batch_dynamic(ins: Instruction) -> None:
 @lowers(
     "pooling",
     to="tensor.pad + linalg.generic over output and window dims (average divides by a constant count; "
-    "dynamic: the batch dimension)",
+    "dynamic spatial dimensions: output sizes, ceil_mode padding and the average's counts at run time)",
     dynamic=True,
 )
 def _pooling(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
@@ -304,25 +333,28 @@ def _pooling(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
         raise CannotLower("lpnorm pooling has no lowering")
     if not t.is_float:
         raise CannotLower(f"pooling of {t.type_name} has no lowering (floating-point types only)")
-    _only_batch_dynamic(ins)
-    e, s = lowering.emitter, lowering.scalars
-    spatial = [n for n in sizes(x_shape)[2:] if n is not None]
-    out_sizes = sizes(ins.shape)
-    out_lens = [e.dims(args[0])[0], *out_sizes[1:]]
+    e, s, n = lowering.emitter, lowering.scalars, SizeMath(lowering)
+    dims = e.dims(args[0])
+    spatial = dims[2:]
+    if op["padding_mode"] != 0 and not op["dyn_global"] and not all(isinstance(v, int) for v in spatial):
+        # MIGraphX's shape is then ceil(size / stride), with padding chosen at run time
+        raise CannotLower("padding_mode other than default has no lowering with dynamic spatial dimensions")
     if op["dyn_global"]:
-        lengths, stride, dilation = spatial, [1] * k, [1] * k
-        low, high = [0] * k, [0] * k
-    else:
-        lengths, stride, dilation = list(op["lengths"]), list(op["stride"]), list(op["dilations"])
-        low, high = _begin_end(op["padding"], k)
-    spans = [1 + d * (n - 1) for n, d in zip(lengths, dilation)]
+        return _global_pooling(lowering, ins, args[0], dims)
+    lengths: list[Size] = list(op["lengths"])
+    stride, dilation = list(op["stride"]), list(op["dilations"])
+    low, high = _begin_end(op["padding"], k)
+    spans = [n.add(n.mul(n.sub(length, 1), d), 1) for length, d in zip(lengths, dilation)]
+    padded = [a + b for a, b in zip(low, high)]
+    outs = _window_outputs(n, spatial, spans, padded, stride, op["ceil_mode"])
     # ceil_mode: windows that start inside may run past the end padding
     extra = [
-        max(0, (o - 1) * s + span - (n + a + b))
-        for o, s, span, n, a, b in zip(out_lens[2:], stride, spans, spatial, low, high)
+        n.max(0, n.sub(n.add(n.mul(n.sub(o, 1), st), span), n.add(x_, p)))
+        for o, st, span, x_, p in zip(outs, stride, spans, spatial, padded)
     ]
+    out_lens = [dims[0], dims[1], *outs]
     fill = -np.inf if mode == 1 else 0.0
-    x = pad_constant(lowering, args[0], t, [0, 0, *low], [0, 0, *(h + x_ for h, x_ in zip(high, extra))], fill)
+    x = pad_constant(lowering, args[0], t, [0, 0, *low], [0, 0, *(n.add(h, x_) for h, x_ in zip(high, extra))], fill)
     w = accumulator_type(t)
     domain = 2 + 2 * k
     d = [ir.AffineDimExpr.get(i) for i in range(domain)]
@@ -333,6 +365,46 @@ def _pooling(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     out_map = e.projection(domain, range(2 + k))
     init = e.filled(w, out_lens, fill)
     iterators = [PARALLEL] * (2 + k) + [REDUCTION] * k
+    out_sizes = sizes(ins.shape)
+    rank = len(out_sizes)
+    static = all(isinstance(v, int) for v in (*spatial, *lengths))
+    if mode == 0 and not static:
+        # the count of each window (what the average divides by) is known only at run time: the
+        # generic counts the taps that fall on the input (or its padding, with count_include_pad)
+        ends = [n.add(x_, a + b) if op["count_include_pad"] else n.add(x_, a) for x_, a, b in zip(spatial, low, high)]
+        starts = [0 if op["count_include_pad"] else a for a in low]
+        x_index = IndexMath(lowering)
+        end_values = [n.value(v) for v in ends]
+
+        def counting(scalars: Values) -> Values:
+            value, _, acc, count = scalars
+            taps = []
+            for i in range(k):
+                out_at, tap = linalg.IndexOp(2 + i).result, linalg.IndexOp(2 + k + i).result
+                at = x_index.add(
+                    x_index.mul(out_at, stride[i]) if stride[i] != 1 else out_at,
+                    x_index.mul(tap, dilation[i]) if dilation[i] != 1 else tap,
+                )
+                if starts[i]:
+                    taps.append(x_index.le(x_index.const(starts[i]), at))
+                taps.append(x_index.lt(at, end_values[i]))
+            inside = x_index.all(taps)
+            assert inside is not None
+            one = s.select(inside, s.const(1.0, w), s.const(0.0, w))
+            return [s.add(acc, s.to_float(value, t, w), w), s.add(count, one, w)]
+
+        counts_init = e.filled(w, out_lens, 0.0)
+        pooled, counts = e.generic(
+            [(x, x_map), (window, window_map)], [(init, out_map), (counts_init, out_map)], iterators, counting
+        )
+        identity = e.identity_map(rank)
+        divided = e.generic(
+            [(pooled, identity), (counts, identity)],
+            [(e.empty(t, out_lens), identity)],
+            [PARALLEL] * rank,
+            lambda xs: [s.convert(arith.divf(xs[0], s.max(xs[1], s.const(1.0, w), w)), w, t)],
+        )[0]
+        return _as_result(lowering, ins, divided)
 
     def body(scalars: Values) -> Values:
         value, _, acc = scalars
@@ -341,14 +413,13 @@ def _pooling(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
 
     pooled = e.generic([(x, x_map), (window, window_map)], [(init, out_map)], iterators, body)[0]
     if mode == 1:
-        return (
-            pooled
-            if w is t
-            else e.elementwise([(pooled, out_sizes)], t, out_sizes, lambda xs: [s.convert(xs[0], w, t)])
-        )
-    counted = _window_counts(spatial, lengths, stride, dilation, low, high, extra, op["count_include_pad"])
+        if w is not t:
+            pooled = e.elementwise([(pooled, out_sizes)], t, out_sizes, lambda xs: [s.convert(xs[0], w, t)])
+        return _as_result(lowering, ins, pooled)
+    fixed = [v for v in spatial if isinstance(v, int)]
+    fixed_extra = [v for v in extra if isinstance(v, int)]
+    counted = _window_counts(fixed, lengths, stride, dilation, low, high, fixed_extra, op["count_include_pad"])
     counts = e.constant(counted.astype(w.numpy), w)
-    rank = len(out_sizes)
     spatial_map = e.projection(rank, range(2, rank))
     divided = e.generic(
         [(pooled, e.identity_map(rank)), (counts, spatial_map)],
@@ -357,6 +428,28 @@ def _pooling(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
         lambda xs: [s.convert(arith.divf(xs[0], xs[1]), w, t)],
     )
     return divided[0]
+
+
+def _global_pooling(lowering: Lowering, ins: Instruction, value: ir.Value, dims: list[Size]) -> ir.Value:
+    """dyn_global pooling: a reduction over every spatial dimension (the window is the whole input),
+    the mean dividing by their product, the unit dimensions back with tensor.expand_shape."""
+    t = ins.shape.dtype
+    e, s = lowering.emitter, lowering.scalars
+    w = accumulator_type(t)
+    is_max = ins.op["mode"] == 1
+    axes = list(range(2, len(dims)))
+    initial, combine = REDUCTIONS["reduce_max" if is_max else "reduce_sum"]
+    reduced = reduce(lowering, value, t, dims, axes, w, initial(w), combine)
+    count = None if is_max else _element_count(lowering, [dims[a] for a in axes], w)
+    kept_sizes = sizes(ins.shape)[:2]
+
+    def finish(scalars: Values) -> Values:
+        x = scalars[0] if count is None else s.div(scalars[0], count, w)
+        return [s.convert(x, w, t)]
+
+    if count is not None or w is not t:
+        reduced = e.elementwise([(reduced, kept_sizes)], t, kept_sizes, finish)
+    return e.expand_units(reduced, sizes(ins.shape), [0, 1])
 
 
 def _window_counts(
