@@ -202,7 +202,12 @@ def _softmax(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
 # -- contractions ---------------------------------------------------------------------------------
 
 
-@lowers("dot", "quant_dot", to="linalg.generic contraction (batch dims parallel)", dynamic=True)
+@lowers(
+    "dot",
+    "quant_dot",
+    to="linalg.generic contraction (batch dims parallel; narrow floats accumulate in f32)",
+    dynamic=True,
+)
 def _dot(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     a_shape = ins.args[0].shape
     t_in, t_out = a_shape.dtype, ins.shape.dtype
@@ -219,16 +224,19 @@ def _dot(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     a_dims, b_dims = e.dims(args[0]), e.dims(args[1])
     # a batch dimension static in either input is static in the result (the intersection)
     batch_dims = [b if isinstance(b, int) else a for a, b in zip(a_dims[:-2], b_dims[:-2])]
-    init = e.filled(t_out, [*batch_dims, a_dims[-2], b_dims[-1]], 0)
+    # narrow floats accumulate in f32 and round once (MIGraphX's reference in double, its GPU gemms in f32)
+    acc_t = accumulator_type(t_out)
+    init = e.filled(acc_t, [*batch_dims, a_dims[-2], b_dims[-1]], 0)
     iterators = [PARALLEL] * rank + [REDUCTION]
 
     def body(scalars: Values) -> Values:
         x, y, acc = scalars
-        if t_in is not t_out:
-            x, y = s.widen(x, t_in, t_out), s.widen(y, t_in, t_out)
-        return [s.add(acc, s.mul(x, y, t_out), t_out)]
+        if t_in is not acc_t:
+            x, y = s.widen(x, t_in, acc_t), s.widen(y, t_in, acc_t)
+        return [s.add(acc, s.mul(x, y, acc_t), acc_t)]
 
-    return e.generic([(args[0], a_map), (args[1], b_map)], [(init, c_map)], iterators, body)[0]
+    product = e.generic([(args[0], a_map), (args[1], b_map)], [(init, c_map)], iterators, body)[0]
+    return product if acc_t is t_out else _rounded(lowering, product, acc_t, t_out)
 
 
 # -- convolution ----------------------------------------------------------------------------------
@@ -247,7 +255,7 @@ CONVOLUTIONS = {1: linalg.conv_1d_ncw_fcw, 2: linalg.conv_2d_nchw_fchw, 3: linal
     "convolution",
     "quant_convolution",
     to="tensor.pad + linalg.conv_{1d_ncw_fcw,2d_nchw_fchw,3d_ncdhw_fcdhw}, grouped: linalg.conv_2d_ngchw_gfchw "
-    "(dynamic: the batch dimension)",
+    "(narrow floats accumulate in f32; dynamic: the batch dimension)",
     dynamic=True,
 )
 def _convolution(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
@@ -265,16 +273,27 @@ def _convolution(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value
     x = pad_constant(lowering, args[0], t, [0, 0, *low], [0, 0, *high], 0)
     strides, dilations = list(ins.op["stride"]), list(ins.op["dilation"])
     out_lens = [e.dims(args[0])[0], *sizes(ins.shape)[1:]]
+    # narrow floats accumulate in f32 and round once, as MIGraphX's reference and MIOpen do
+    acc_t = accumulator_type(out_t)
     if group == 1:
-        init = e.filled(out_t, out_lens, 0)
-        return single(CONVOLUTIONS[k](x, args[1], outs=[init], strides=strides, dilations=dilations))
-    c, f = sizes(x_shape)[1], w_shape.lens[0]
-    assert c is not None
-    grouped_x = e.split(x, 1, [group, c // group])
-    grouped_w = e.split(args[1], 0, [group, f // group])
-    init = e.filled(out_t, [out_lens[0], group, f // group, *out_lens[2:]], 0)
-    result = single(linalg.conv_2d_ngchw_gfchw(grouped_x, grouped_w, outs=[init], strides=strides, dilations=dilations))
-    return e.merge(result, 1, 2)
+        init = e.filled(acc_t, out_lens, 0)
+        result = single(CONVOLUTIONS[k](x, args[1], outs=[init], strides=strides, dilations=dilations))
+    else:
+        c, f = sizes(x_shape)[1], w_shape.lens[0]
+        assert c is not None
+        grouped_x = e.split(x, 1, [group, c // group])
+        grouped_w = e.split(args[1], 0, [group, f // group])
+        init = e.filled(acc_t, [out_lens[0], group, f // group, *out_lens[2:]], 0)
+        grouped = linalg.conv_2d_ngchw_gfchw(grouped_x, grouped_w, outs=[init], strides=strides, dilations=dilations)
+        result = e.merge(single(grouped), 1, 2)
+    return result if acc_t is out_t else _rounded(lowering, result, acc_t, out_t)
+
+
+def _rounded(lowering: Lowering, wide: ir.Value, wide_t: DType, t: DType) -> ir.Value:
+    """`wide` (an accumulator of type `wide_t`) rounded elementwise to `t` (past its range: inf)."""
+    e, s = lowering.emitter, lowering.scalars
+    lens = [n if isinstance(n, int) else None for n in e.dims(wide)]
+    return e.elementwise_outputs([(wide, lens)], [t], lens, lambda xs: [s.to_float(xs[0], wide_t, t)])[0]
 
 
 def _only_batch_dynamic(ins: Instruction) -> None:
