@@ -38,15 +38,35 @@ def _first_line(text: str) -> str:
     return (text.strip().splitlines() or [""])[0][:160]
 
 
-def prepare_one(task: tuple[str, str, list[str]]) -> dict:
+def compiled(mlir: bytes, target, cache: str) -> bytes:
+    """The module of `mlir` for `target`, from `cache` (a folder keyed by the MLIR's bytes, the device
+    and its flags; '' for none) where compiled before."""
+    import hashlib
+
+    from mgxir.targets.iree.cache import compiler_version
+    from mgxir.targets.iree.compile import compile_module
+
+    if not cache:
+        return compile_module(mlir, target, list(target.flags))
+    key = hashlib.sha256(mlir + repr((target.name, target.flags, compiler_version())).encode()).hexdigest()
+    path = Path(cache) / f"{key[:32]}.vmfb"
+    if path.exists():
+        return path.read_bytes()
+    vmfb = compile_module(mlir, target, list(target.flags))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.with_suffix(".tmp").write_bytes(vmfb)
+    path.with_suffix(".tmp").replace(path)
+    return vmfb
+
+
+def prepare_one(task: tuple[str, str, list[str], str]) -> dict:
     """Imports, runs on the reference, lowers and compiles one model; the arrays go back as npz bytes."""
-    path, out, devices = task
+    path, out, devices, cache = task
     from onnx_oracle import random_inputs
 
     from mgxir.diagnostics import DiagnosticSink, MgxError
     from mgxir.drivers.run import flatten_outputs
     from mgxir.interp import Interpreter
-    from mgxir.targets.iree.compile import compile_module
     from mgxir.targets.iree.devices import device
     from mgxir.translate.mlir.api import mlir_bytecode
     from mgxir.translate.onnx import import_model
@@ -84,7 +104,7 @@ def prepare_one(task: tuple[str, str, list[str]]) -> dict:
     for name_ in devices:
         target = device(name_)
         try:
-            vmfb = compile_module(mlir, target, list(target.flags))
+            vmfb = compiled(mlir, target, cache)
         except MgxError as e:
             record["devices"][name_] = _first_line(e.message)
             continue
@@ -99,12 +119,18 @@ def _storable(a: np.ndarray) -> np.ndarray:
 
 
 def prepare(
-    out: Path, devices: list[str], jobs: int, models: list[str], folder: Path = MODELS, deadline: float = 1e9
+    out: Path,
+    devices: list[str],
+    jobs: int,
+    models: list[str],
+    folder: Path = MODELS,
+    deadline: float = 1e9,
+    cache: str = "",
 ) -> None:
     """Models still unfinished `deadline` seconds after the start are recorded as not reached."""
     out.mkdir(parents=True, exist_ok=True)
     paths = [str(folder / f"{m}.onnx") for m in models] or sorted(str(p) for p in folder.glob("*.onnx"))
-    tasks = [(p, str(out), devices) for p in paths]
+    tasks = [(p, str(out), devices, cache) for p in paths]
     records, arrays = [], {}
     started = time.perf_counter()
     with mp.get_context("spawn").Pool(jobs, maxtasksperchild=50) as pool:
@@ -262,10 +288,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models-dir", type=Path, default=MODELS)
     parser.add_argument("--deadline", type=float, default=1e9, help="seconds for prepare")
     parser.add_argument("--time-limit", type=float, default=1e9, help="seconds for run")
+    parser.add_argument("--compile-cache", default="", help="folder of modules compiled before, by MLIR digest")
     args = parser.parse_args(argv)
     devices = args.device or ["cuda", "vulkan"]
     if args.step == "prepare":
-        prepare(args.out, devices, args.jobs, args.models, args.models_dir, args.deadline)
+        prepare(args.out, devices, args.jobs, args.models, args.models_dir, args.deadline, args.compile_cache)
         print(report(args.out, {}))
         return 0
     results = run(args.out, devices, args.time_limit)
