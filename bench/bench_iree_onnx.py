@@ -61,7 +61,13 @@ def compiled(mlir: bytes, target, cache: str) -> bytes:
 
 def prepare_one(task: tuple[str, str, list[str], str]) -> dict:
     """Imports, runs on the reference, lowers and compiles one model; the arrays go back as npz bytes."""
-    path, out, devices, cache = task
+    started = time.perf_counter()
+    record = _prepare(*task)
+    record["seconds"] = round(time.perf_counter() - started, 1)
+    return record
+
+
+def _prepare(path: str, out: str, devices: list[str], cache: str) -> dict:
     from onnx_oracle import random_inputs
 
     from mgxir.diagnostics import DiagnosticSink, MgxError
@@ -145,6 +151,8 @@ def prepare(
                 with np.load(io.BytesIO(bytes.fromhex(data))) as z:
                     arrays.update({f"{record['model']}/{k}": z[k] for k in z.files})
             records.append(record)
+            if record.get("seconds", 0) > 30:
+                print(f"{record['model']}: {record['seconds']} s", flush=True)
             if i % 50 == 0:
                 print(f"{i}/{len(tasks)} {time.perf_counter() - started:.0f}s", flush=True)
         pool.terminate()
