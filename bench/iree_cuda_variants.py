@@ -40,6 +40,9 @@ VARIANTS: dict[str, list[str]] = {
     "outerconcat": ["--iree-opt-outer-dim-concat"],
     "prefetch2": ["--iree-llvmgpu-prefetch-num-stages=2"],
     "sm80": ["--iree-cuda-target=sm_80"],
+    "O3": ["--iree-opt-level=O3"],
+    "reddist": ["--iree-codegen-llvmgpu-use-reduction-vector-distribution=true"],
+    "reshapes": ["--iree-dispatch-creation-enable-aggressive-reshape-movement"],
 }
 DTYPES = {"f32": (1, np.float32), "f16": (10, np.float16)}
 
