@@ -164,15 +164,17 @@ def prepare(
     (out / "prepare.json").write_text(json.dumps(sorted(records, key=lambda r: r["model"]), indent=1))
 
 
-def run(prepared: Path, devices: list[str], time_limit: float = 1e9) -> dict:
-    """Models still unrun `time_limit` seconds after the start are left out (and counted)."""
+def run(prepared: Path, devices: list[str], time_limit: float = 1e9, shard: tuple[int, int] = (0, 1)) -> dict:
+    """Models still unrun `time_limit` seconds after the start are left out (and counted). `shard`
+    (K, N): only every Nth compiled model from the Kth, for N processes side by side."""
     from mgxir.diagnostics import MgxError
     from mgxir.drivers.run import rms_error
     from mgxir.ir.dtype import DType
     from mgxir.targets.iree.devices import device
     from mgxir.targets.iree.runtime import LoadedModule, runtime_config
 
-    records = json.loads((prepared / "prepare.json").read_text())
+    records = [r for r in json.loads((prepared / "prepare.json").read_text()) if r["stage"] == "compile"]
+    records = records[shard[0] :: shard[1]]
     cases = np.load(prepared / "cases.npz")
     results: dict = {d: {} for d in devices}
     configs = {d: runtime_config(device(d)) for d in devices}
@@ -287,12 +289,13 @@ def _by_reason(messages: Counter) -> Counter:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("step", choices=["prepare", "run"])
+    parser.add_argument("step", choices=["prepare", "run", "report"], help="report: from run --json files")
     parser.add_argument("out", type=Path)
     parser.add_argument("models", nargs="*")
     parser.add_argument("--device", action="append", default=[])
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--json", type=Path, action="append", default=[], help="run: write; report: read")
+    parser.add_argument("--shard", default="0/1", help="run: K/N, every Nth model from the Kth")
     parser.add_argument("--models-dir", type=Path, default=MODELS)
     parser.add_argument("--deadline", type=float, default=1e9, help="seconds for prepare")
     parser.add_argument("--time-limit", type=float, default=1e9, help="seconds for run")
@@ -303,9 +306,17 @@ def main(argv: list[str] | None = None) -> int:
         prepare(args.out, devices, args.jobs, args.models, args.models_dir, args.deadline, args.compile_cache)
         print(report(args.out, {}))
         return 0
-    results = run(args.out, devices, args.time_limit)
-    if args.json is not None:
-        args.json.write_text(json.dumps(results, indent=1))
+    if args.step == "report":  # the results of several runs (shards) together
+        results: dict = {d: {} for d in devices}
+        for path in args.json:
+            for d, found in json.loads(path.read_text()).items():
+                results.setdefault(d, {}).update({name: tuple(r) for name, r in found.items()})
+        print(report(args.out, results))
+        return 0
+    k, n = (int(x) for x in args.shard.split("/"))
+    results = run(args.out, devices, args.time_limit, (k, n))
+    for path in args.json:
+        path.write_text(json.dumps(results, indent=1))
     print(report(args.out, results))
     return 0
 
