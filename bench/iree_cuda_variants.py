@@ -43,7 +43,10 @@ VARIANTS: dict[str, list[str]] = {
     "O3": ["--iree-opt-level=O3"],
     "reddist": ["--iree-codegen-llvmgpu-use-reduction-vector-distribution=true"],
     "reshapes": ["--iree-dispatch-creation-enable-aggressive-reshape-movement"],
+    "lim2col": [],
 }
+# variants that lower otherwise: the switch of mgxir.translate.mlir.families.nn they turn on
+LOWERINGS = {"lim2col": "IM2COL_NARROW"}
 DTYPES = {"f32": (1, np.float32), "f16": (10, np.float16)}
 
 
@@ -68,24 +71,32 @@ def prepare(out: Path, jobs: list[str], device_name: str = "cuda") -> None:
     from mgxir.targets.iree.compile import compile_module
     from mgxir.targets.iree.devices import device
     from mgxir.translate.mlir.api import mlir_bytecode
+    from mgxir.translate.mlir.families import nn
     from mgxir.translate.onnx import import_model
 
     out.mkdir(parents=True, exist_ok=True)
     cuda = device(device_name)
-    lowered: dict[str, bytes] = {}
+    lowered: dict[tuple[str, str], bytes] = {}
     for job in jobs:
         model, dtype, batch, part, variant = job.split(":")
         name = stem(model, dtype, int(batch), part)
         started = time.perf_counter()
-        if name not in lowered:
+        lowering = LOWERINGS.get(variant, "")
+        if (name, lowering) not in lowered:
             graph = out / f"{name}.onnx"
             onnx.save(build(model, dtype, int(batch), part), str(graph))
             program = import_model(str(graph), sink=DiagnosticSink())
-            lowered[name] = mlir_bytecode(program, None, DiagnosticSink())
+            if lowering:
+                setattr(nn, lowering, True)
+            try:
+                lowered[name, lowering] = mlir_bytecode(program, None, DiagnosticSink())
+            finally:
+                if lowering:
+                    setattr(nn, lowering, False)
             (out / f"{name}.params").write_text("\n".join(program.main.parameter_names()) + "\n")
             graph.unlink()
         try:
-            vmfb = compile_module(lowered[name], cuda, [*cuda.flags, *VARIANTS[variant]])
+            vmfb = compile_module(lowered[name, lowering], cuda, [*cuda.flags, *VARIANTS[variant]])
         except MgxError as e:
             print(f"{job}: {e.message}", flush=True)
             continue

@@ -275,7 +275,9 @@ def _convolution(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value
     out_lens = [e.dims(args[0])[0], *sizes(ins.shape)[1:]]
     # narrow floats accumulate in f32 and round once, as MIGraphX's reference and MIOpen do
     acc_t = accumulator_type(out_t)
-    if group == 1:
+    if group == 1 and acc_t is not out_t and IM2COL_NARROW:
+        result = _im2col_convolution(lowering, x, args[1], t, acc_t, out_lens, strides, dilations)
+    elif group == 1:
         init = e.filled(acc_t, out_lens, 0)
         result = single(CONVOLUTIONS[k](x, args[1], outs=[init], strides=strides, dilations=dilations))
     else:
@@ -287,6 +289,58 @@ def _convolution(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value
         grouped = linalg.conv_2d_ngchw_gfchw(grouped_x, grouped_w, outs=[init], strides=strides, dilations=dilations)
         result = e.merge(single(grouped), 1, 2)
     return result if acc_t is out_t else _rounded(lowering, result, acc_t, out_t)
+
+
+IM2COL_NARROW = False
+
+
+def _im2col_convolution(
+    lowering: Lowering,
+    x: ir.Value,
+    w: ir.Value,
+    t: DType,
+    acc_t: DType,
+    out_lens: list,
+    strides: list[int],
+    dilations: list[int],
+) -> ir.Value:
+    """The convolution of padded `x` [N, C, *S] by `w` [F, C, *K] as im2col: the windows gathered
+    into [N, C*prod(K), prod(O)], then a batched product with `w` as [F, C*prod(K)] in `acc_t`."""
+    e, s = lowering.emitter, lowering.scalars
+    x_lens, w_lens = ir.RankedTensorType(x.type).shape, ir.RankedTensorType(w.type).shape
+    k = len(w_lens) - 2
+    kernel, outs = list(w_lens[2:]), [int(n) for n in out_lens[2:]]
+    n, c = e.dims(x)[0], x_lens[1]
+    direct = all(kk == 1 for kk in kernel) and all(st == 1 for st in strides) and list(x_lens[2:]) == outs
+    if direct:
+        cols = e.merge(x, 2, k)
+    else:
+        domain = 2 + 2 * k  # (n, c, *kernel, *out)
+        d = [ir.AffineDimExpr.get(i) for i in range(domain)]
+        exprs = [d[0], d[1], *[d[2 + k + i] * strides[i] + d[2 + i] * dilations[i] for i in range(k)]]
+        x_map = ir.AffineMapAttr.get(ir.AffineMap.get(domain, 0, exprs))
+        gathered = e.generic(
+            [(x, x_map)],
+            [(e.empty(t, [n, c, *kernel, *outs]), e.identity_map(domain))],
+            [PARALLEL] * domain,
+            lambda xs: [xs[0]],
+        )[0]
+        cols = e.merge(e.merge(gathered, 1, 1 + k), 2, k)
+    flat_w = e.merge(w, 1, 1 + k)
+    # (n, f, p, q): w[f, q] * cols[n, q, p]
+    init = e.filled(acc_t, [n, w_lens[0], int(np.prod(outs))], 0)
+
+    def body(scalars: Values) -> Values:
+        a, b, acc = scalars
+        return [s.add(acc, s.mul(s.widen(a, t, acc_t), s.widen(b, t, acc_t), acc_t), acc_t)]
+
+    product = e.generic(
+        [(flat_w, e.projection(4, [1, 3])), (cols, e.projection(4, [0, 3, 2]))],
+        [(init, e.projection(4, [0, 1, 2]))],
+        [PARALLEL, PARALLEL, PARALLEL, REDUCTION],
+        body,
+    )[0]
+    return e.split(product, 2, outs) if k > 1 else product
 
 
 def _rounded(lowering: Lowering, wide: ir.Value, wide_t: DType, t: DType) -> ir.Value:
