@@ -43,10 +43,10 @@ VARIANTS: dict[str, list[str]] = {
     "O3": ["--iree-opt-level=O3"],
     "reddist": ["--iree-codegen-llvmgpu-use-reduction-vector-distribution=true"],
     "reshapes": ["--iree-dispatch-creation-enable-aggressive-reshape-movement"],
-    "lim2col": [],
+    "l1x1": [],
 }
 # variants that lower otherwise: the switch of mgxir.translate.mlir.families.nn they turn on
-LOWERINGS = {"lim2col": "IM2COL_NARROW"}
+LOWERINGS = {"l1x1": "IM2COL_ONLY_1X1"}
 DTYPES = {"f32": (1, np.float32), "f16": (10, np.float16)}
 
 
