@@ -324,6 +324,13 @@ def _im2col_convolution(
     if _is_matrix_product(x, w, strides, out_lens):
         cols = e.merge(x, 2, k) if k > 1 else x
     else:
+        # only the extent the windows reach (linalg takes an index of a size-1 loop for the loop itself)
+        reach = [(o - 1) * st + (kk - 1) * dl + 1 for o, st, kk, dl in zip(outs, strides, kernel, dilations)]
+        if reach != list(x_lens[2:]):
+            dims = [n, c, *reach]
+            dynamic = ir.ShapedType.get_dynamic_size()
+            trimmed = lowering.types.tensor(t, [d if isinstance(d, int) else dynamic for d in dims])
+            x = e.extract_slice(x, trimmed, [0] * (2 + k), dims, [1] * (2 + k))
         domain = 2 + 2 * k  # (n, c, *kernel, *out)
         d = [ir.AffineDimExpr.get(i) for i in range(domain)]
         exprs = [d[0], d[1], *[d[2 + k + i] * strides[i] + d[2 + i] * dilations[i] for i in range(k)]]
