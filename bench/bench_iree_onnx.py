@@ -59,7 +59,7 @@ def compiled(mlir: bytes, target, cache: str) -> bytes:
     return vmfb
 
 
-def prepare_one(task: tuple[str, str, list[str], str]) -> dict:
+def prepare_one(task: tuple[str, str, list[str], str, dict | None]) -> dict:
     """Imports, runs on the reference, lowers and compiles one model; the arrays go back as npz bytes."""
     started = time.perf_counter()
     record = _prepare(*task)
@@ -67,13 +67,14 @@ def prepare_one(task: tuple[str, str, list[str], str]) -> dict:
     return record
 
 
-def _prepare(path: str, out: str, devices: list[str], cache: str) -> dict:
+def _prepare(path: str, out: str, devices: list[str], cache: str, known: dict | None = None) -> dict:
+    """`known`: the model's record from an earlier prepare that reached the compile step: its inputs
+    and reference outputs are kept, the model is lowered and compiled again."""
     from onnx_oracle import random_inputs
 
     from mgxir.diagnostics import DiagnosticSink, MgxError
     from mgxir.drivers.run import flatten_outputs
     from mgxir.interp import Interpreter
-    from mgxir.targets.iree.devices import device
     from mgxir.translate.mlir.api import mlir_bytecode
     from mgxir.translate.onnx import import_model
     from mgxir.verifier import verify
@@ -84,6 +85,9 @@ def _prepare(path: str, out: str, devices: list[str], cache: str) -> dict:
     try:
         program = import_model(path, sink=sink)
         verify(program, sink)
+        if known is not None:
+            record = {**known, "devices": {}}
+            return _compile(record, mlir_bytecode(program, None, sink), out, devices, cache)
         if any(p.shape.is_dynamic for p in program.main.parameters()):
             record["message"] = "dynamic input shapes"
             return record
@@ -107,6 +111,14 @@ def _prepare(path: str, out: str, devices: list[str], cache: str) -> dict:
     record["inputs"] = [p.param_name for p in program.main.parameters()]
     record["outputs"] = list(expected)
     record["types"] = {k: str(v.dtype) for k, v in arrays.items()}
+    return _compile(record, mlir, out, devices, cache)
+
+
+def _compile(record: dict, mlir: bytes, out: str, devices: list[str], cache: str) -> dict:
+    from mgxir.diagnostics import MgxError
+    from mgxir.targets.iree.devices import device
+
+    name = record["model"]
     for name_ in devices:
         target = device(name_)
         try:
@@ -132,11 +144,15 @@ def prepare(
     folder: Path = MODELS,
     deadline: float = 1e9,
     cache: str = "",
+    relower: bool = False,
 ) -> None:
     """Models still unfinished `deadline` seconds after the start are recorded as not reached."""
     out.mkdir(parents=True, exist_ok=True)
     paths = [str(folder / f"{m}.onnx") for m in models] or sorted(str(p) for p in folder.glob("*.onnx"))
-    tasks = [(p, str(out), devices, cache) for p in paths]
+    earlier: dict[str, dict] = {}
+    if relower:
+        earlier = {r["model"]: r for r in json.loads((out / "prepare.json").read_text()) if r["stage"] == "compile"}
+    tasks = [(p, str(out), devices, cache, earlier.get(Path(p).stem)) for p in paths]
     records, arrays = [], {}
     started = time.perf_counter()
     with mp.get_context("spawn").Pool(jobs, maxtasksperchild=50) as pool:
@@ -160,6 +176,10 @@ def prepare(
     for p in paths:
         if Path(p).stem not in done:
             records.append({"model": Path(p).stem, "stage": "not reached", "message": "deadline", "devices": {}})
+    if relower:  # the inputs and reference outputs of the models lowered again
+        relowered = {r["model"] for r in records if r["model"] in earlier}
+        with np.load(out / "cases.npz") as old:
+            arrays.update({k: old[k] for k in old.files if k.split("/")[0] in relowered})
     np.savez_compressed(out / "cases.npz", **arrays)
     (out / "prepare.json").write_text(json.dumps(sorted(records, key=lambda r: r["model"]), indent=1))
 
@@ -300,10 +320,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deadline", type=float, default=1e9, help="seconds for prepare")
     parser.add_argument("--time-limit", type=float, default=1e9, help="seconds for run")
     parser.add_argument("--compile-cache", default="", help="folder of modules compiled before, by MLIR digest")
+    parser.add_argument(
+        "--relower",
+        action="store_true",
+        help="prepare: keep OUT's inputs and expected outputs, lower again",
+    )
     args = parser.parse_args(argv)
     devices = args.device or ["cuda", "vulkan"]
     if args.step == "prepare":
-        prepare(args.out, devices, args.jobs, args.models, args.models_dir, args.deadline, args.compile_cache)
+        prepare(
+            args.out, devices, args.jobs, args.models, args.models_dir, args.deadline, args.compile_cache, args.relower
+        )
         print(report(args.out, {}))
         return 0
     if args.step == "report":  # the results of several runs (shards) together
