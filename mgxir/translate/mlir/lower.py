@@ -421,9 +421,10 @@ def _shape_is_trusted(ins: Instruction) -> bool:
 
 
 def _no_elements(ins: Instruction) -> bool:
-    """A static, non-tuple result of no elements from an instruction that calls no module."""
+    """A static, non-tuple result with a dimension of size 0, from an instruction that calls no
+    module (a shape without dimensions, {}, is a rank-0 tensor of one element in MLIR)."""
     shape = ins.shape
-    return not shape.is_tuple and not shape.is_dynamic and shape.elements == 0 and not ins.module_args
+    return not shape.is_tuple and not shape.is_dynamic and 0 in shape.lens and not ins.module_args
 
 
 def defining_op(value: ir.Value) -> ir.Operation | None:
