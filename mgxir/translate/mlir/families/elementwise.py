@@ -175,9 +175,29 @@ def _min(s: Scalars, op: Operation, args: Values, types: Types, out: DType) -> i
     return s.min(args[0], args[1], out)
 
 
-@lowers_scalar("pow", to="math.powf (integers: by squaring, over the exponent's bits)")
+@lowers_scalar(
+    "pow",
+    to="math.powf, a negative base by |base| ** exponent with the sign of an odd integral exponent (NaN for "
+    "others) (integers: by squaring, over the exponent's bits)",
+)
 def _pow(s: Scalars, op: Operation, args: Values, types: Types, out: DType) -> ir.Value:
-    return math.powf(args[0], args[1]) if out.is_float else _integer_power(s, args[0], args[1], out)
+    return _float_power(s, args[0], args[1], out) if out.is_float else _integer_power(s, args[0], args[1], out)
+
+
+def _float_power(s: Scalars, base: ir.Value, exponent: ir.Value, t: DType) -> ir.Value:
+    """std::pow's (and numpy's) real power. IREE's math.powf (an exp of a log) gives NaN for every
+    negative base, std::pow only where the exponent is not an integer; and for a zero exponent, or a
+    base of 1, std::pow gives 1 whatever the other operand (0, inf or NaN included)."""
+    magnitude = math.powf(math.absf(base), exponent)
+    integral = s.cmp("eq", math.floor(exponent), exponent, t)
+    half = s.mul(exponent, s.const(0.5, t), t)
+    odd = s.cmp("ne", math.floor(half), half, t)
+    signed = s.select(odd, s.neg(magnitude, t), magnitude)
+    negative = s.select(integral, signed, s.const(float("nan"), t))
+    real = s.select(s.cmp("lt", base, s.const(0, t), t), negative, math.powf(base, exponent))
+    one = s.const(1, t)
+    trivial = arith.ori(s.cmp("eq", exponent, s.const(0, t), t), s.cmp("eq", base, one, t))
+    return s.select(trivial, one, real)
 
 
 def _integer_power(s: Scalars, base: ir.Value, exponent: ir.Value, t: DType) -> ir.Value:
@@ -317,7 +337,6 @@ TOSA: dict[str, tuple[str, TosaBuilder, frozenset[DType]]] = {
     "mul": ("tosa.mul", _tosa_mul, TOSA_FLOATS),
     "max": ("tosa.maximum", _tosa("tosa.maximum"), FLOATS_INTS),
     "min": ("tosa.minimum", _tosa("tosa.minimum"), FLOATS_INTS),
-    "pow": ("tosa.pow", _tosa("tosa.pow"), TOSA_FLOATS),
     "abs": ("tosa.abs", _tosa("tosa.abs"), FLOATS_INTS),
     "exp": ("tosa.exp", _tosa("tosa.exp"), TOSA_FLOATS),
     "log": ("tosa.log", _tosa("tosa.log"), TOSA_FLOATS),
