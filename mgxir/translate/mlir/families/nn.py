@@ -254,7 +254,8 @@ CONVOLUTIONS = {1: linalg.conv_1d_ncw_fcw, 2: linalg.conv_2d_nchw_fchw, 3: linal
 @lowers(
     "convolution",
     "quant_convolution",
-    to="tensor.pad + linalg.conv_{1d_ncw_fcw,2d_nchw_fchw,3d_ncdhw_fcdhw}, grouped: linalg.conv_2d_ngchw_gfchw "
+    to="tensor.pad + linalg.conv_{1d_ncw_fcw,2d_nchw_fchw,3d_ncdhw_fcdhw}, grouped: linalg.conv_2d_ngchw_gfchw; "
+    "half/bf16 (group 1): im2col (a linalg.generic gathering the windows) and a batched product in f32 "
     "(narrow floats accumulate in f32; dynamic: the batch dimension)",
     dynamic=True,
 )
