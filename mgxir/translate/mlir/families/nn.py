@@ -276,10 +276,10 @@ def _convolution(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value
     out_lens = [e.dims(args[0])[0], *sizes(ins.shape)[1:]]
     # narrow floats accumulate in f32 and round once, as MIGraphX's reference and MIOpen do
     acc_t = accumulator_type(out_t)
-    if group == 1 and acc_t is not out_t and (not IM2COL_ONLY_1X1 or _is_matrix_product(x, args[1], strides, out_lens)):
-        # IREE 3.13's CUDA code for linalg's named half convolutions is wrong for ResNet-50's 1x1
-        # convolutions (rms 2.7e-1 on an H100); as im2col and a batched product it is right (8.4e-3,
-        # torch's own f16 error): docs/mlir.md "Half convolutions on IREE cuda"
+    if group == 1 and acc_t is not out_t:
+        # IREE 3.13's CUDA code for linalg's named half convolutions (1x1 and 3x3 alike) computed
+        # ResNet-50 wrongly (rms 2.7e-1 on an H100); as im2col and a batched product it is right
+        # (8.4e-3, torch's own f16 error): docs/mlir.md "Half convolutions on IREE cuda"
         result = _im2col_convolution(lowering, x, args[1], t, acc_t, out_lens, strides, dilations)
     elif group == 1:
         init = e.filled(acc_t, out_lens, 0)
@@ -293,9 +293,6 @@ def _convolution(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value
         grouped = linalg.conv_2d_ngchw_gfchw(grouped_x, grouped_w, outs=[init], strides=strides, dilations=dilations)
         result = e.merge(single(grouped), 1, 2)
     return result if acc_t is out_t else _rounded(lowering, result, acc_t, out_t)
-
-
-IM2COL_ONLY_1X1 = False  # an experiment: only the 1x1 convolutions as products
 
 
 def _is_matrix_product(x: ir.Value, w: ir.Value, strides: list[int], out_lens: list) -> bool:
