@@ -277,7 +277,7 @@ def _convolution(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value
     # narrow floats accumulate in f32 and round once, as MIGraphX's reference and MIOpen do
     acc_t = accumulator_type(out_t)
     if group == 1 and acc_t is not out_t:
-        # IREE 3.13's CUDA code for linalg's named half convolutions (1x1 and 3x3 alike) computed
+        # IREE 3.13's CUDA code for linalg's named half convolutions (1x1 and strided ones) computed
         # ResNet-50 wrongly (rms 2.7e-1 on an H100); as im2col and a batched product it is right
         # (8.4e-3, torch's own f16 error): docs/mlir.md "Half convolutions on IREE cuda"
         result = _im2col_convolution(lowering, x, args[1], t, acc_t, out_lens, strides, dilations)
