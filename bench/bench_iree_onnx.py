@@ -38,16 +38,43 @@ def _first_line(text: str) -> str:
     return (text.strip().splitlines() or [""])[0][:160]
 
 
-def prepare_one(task: tuple[str, str, list[str]]) -> dict:
+def compiled(mlir: bytes, target, cache: str) -> bytes:
+    """The module of `mlir` for `target`, from `cache` (a folder keyed by the MLIR's bytes, the device
+    and its flags; '' for none) where compiled before."""
+    import hashlib
+
+    from mgxir.targets.iree.cache import compiler_version
+    from mgxir.targets.iree.compile import compile_module
+
+    if not cache:
+        return compile_module(mlir, target, list(target.flags))
+    key = hashlib.sha256(mlir + repr((target.name, target.flags, compiler_version())).encode()).hexdigest()
+    path = Path(cache) / f"{key[:32]}.vmfb"
+    if path.exists():
+        return path.read_bytes()
+    vmfb = compile_module(mlir, target, list(target.flags))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.with_suffix(".tmp").write_bytes(vmfb)
+    path.with_suffix(".tmp").replace(path)
+    return vmfb
+
+
+def prepare_one(task: tuple[str, str, list[str], str, dict | None]) -> dict:
     """Imports, runs on the reference, lowers and compiles one model; the arrays go back as npz bytes."""
-    path, out, devices = task
+    started = time.perf_counter()
+    record = _prepare(*task)
+    record["seconds"] = round(time.perf_counter() - started, 1)
+    return record
+
+
+def _prepare(path: str, out: str, devices: list[str], cache: str, known: dict | None = None) -> dict:
+    """`known`: the model's record from an earlier prepare that reached the compile step: its inputs
+    and reference outputs are kept, the model is lowered and compiled again."""
     from onnx_oracle import random_inputs
 
     from mgxir.diagnostics import DiagnosticSink, MgxError
     from mgxir.drivers.run import flatten_outputs
     from mgxir.interp import Interpreter
-    from mgxir.targets.iree.compile import compile_module
-    from mgxir.targets.iree.devices import device
     from mgxir.translate.mlir.api import mlir_bytecode
     from mgxir.translate.onnx import import_model
     from mgxir.verifier import verify
@@ -58,6 +85,9 @@ def prepare_one(task: tuple[str, str, list[str]]) -> dict:
     try:
         program = import_model(path, sink=sink)
         verify(program, sink)
+        if known is not None:
+            record = {**known, "devices": {}}
+            return _compile(record, mlir_bytecode(program, None, sink), out, devices, cache)
         if any(p.shape.is_dynamic for p in program.main.parameters()):
             record["message"] = "dynamic input shapes"
             return record
@@ -81,10 +111,18 @@ def prepare_one(task: tuple[str, str, list[str]]) -> dict:
     record["inputs"] = [p.param_name for p in program.main.parameters()]
     record["outputs"] = list(expected)
     record["types"] = {k: str(v.dtype) for k, v in arrays.items()}
+    return _compile(record, mlir, out, devices, cache)
+
+
+def _compile(record: dict, mlir: bytes, out: str, devices: list[str], cache: str) -> dict:
+    from mgxir.diagnostics import MgxError
+    from mgxir.targets.iree.devices import device
+
+    name = record["model"]
     for name_ in devices:
         target = device(name_)
         try:
-            vmfb = compile_module(mlir, target, list(target.flags))
+            vmfb = compiled(mlir, target, cache)
         except MgxError as e:
             record["devices"][name_] = _first_line(e.message)
             continue
@@ -99,12 +137,22 @@ def _storable(a: np.ndarray) -> np.ndarray:
 
 
 def prepare(
-    out: Path, devices: list[str], jobs: int, models: list[str], folder: Path = MODELS, deadline: float = 1e9
+    out: Path,
+    devices: list[str],
+    jobs: int,
+    models: list[str],
+    folder: Path = MODELS,
+    deadline: float = 1e9,
+    cache: str = "",
+    relower: bool = False,
 ) -> None:
     """Models still unfinished `deadline` seconds after the start are recorded as not reached."""
     out.mkdir(parents=True, exist_ok=True)
     paths = [str(folder / f"{m}.onnx") for m in models] or sorted(str(p) for p in folder.glob("*.onnx"))
-    tasks = [(p, str(out), devices) for p in paths]
+    earlier: dict[str, dict] = {}
+    if relower:
+        earlier = {r["model"]: r for r in json.loads((out / "prepare.json").read_text()) if r["stage"] == "compile"}
+    tasks = [(p, str(out), devices, cache, earlier.get(Path(p).stem)) for p in paths]
     records, arrays = [], {}
     started = time.perf_counter()
     with mp.get_context("spawn").Pool(jobs, maxtasksperchild=50) as pool:
@@ -119,6 +167,8 @@ def prepare(
                 with np.load(io.BytesIO(bytes.fromhex(data))) as z:
                     arrays.update({f"{record['model']}/{k}": z[k] for k in z.files})
             records.append(record)
+            if record.get("seconds", 0) > 30:
+                print(f"{record['model']}: {record['seconds']} s", flush=True)
             if i % 50 == 0:
                 print(f"{i}/{len(tasks)} {time.perf_counter() - started:.0f}s", flush=True)
         pool.terminate()
@@ -126,19 +176,25 @@ def prepare(
     for p in paths:
         if Path(p).stem not in done:
             records.append({"model": Path(p).stem, "stage": "not reached", "message": "deadline", "devices": {}})
+    if relower:  # the inputs and reference outputs of the models lowered again
+        relowered = {r["model"] for r in records if r["model"] in earlier}
+        with np.load(out / "cases.npz") as old:
+            arrays.update({k: old[k] for k in old.files if k.split("/")[0] in relowered})
     np.savez_compressed(out / "cases.npz", **arrays)
     (out / "prepare.json").write_text(json.dumps(sorted(records, key=lambda r: r["model"]), indent=1))
 
 
-def run(prepared: Path, devices: list[str], time_limit: float = 1e9) -> dict:
-    """Models still unrun `time_limit` seconds after the start are left out (and counted)."""
+def run(prepared: Path, devices: list[str], time_limit: float = 1e9, shard: tuple[int, int] = (0, 1)) -> dict:
+    """Models still unrun `time_limit` seconds after the start are left out (and counted). `shard`
+    (K, N): only every Nth compiled model from the Kth, for N processes side by side."""
     from mgxir.diagnostics import MgxError
     from mgxir.drivers.run import rms_error
     from mgxir.ir.dtype import DType
     from mgxir.targets.iree.devices import device
     from mgxir.targets.iree.runtime import LoadedModule, runtime_config
 
-    records = json.loads((prepared / "prepare.json").read_text())
+    records = [r for r in json.loads((prepared / "prepare.json").read_text()) if r["stage"] == "compile"]
+    records = records[shard[0] :: shard[1]]
     cases = np.load(prepared / "cases.npz")
     results: dict = {d: {} for d in devices}
     configs = {d: runtime_config(device(d)) for d in devices}
@@ -253,24 +309,41 @@ def _by_reason(messages: Counter) -> Counter:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("step", choices=["prepare", "run"])
+    parser.add_argument("step", choices=["prepare", "run", "report"], help="report: from run --json files")
     parser.add_argument("out", type=Path)
     parser.add_argument("models", nargs="*")
     parser.add_argument("--device", action="append", default=[])
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--json", type=Path, action="append", default=[], help="run: write; report: read")
+    parser.add_argument("--shard", default="0/1", help="run: K/N, every Nth model from the Kth")
     parser.add_argument("--models-dir", type=Path, default=MODELS)
     parser.add_argument("--deadline", type=float, default=1e9, help="seconds for prepare")
     parser.add_argument("--time-limit", type=float, default=1e9, help="seconds for run")
+    parser.add_argument("--compile-cache", default="", help="folder of modules compiled before, by MLIR digest")
+    parser.add_argument(
+        "--relower",
+        action="store_true",
+        help="prepare: keep OUT's inputs and expected outputs, lower again",
+    )
     args = parser.parse_args(argv)
     devices = args.device or ["cuda", "vulkan"]
     if args.step == "prepare":
-        prepare(args.out, devices, args.jobs, args.models, args.models_dir, args.deadline)
+        prepare(
+            args.out, devices, args.jobs, args.models, args.models_dir, args.deadline, args.compile_cache, args.relower
+        )
         print(report(args.out, {}))
         return 0
-    results = run(args.out, devices, args.time_limit)
-    if args.json is not None:
-        args.json.write_text(json.dumps(results, indent=1))
+    if args.step == "report":  # the results of several runs (shards) together
+        results: dict = {d: {} for d in devices}
+        for path in args.json:
+            for d, found in json.loads(path.read_text()).items():
+                results.setdefault(d, {}).update({name: tuple(r) for name, r in found.items()})
+        print(report(args.out, results))
+        return 0
+    k, n = (int(x) for x in args.shard.split("/"))
+    results = run(args.out, devices, args.time_limit, (k, n))
+    for path in args.json:
+        path.write_text(json.dumps(results, indent=1))
     print(report(args.out, results))
     return 0
 

@@ -254,6 +254,41 @@ def test_recurrent_ops_run_on_iree(tmp_path: Path) -> None:
     _check(tmp_path, _program(params, body, before=("@u = undefined",)), inputs)
 
 
+def test_narrow_float_convolutions_run_on_iree(tmp_path: Path) -> None:
+    """Half and bf16 convolutions lower as im2col and a product accumulating in f32: windows with
+    padding (asymmetric), strides and dilations, 1x1 windows taken as they are, 1-d and 3-d, and the
+    grouped form (linalg's named op) beside them."""
+    import ml_dtypes
+
+    rng = np.random.default_rng(3)
+    shapes = {
+        "x": (2, 4, 9, 8),
+        "w": (6, 4, 3, 2),
+        "v": (5, 4, 1, 1),
+        "g": (6, 2, 3, 3),
+        "y": (2, 4, 7),
+        "u": (3, 4, 3),
+        "z": (1, 2, 5, 4, 6),
+        "k": (3, 2, 2, 3, 2),
+    }
+    inputs: Inputs = {name: rng.standard_normal(lens).astype(np.float16) for name, lens in shapes.items()}
+    inputs["xb"] = inputs["x"].astype(ml_dtypes.bfloat16)
+    inputs["wb"] = inputs["w"].astype(ml_dtypes.bfloat16)
+    params = [_param(name, "half_type", a.shape) for name, a in inputs.items() if a.dtype == np.float16]
+    params += [_param("xb", "bf16_type", shapes["x"]), _param("wb", "bf16_type", shapes["w"])]
+    conv = "convolution[padding={{{}}},stride={{{}}},dilation={{{}}},group={}]"
+    body = [
+        "@window = " + conv.format("1, 0, 2, 1", "2, 1", "1, 2", 1) + "(x,w)",
+        "@pointwise = " + conv.format("0, 0", "1, 1", "1, 1", 1) + "(x,v)",
+        "@strided1x1 = " + conv.format("0, 0", "2, 3", "1, 1", 1) + "(x,v)",
+        "@grouped = " + conv.format("1, 1", "1, 1", "1, 1", 2) + "(x,g)",
+        "@line = " + conv.format("1", "2", "1", 1) + "(y,u)",
+        "@volume = " + conv.format("1, 0, 1", "1, 2, 1", "1, 1, 2", 1) + "(z,k)",
+        "@bf16 = " + conv.format("1, 1", "1, 1", "1, 1", 1) + "(xb,wb)",
+    ]
+    _check(tmp_path, _program(params, body), inputs)
+
+
 @pytest.mark.parametrize("batches,classes,boxes", [(2, 3, 7)])
 def test_nonmaxsuppression_runs_on_iree(tmp_path: Path, batches: int, classes: int, boxes: int) -> None:
     rng = np.random.default_rng(boxes)

@@ -102,3 +102,24 @@ def test_scalar_lowerings_compute_what_the_interpreter_computes(dtype: DType, tm
             np.testing.assert_allclose(g, e, rtol=2e-5, atol=2e-6, equal_nan=True, err_msg=name)
         else:
             np.testing.assert_array_equal(g, e, err_msg=name)
+
+
+@pytest.mark.parametrize("dtype", [DType.float, DType.half], ids=lambda t: t.type_name)
+def test_pow_of_negative_bases_is_std_pow(dtype: DType, tmp_path) -> None:
+    """A negative base to an integral exponent is real (its sign from an odd exponent), to another
+    exponent NaN, and x ** 0 and 1 ** y are 1, as std::pow and the interpreter compute (IREE's
+    math.powf gave NaN for all of the negative bases, 0 ** 0, inf ** 0 and NaN ** 0)."""
+    bases = np.array([-3, -2.5, -1, -0.5, 0, 0.5, 1, 2, np.inf, np.nan], np.float64)
+    exponents = np.array([-2, -1, 0, 1, 2, 3, 0.5, 1.5, np.nan], np.float64)
+    x, y = (a.astype(dtype.numpy) for a in np.meshgrid(bases, exponents, indexing="ij"))
+    program = Program()
+    main = program.main
+    shape = Shape.make(dtype, x.shape)
+    main.add_return([main.add_instruction("pow", [main.add_parameter("x", shape), main.add_parameter("y", shape)])])
+    with np.errstate(all="ignore"):
+        expected = np.asarray(Interpreter(program).run({"x": x, "y": y})[0])
+    with using(IreeOptions(device="local-task", cache_dir=tmp_path)):
+        got = np.asarray(run_on_iree(program, {"x": x, "y": y}, DiagnosticSink())[0])
+    # the four negative bases to 0.5 and 1.5; a NaN base or exponent, except 1 ** NaN and NaN ** 0
+    assert np.isnan(expected).sum() == 4 * 2 + 9 + 10 - 1 - 2
+    np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64), rtol=2e-3, equal_nan=True)

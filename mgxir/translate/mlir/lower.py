@@ -207,6 +207,9 @@ class Lowering:
                 raise self.error(module, ins, "dynamic dimensions have no lowering for this operator")
             if not rule.takes_tuples and any(isinstance(a, list) for a in args):
                 raise self.error(module, ins, "a tuple argument has no lowering (only get_tuple_elem takes tuples)")
+            if _no_elements(ins):  # nothing to compute (tosa and tensor ops refuse empty tensors)
+                self._tag(region, ins, self.emitter.empty(ins.shape.dtype, ins.shape.lens))
+                continue
             if ins.shape.is_dynamic and len(args) > 1 and (ins.op.defn.pointwise or ins.op.name == "pointwise"):
                 self._same_run_time_sizes(ins, args)
             token = self._pending = (region, ins)
@@ -435,6 +438,13 @@ def _shape_is_trusted(ins: Instruction) -> bool:
     if not shape.is_dynamic or shape.is_tuple:
         return False
     return ins.op.defn.shape(ins.op, [a.shape for a in ins.args], ins.module_args) is None
+
+
+def _no_elements(ins: Instruction) -> bool:
+    """A static, non-tuple result with a dimension of size 0, from an instruction that calls no
+    module (a shape without dimensions, {}, is a rank-0 tensor of one element in MLIR)."""
+    shape = ins.shape
+    return not shape.is_tuple and not shape.is_dynamic and 0 in shape.lens and not ins.module_args
 
 
 def defining_op(value: ir.Value) -> ir.Operation | None:

@@ -209,9 +209,11 @@ def _topk(lowering: Lowering, ins: Instruction, args: Values) -> Values:
     )
 
 
-@lowers("undefined", to="tensor.empty (contents unspecified; rnn/gru/lstm read it as an absent input)")
+@lowers("undefined", to="zeros, as the reference interpreter gives (rnn/gru/lstm read it as an absent input)")
 def _undefined(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
-    return lowering.emitter.empty(ins.shape.dtype, ins.shape.lens)
+    # MIGraphX's undefined has no data; a program that reads it (the ONNX importer adds a missing
+    # optional bias as one) gets the interpreter's zeros rather than whatever memory IREE hands out
+    return lowering.emitter.filled(ins.shape.dtype, ins.shape.lens, 0)
 
 
 @lowers(

@@ -212,7 +212,12 @@ def _softmax(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
 # -- contractions ---------------------------------------------------------------------------------
 
 
-@lowers("dot", "quant_dot", to="linalg.generic contraction (batch dims parallel)", dynamic=True)
+@lowers(
+    "dot",
+    "quant_dot",
+    to="linalg.generic contraction (batch dims parallel; narrow floats accumulate in f32)",
+    dynamic=True,
+)
 def _dot(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     a_shape = ins.args[0].shape
     t_in, t_out = a_shape.dtype, ins.shape.dtype
@@ -229,16 +234,19 @@ def _dot(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     a_dims, b_dims = e.dims(args[0]), e.dims(args[1])
     # a batch dimension static in either input is static in the result (the intersection)
     batch_dims = [b if isinstance(b, int) else a for a, b in zip(a_dims[:-2], b_dims[:-2])]
-    init = e.filled(t_out, [*batch_dims, a_dims[-2], b_dims[-1]], 0)
+    # narrow floats accumulate in f32 and round once (MIGraphX's reference in double, its GPU gemms in f32)
+    acc_t = accumulator_type(t_out)
+    init = e.filled(acc_t, [*batch_dims, a_dims[-2], b_dims[-1]], 0)
     iterators = [PARALLEL] * rank + [REDUCTION]
 
     def body(scalars: Values) -> Values:
         x, y, acc = scalars
-        if t_in is not t_out:
-            x, y = s.widen(x, t_in, t_out), s.widen(y, t_in, t_out)
-        return [s.add(acc, s.mul(x, y, t_out), t_out)]
+        if t_in is not acc_t:
+            x, y = s.widen(x, t_in, acc_t), s.widen(y, t_in, acc_t)
+        return [s.add(acc, s.mul(x, y, acc_t), acc_t)]
 
-    return e.generic([(args[0], a_map), (args[1], b_map)], [(init, c_map)], iterators, body)[0]
+    product = e.generic([(args[0], a_map), (args[1], b_map)], [(init, c_map)], iterators, body)[0]
+    return product if acc_t is t_out else _rounded(lowering, product, acc_t, t_out)
 
 
 # -- convolution ----------------------------------------------------------------------------------
@@ -272,8 +280,9 @@ def _window_outputs(
 @lowers(
     "convolution",
     "quant_convolution",
-    to="tensor.pad + linalg.conv_{1d_ncw_fcw,2d_nchw_fchw,3d_ncdhw_fcdhw}, grouped: linalg.conv_2d_ngchw_gfchw "
-    "(dynamic: output sizes computed from tensor.dim)",
+    to="tensor.pad + linalg.conv_{1d_ncw_fcw,2d_nchw_fchw,3d_ncdhw_fcdhw}, grouped: linalg.conv_2d_ngchw_gfchw; "
+    "half/bf16 (group 1, static sizes): im2col (a linalg.generic gathering the windows) and a batched product "
+    "(narrow floats accumulate in f32; dynamic: output sizes computed from tensor.dim)",
     dynamic=True,
 )
 def _convolution(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
@@ -294,17 +303,96 @@ def _convolution(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value
     padded = [a + b for a, b in zip(low, high)]
     spatial = _window_outputs(n, x_dims[2:], spans, padded, strides)
     out_lens = [x_dims[0], w_dims[0], *spatial]
-    if group == 1:
-        init = e.filled(out_t, out_lens, 0)
+    # narrow floats accumulate in f32 and round once, as MIGraphX's reference and MIOpen do
+    acc_t = accumulator_type(out_t)
+    static = all(isinstance(d, int) for d in [x_dims[1], *w_dims, *spatial])
+    if group == 1 and acc_t is not out_t and static:
+        # IREE 3.13's CUDA code for linalg's named half convolutions (1x1 and strided ones) computed
+        # ResNet-50 wrongly (rms 2.7e-1 on an H100); as im2col and a batched product it is right
+        # (8.4e-3, torch's own f16 error): docs/mlir.md "Half convolutions on IREE cuda"
+        result = _im2col_convolution(lowering, x, args[1], t, acc_t, out_lens, strides, dilations)
+    elif group == 1:
+        init = e.filled(acc_t, out_lens, 0)
         result = single(CONVOLUTIONS[k](x, args[1], outs=[init], strides=strides, dilations=dilations))
-        return _as_result(lowering, ins, result)
-    per_group = n.div(x_dims[1], group)
-    filters = n.div(w_dims[0], group)
-    grouped_x = e.split(x, 1, [group, per_group])
-    grouped_w = e.split(args[1], 0, [group, filters])
-    init = e.filled(out_t, [out_lens[0], group, filters, *out_lens[2:]], 0)
-    result = single(linalg.conv_2d_ngchw_gfchw(grouped_x, grouped_w, outs=[init], strides=strides, dilations=dilations))
-    return _as_result(lowering, ins, e.merge(result, 1, 2))
+    else:
+        per_group = n.div(x_dims[1], group)
+        filters = n.div(w_dims[0], group)
+        grouped_x = e.split(x, 1, [group, per_group])
+        grouped_w = e.split(args[1], 0, [group, filters])
+        init = e.filled(acc_t, [out_lens[0], group, filters, *out_lens[2:]], 0)
+        grouped = linalg.conv_2d_ngchw_gfchw(grouped_x, grouped_w, outs=[init], strides=strides, dilations=dilations)
+        result = e.merge(single(grouped), 1, 2)
+    return _as_result(lowering, ins, result if acc_t is out_t else _rounded(lowering, result, acc_t, out_t))
+
+
+def _is_matrix_product(x: ir.Value, w: ir.Value, strides: list[int], out_lens: list) -> bool:
+    """A 1x1 convolution of stride 1 over unpadded `x`: a matrix product over the channels."""
+    kernel = ir.RankedTensorType(w.type).shape[2:]
+    spatial = ir.RankedTensorType(x.type).shape[2:]
+    return all(n == 1 for n in kernel) and all(s == 1 for s in strides) and list(spatial) == list(out_lens[2:])
+
+
+def _im2col_convolution(
+    lowering: Lowering,
+    x: ir.Value,
+    w: ir.Value,
+    t: DType,
+    acc_t: DType,
+    out_lens: list,
+    strides: list[int],
+    dilations: list[int],
+) -> ir.Value:
+    """The convolution of padded `x` [N, C, *S] by `w` [F, C, *K] as im2col: the windows gathered
+    into [N, C*prod(K), prod(O)], then a batched product with `w` as [F, C*prod(K)] in `acc_t`."""
+    e, s = lowering.emitter, lowering.scalars
+    x_lens, w_lens = ir.RankedTensorType(x.type).shape, ir.RankedTensorType(w.type).shape
+    k = len(w_lens) - 2
+    kernel, outs = list(w_lens[2:]), [int(n) for n in out_lens[2:]]
+    n, c = e.dims(x)[0], x_lens[1]
+    if _is_matrix_product(x, w, strides, out_lens):
+        cols = e.merge(x, 2, k) if k > 1 else x
+    else:
+        # only the extent the windows reach (linalg takes an index of a size-1 loop for the loop itself)
+        reach = [(o - 1) * st + (kk - 1) * dl + 1 for o, st, kk, dl in zip(outs, strides, kernel, dilations)]
+        if reach != list(x_lens[2:]):
+            dims = [n, c, *reach]
+            dynamic = ir.ShapedType.get_dynamic_size()
+            trimmed = lowering.types.tensor(t, [d if isinstance(d, int) else dynamic for d in dims])
+            x = e.extract_slice(x, trimmed, [0] * (2 + k), dims, [1] * (2 + k))
+        domain = 2 + 2 * k  # (n, c, *kernel, *out)
+        d = [ir.AffineDimExpr.get(i) for i in range(domain)]
+        exprs = [d[0], d[1], *[d[2 + k + i] * strides[i] + d[2 + i] * dilations[i] for i in range(k)]]
+        x_map = ir.AffineMapAttr.get(ir.AffineMap.get(domain, 0, exprs))
+        gathered = e.generic(
+            [(x, x_map)],
+            [(e.empty(t, [n, c, *kernel, *outs]), e.identity_map(domain))],
+            [PARALLEL] * domain,
+            lambda xs: [xs[0]],
+        )[0]
+        cols = e.merge(gathered, 1, 1 + k)
+        cols = e.merge(cols, 2, k) if k > 1 else cols
+    flat_w = e.merge(w, 1, 1 + k)
+    # (n, f, p, q): w[f, q] * cols[n, q, p]
+    init = e.filled(acc_t, [n, w_lens[0], int(np.prod(outs))], 0)
+
+    def body(scalars: Values) -> Values:
+        a, b, acc = scalars
+        return [s.add(acc, s.mul(s.widen(a, t, acc_t), s.widen(b, t, acc_t), acc_t), acc_t)]
+
+    product = e.generic(
+        [(flat_w, e.projection(4, [1, 3])), (cols, e.projection(4, [0, 3, 2]))],
+        [(init, e.projection(4, [0, 1, 2]))],
+        [PARALLEL, PARALLEL, PARALLEL, REDUCTION],
+        body,
+    )[0]
+    return e.split(product, 2, outs) if k > 1 else product
+
+
+def _rounded(lowering: Lowering, wide: ir.Value, wide_t: DType, t: DType) -> ir.Value:
+    """`wide` (an accumulator of type `wide_t`) rounded elementwise to `t` (past its range: inf)."""
+    e, s = lowering.emitter, lowering.scalars
+    lens = [n if isinstance(n, int) else None for n in e.dims(wide)]
+    return e.elementwise_outputs([(wide, lens)], [t], lens, lambda xs: [s.to_float(xs[0], wide_t, t)])[0]
 
 
 def _as_result(lowering: Lowering, ins: Instruction, value: ir.Value) -> ir.Value:
