@@ -14,7 +14,7 @@ activations stay in float16's range) before export, and every peer runs that sam
 
     python bench/bench_models.py [--models resnet50,bert] [--dtypes f16,f32] [--batches 1,32]
                                  [--configs bert:f32:32,...] [--exhaustive-tune] [--deadline SECONDS]
-                                 [--fp32-math ieee,tf32] [--out table.md] [--perf-dir DIR]
+                                 [--fp32-math ieee,tf32] [--peer-tf32 off] [--out table.md] [--perf-dir DIR]
 
 Rows are printed as they are measured; configurations that would start after the deadline are
 skipped and listed as such."""
@@ -318,8 +318,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--fp32-math", default="ieee", help="float32 rows: mgxir's modes, ieee and/or tf32 (comma-separated)"
     )
+    parser.add_argument(
+        "--peer-tf32",
+        choices=("default", "off"),
+        default="default",
+        help="off: the peers convolve float32 without TF32 (cudnn.allow_tf32 = False), like mgxir's ieee mode",
+    )
     args = parser.parse_args(argv)
     import torch
+
+    if args.peer_tf32 == "off":
+        torch.backends.cudnn.allow_tf32 = False
 
     start = time.perf_counter()
     lines = ["| " + " | ".join(HEADER) + " |", "|" + " --- |" * len(HEADER)]
