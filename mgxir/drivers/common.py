@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.ops import register_all_ops
+from mgxir.stack import with_room
 
 T = TypeVar("T")
 
@@ -98,7 +99,7 @@ def in_deep_stack(work: Callable[[], T]) -> T:
 
     def target() -> None:
         try:
-            outcome.append((True, work()))
+            outcome.append((True, with_room(work)))  # mgxir.stack says why
         except BaseException as e:
             outcome.append((False, e))
 

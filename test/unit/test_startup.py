@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from mgxir.drivers.common import in_deep_stack
 from mgxir.text import lalr
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -114,3 +116,53 @@ def test_without_a_cache_lark_itself_parses(tmp_path: Path, where: str) -> None:
     (tmp_path / "a-file").write_text("")
     cache = tmp_path / where if where != "off" else where
     assert _runtime_in_subprocess(cache) == "lark"
+
+
+# whether the code calling it runs below a `with_room` frame (in a frame chunk of its own)
+_IN_ROOM = """
+def in_room():
+    from mgxir import stack
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is stack.with_room.__code__:
+            return frame.f_code.co_stacksize >= stack.ROOM_SLOTS
+        frame = frame.f_back
+    return False
+"""
+
+
+def test_the_tools_work_and_numpy_import_run_with_room_on_the_frame_stack() -> None:
+    namespace = {"sys": sys}
+    exec(_IN_ROOM, namespace)
+    assert not namespace["in_room"]()
+    assert in_deep_stack(namespace["in_room"])
+    # numpy's import, as a tool's first import (`mgxir.tools`) makes it
+    script = f"""import sys
+{_IN_ROOM}
+class Finder:
+    def find_spec(self, name, path=None, target=None):
+        if name == "numpy":
+            print("numpy imported with room:", in_room())
+sys.meta_path.insert(0, Finder())
+import mgxir.tools
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout == "numpy imported with room: True\n"
+
+
+# a map of a fresh 16 KiB frame chunk (mgxir.stack): one for the main thread, one for the tool's thread
+_CHUNK_MAP = re.compile(r"mmap\(NULL, 16384, PROT_READ\|PROT_WRITE, MAP_PRIVATE\|MAP_ANONYMOUS, -1, 0\)")
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
+@pytest.mark.parametrize(
+    "command", [COMMANDS["mgx-opt"], COMMANDS["mgx-run"], ["mgx-translate", EXAMPLE, "--to", "mlir"]], ids=" ".join
+)
+def test_a_tool_maps_few_frame_chunks(command: list[str], tmp_path: Path) -> None:
+    trace = tmp_path / "trace"
+    subprocess.run(
+        ["strace", "-f", "-e", "trace=mmap", "-o", str(trace), str(BIN / command[0]), *command[1:]],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
+    assert len(_CHUNK_MAP.findall(trace.read_text())) <= 4
