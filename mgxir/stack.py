@@ -4,9 +4,9 @@ CPython 3.11 keeps a thread's Python frames in 16 KiB chunks and unmaps a chunk 
 that needed it returns, so a function called in a loop right at a chunk's edge maps and unmaps
 memory on each call. Where that edge falls depends on how deep the caller is: numpy's typing
 modules, imported three imports deep by `mgx-opt`, did it 1,250 times (a few milliseconds of a
-tool's start-up), and `mgx-translate --to mlir`'s imports on the tool's deep-stack thread 400 times. `with_room(work)` calls
-`work()` inside a frame that asks for a 512 KiB chunk, leaving the calls below it ~190 KiB (some
-thousands of frames) before the next edge.
+tool's start-up), and `mgx-translate --to mlir`'s imports on the tool's deep-stack thread 400
+times. `with_room(work)` calls `work()` inside a frame that asks for a 512 KiB chunk, leaving the
+calls below it ~190 KiB (some thousands of frames) before the next edge.
 """
 
 from __future__ import annotations
