@@ -287,8 +287,7 @@ class _LineReader:
     (a syntax error, a header after a headerless body, an error raised while building) is read again
     by Lark from the start, so diagnostics are Lark's and the grammar stays the one definition."""
 
-    def __init__(self, parser: Any):
-        pattern = {t.name: t.pattern.to_regexp() for t in parser.terminals}
+    def __init__(self, pattern: dict[str, str]):
         self.module = re.compile(pattern["MODULE"]).match
         self.comment = re.compile(pattern["_COMMENT"]).match
         self.blank = re.compile(pattern["_BLANK"]).match
@@ -343,7 +342,7 @@ _GAP_OR_MODULE_START = frozenset("m/ \t\r\n")
 
 @functools.cache
 def _line_reader() -> _LineReader:
-    return _LineReader(_program_parser()[0])
+    return _LineReader(lalr.program_terminals())
 
 
 def parse_program(
