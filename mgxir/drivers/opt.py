@@ -7,7 +7,6 @@ and printing a program stays cheap to start.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.drivers.common import check_output_path, read_text, run_guarded
 from mgxir.ir.program import Program
+from mgxir.records import Record
 from mgxir.text.parser import parse_program, read_program
 from mgxir.text.writer import render, write_output, write_program
 from mgxir.verifier import verify
@@ -28,36 +28,64 @@ if TYPE_CHECKING:
 DEFAULT_REPRODUCER = "mgx-opt.reproducer.mgx"
 
 
-@dataclasses.dataclass
-class OptOptions:
+class OptOptions(Record):
     """What mgx-opt was asked to do; the field names are the front end's option names."""
 
-    input: str = "-"
-    output: str | None = None
-    lossless: bool = False
-    sidecar: str | None = None
-    from_log: bool = False
-    log_pass: str | None = None
-    no_verify: bool = False
-    pipeline: str | None = None
-    passes: list[str] | None = None
-    optimize: bool = False
-    show_passes: bool = False
-    dump_pipeline: bool = False
-    verify_each: bool = True
-    print_before: list[str] | None = None
-    print_after: list[str] | None = None
-    print_before_all: bool = False
-    print_after_all: bool = False
-    print_after_change: bool = False
-    tree_dir: str | None = None
-    timing: bool = False
-    statistics: bool = False
-    split: bool = False
-    verify_diagnostics: bool = False
-    disable: str | None = None
-    reproducer: str | None = None
-    run_reproducer: bool = False
+    def __init__(
+        self,
+        input: str = "-",
+        output: str | None = None,
+        lossless: bool = False,
+        sidecar: str | None = None,
+        from_log: bool = False,
+        log_pass: str | None = None,
+        no_verify: bool = False,
+        pipeline: str | None = None,
+        passes: list[str] | None = None,
+        optimize: bool = False,
+        show_passes: bool = False,
+        dump_pipeline: bool = False,
+        verify_each: bool = True,
+        print_before: list[str] | None = None,
+        print_after: list[str] | None = None,
+        print_before_all: bool = False,
+        print_after_all: bool = False,
+        print_after_change: bool = False,
+        tree_dir: str | None = None,
+        timing: bool = False,
+        statistics: bool = False,
+        split: bool = False,
+        verify_diagnostics: bool = False,
+        disable: str | None = None,
+        reproducer: str | None = None,
+        run_reproducer: bool = False,
+    ):
+        self.input = input
+        self.output = output
+        self.lossless = lossless
+        self.sidecar = sidecar
+        self.from_log = from_log
+        self.log_pass = log_pass
+        self.no_verify = no_verify
+        self.pipeline = pipeline
+        self.passes = passes
+        self.optimize = optimize
+        self.show_passes = show_passes
+        self.dump_pipeline = dump_pipeline
+        self.verify_each = verify_each
+        self.print_before = print_before
+        self.print_after = print_after
+        self.print_before_all = print_before_all
+        self.print_after_all = print_after_all
+        self.print_after_change = print_after_change
+        self.tree_dir = tree_dir
+        self.timing = timing
+        self.statistics = statistics
+        self.split = split
+        self.verify_diagnostics = verify_diagnostics
+        self.disable = disable
+        self.reproducer = reproducer
+        self.run_reproducer = run_reproducer
 
 
 # (program, sink for its diagnostics, a reader of the same input afresh for a reproducer, or None)
