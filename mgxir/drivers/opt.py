@@ -7,9 +7,9 @@ and printing a program stays cheap to start.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
@@ -21,6 +21,8 @@ from mgxir.text.writer import render, write_output, write_program
 from mgxir.verifier import verify
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from mgxir.drivers.diagnostics_check import Chunk
     from mgxir.passes.base import Pass
     from mgxir.passes.manager import Instrumentation
@@ -113,7 +115,8 @@ def _opt(options: OptOptions, sink: DiagnosticSink) -> int:
         return _opt_log(options, sink, transform)
     assert text is not None
     filename = "<stdin>" if options.input == "-" else options.input
-    base_dir = None if options.input == "-" else Path(options.input).parent
+    # the input's folder, where its sidecars are (as Path(input).parent for a file that could be read)
+    base_dir = None if options.input == "-" else os.path.dirname(options.input)
     if not options.split and not options.verify_diagnostics:
         program = parse_program(text, filename, base_dir=base_dir, sink=sink)
         transform(program, sink, _reader(text, filename, base_dir))
@@ -131,7 +134,7 @@ def _opt(options: OptOptions, sink: DiagnosticSink) -> int:
 def _opt_chunks(
     chunks: list[Chunk],
     filename: str,
-    base_dir: Path | None,
+    base_dir: str | Path | None,
     transform: Transform,
     options: OptOptions,
     sink: DiagnosticSink,
@@ -258,13 +261,13 @@ def _instrumentation(options: OptOptions, text: str | None) -> Instrumentation:
     )
 
 
-def _reader(text: str, filename: str, base_dir: Path | None, line_map=None) -> Callable[[], Program]:
+def _reader(text: str, filename: str, base_dir: str | Path | None, line_map=None) -> Callable[[], Program]:
     """Parses `text` again on each call, for rebuilding a failed pipeline's input."""
     return lambda: parse_program(text, filename, base_dir=base_dir, sink=DiagnosticSink(), line_map=line_map)
 
 
 def _verify_diagnostics(
-    chunks: list[Chunk], filename: str, base_dir: Path | None, transform: Transform, lossless: bool
+    chunks: list[Chunk], filename: str, base_dir: str | Path | None, transform: Transform, lossless: bool
 ) -> int:
     """`--verify-diagnostics`: each chunk's errors and warnings against its `expected-*` lines."""
     from mgxir.drivers.diagnostics_check import SPLIT_MARKER, check, expectations

@@ -13,7 +13,6 @@ import contextlib
 import re
 import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import numpy as np
 
@@ -442,6 +441,8 @@ def _target_context(o: RunOptions) -> Iterator[Callable[..., Program]]:
         return
     if o.target != "iree":
         raise MgxError(f"an MLIR input runs with --target=iree, not --target={o.target}")
+    from pathlib import Path
+
     from mgxir.targets.iree import IreeOptions, read_any_program, using
 
     options = IreeOptions(o.device or "local-task", None if o.cache_dir is None else Path(o.cache_dir), o.timing)

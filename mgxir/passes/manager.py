@@ -21,7 +21,6 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import TextIO
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
@@ -116,6 +115,8 @@ class PassManager:
                 if after != before:
                     self._dump(f"After {p.name}", after)
             if o.tree_dir:
+                from pathlib import Path  # only here: a plain run does not import pathlib (mgxir.text.writer)
+
                 Path(o.tree_dir).mkdir(parents=True, exist_ok=True)
                 path = Path(o.tree_dir) / f"{index:03d}_{p.name}.mgx"
                 path.write_text(after if after is not None else _ir(program))
@@ -140,6 +141,8 @@ class PassManager:
         assert self.options.reproducer is not None
         pipeline = format_pipeline(self.passes[index:])
         scope = " -O-scope=main" if self.options.main_only else ""
+        from pathlib import Path
+
         Path(self.options.reproducer).write_text(f"// mgx-opt -p '{pipeline}'{scope}\n{before}")
 
     def _print_timing(self) -> None:

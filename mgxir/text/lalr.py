@@ -25,11 +25,10 @@ import os
 import re
 import sys
 import zlib
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from mgxir.text.writer import user_cache_dir
+from mgxir.text.writer import user_cache_folder
 
 # the layer-1 parser reads whole programs; the layer-2 parser reads operator texts, tails and
 # literal bodies (grammar/mgx.lark says what the layers are)
@@ -53,18 +52,20 @@ def grammar_text() -> str:
     # than reading the file): mgxir is installed as files, never zipped
     spec = importlib.util.find_spec("mgxir.grammar")
     folders = list(spec.submodule_search_locations or []) if spec is not None else []
-    for folder in [*folders, Path(__file__).resolve().parents[2] / "grammar"]:
-        path = Path(folder) / "mgx.lark"
-        if path.is_file():
-            return path.read_text()
+    checkout = os.path.dirname(os.path.dirname(os.path.dirname(os.path.realpath(__file__))))
+    for folder in [*folders, os.path.join(checkout, "grammar")]:
+        path = os.path.join(folder, "mgx.lark")
+        if os.path.isfile(path):
+            with open(path) as f:
+                return f.read()
     raise FileNotFoundError("mgxir's grammar (mgx.lark) is missing from the installation")
 
 
 CACHE_ENV = "MGXIR_PARSER_CACHE"  # a directory; "off": lark itself, no cached module
 
 
-def cache_dir() -> Path | None:
-    return user_cache_dir(CACHE_ENV, "parsers")
+def cache_dir() -> str | None:
+    return user_cache_folder(CACHE_ENV, "parsers")
 
 
 def lark_version() -> str:
@@ -72,7 +73,8 @@ def lark_version() -> str:
     spec = importlib.util.find_spec("lark")
     if spec is None or spec.origin is None:
         raise ModuleNotFoundError("lark is not installed")
-    found = re.search(r"""^__version__\s*(?::\s*str\s*)?=\s*["']([^"']+)["']""", Path(spec.origin).read_text(), re.M)
+    with open(spec.origin) as f:
+        found = re.search(r"""^__version__\s*(?::\s*str\s*)?=\s*["']([^"']+)["']""", f.read(), re.M)
     if found is None:
         raise RuntimeError(f"no __version__ in {spec.origin}")
     return found.group(1)
@@ -83,17 +85,19 @@ def _source_key(grammar: str, version: str) -> str:
     return f"{grammar}\0{version}\0{PROGRAM_OPTIONS!r}\0{VALUE_OPTIONS!r}\0{_LAYOUT}"
 
 
-def cached_module_path(folder: Path, grammar: str, version: str) -> Path:
+def cached_module_path(folder: str | os.PathLike, grammar: str, version: str) -> str:
     checksum = zlib.crc32(_source_key(grammar, version).encode())
-    return folder / f"grammar_parsers_{version}_{checksum:08x}.py"
+    return os.path.join(folder, f"grammar_parsers_{version}_{checksum:08x}.py")
 
 
-def _write_module(path: Path, grammar: str, version: str) -> None:
+def _write_module(module_path: str, grammar: str, version: str) -> None:
     """Writes the module of both parsers' tables and its bytecode, atomically."""
     import py_compile
+    from pathlib import Path
 
     from lark import Lark
 
+    path = Path(module_path)
     tables = {"PROGRAM": _table(Lark(grammar, **PROGRAM_OPTIONS)), "VALUE": _table(Lark(grammar, **VALUE_OPTIONS))}
     if any(table is None for table in tables.values()):
         raise ValueError("the grammar needs lark itself")
@@ -195,7 +199,7 @@ def _table(parser: Any) -> dict | None:
     }
 
 
-def _import_module(path: Path) -> ModuleType:
+def _import_module(path: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(_MODULE_NAME, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -229,9 +233,9 @@ def runtime() -> ModuleType:
     return lark
 
 
-def _current_module(path: Path, grammar: str, version: str) -> ModuleType | None:
+def _current_module(path: str, grammar: str, version: str) -> ModuleType | None:
     """The module at `path`, if there is one made from this grammar, lark version and options."""
-    if not path.is_file():
+    if not os.path.isfile(path):
         return None
     module = _import_module(path)
     if getattr(module, "SOURCE_KEY", None) != _source_key(grammar, version):

@@ -112,9 +112,9 @@ def test_a_cached_module_of_another_grammar_is_written_again(tmp_path: Path) -> 
     path = lalr.cached_module_path(tmp_path, grammar, version)
     assert path != lalr.cached_module_path(tmp_path, grammar.replace("OP:", "OP :"), version)
     assert path != lalr.cached_module_path(tmp_path, grammar, version + ".1")
-    path.write_text("SOURCE_KEY = 'another grammar'\n")
+    Path(path).write_text("SOURCE_KEY = 'another grammar'\n")
     assert _runtime_in_subprocess(tmp_path) == "_mgxir_grammar_parsers"
-    assert "another grammar" not in path.read_text()
+    assert "another grammar" not in Path(path).read_text()
 
 
 @pytest.mark.parametrize("where", ["a-file/parsers", "off"])
@@ -172,3 +172,33 @@ def test_a_tool_maps_few_frame_chunks(command: list[str], tmp_path: Path) -> Non
         stdout=subprocess.DEVNULL,
     )
     assert len(_CHUNK_MAP.findall(trace.read_text())) <= 4
+
+
+# runs a tool in this process after forgetting pathlib, which an editable install's finder imports
+# while Python starts, and prints whether the tool imported it again
+_RUN_FORGETTING_PATHLIB = """
+import os, runpy, sys
+sys.modules.pop("pathlib", None)
+exit_now = os._exit
+def report(code):
+    sys.stdout.flush()
+    print("imports pathlib:", "pathlib" in sys.modules, file=sys.stderr)
+    exit_now(code)
+os._exit = report
+sys.argv = sys.argv[1:]
+try:
+    runpy.run_path(sys.argv[0], run_name="__main__")
+except SystemExit as done:
+    report(done.code)
+"""
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_plain_runs_do_not_import_pathlib(name: str) -> None:
+    command = COMMANDS[name]
+    done = subprocess.run(
+        [sys.executable, "-c", _RUN_FORGETTING_PATHLIB, str(BIN / command[0]), *command[1:]],
+        capture_output=True,
+        text=True,
+    )
+    assert done.stderr.strip().splitlines()[-1] == "imports pathlib: False", done.stderr[-2000:]
