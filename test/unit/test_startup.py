@@ -20,8 +20,9 @@ ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 EXAMPLE = str(ROOT / "examples" / "conv_relu_pool.mgx")
 # what a plain command line must not import: lark (its grammar compiler, Earley parser, logging
-# handlers, tempfile, hashlib) and typer (click, rich); the tools read plain command lines themselves
-HEAVY = re.compile(r"(lark|typer|click|rich|pydantic)(\..*)?")
+# handlers, tempfile, hashlib) and typer (click, rich); the tools read plain command lines themselves;
+# nor the passes for tests (without MGXIR_TEST_PASSES)
+HEAVY = re.compile(r"(lark|typer|click|rich|pydantic)(\..*)?|mgxir\.passes\.testing")
 # nor, without passes (which are dataclasses), `dataclasses` (each dataclass compiles its methods as
 # its module is imported: mgxir.records) or `logging`
 UNLESS_PASSES = re.compile(r"(dataclasses|logging)(\..*)?")
