@@ -4,6 +4,7 @@ grammar with what mgx.lark does not use (keywords that a name terminal also matc
 
 from __future__ import annotations
 
+import pickle
 import random
 from pathlib import Path
 from typing import Any
@@ -172,3 +173,20 @@ def test_a_grammar_with_keywords_parses_as_with_lark(text: str) -> None:
 def test_a_grammar_that_ignores_terminals_is_left_to_lark() -> None:
     grammar = _TOY + "%ignore SPACE\n"
     assert lalr._table(lark.Lark(grammar, parser="lalr", lexer="contextual", maybe_placeholders=True)) is None
+
+
+def test_tokens_trees_and_errors_read_as_lark_s() -> None:
+    token = lalr_runtime.Token("ATOM", "x", 0, 1, 1)
+    assert repr(token) == repr(lark.Token("ATOM", "x")) == "Token('ATOM', 'x')"
+    assert token == "x" and hash(token) == hash("x")
+    assert (token == lalr_runtime.Token("OP", "x")) is (lark.Token("ATOM", "x") == lark.Token("OP", "x")) is False
+    assert pickle.loads(pickle.dumps(token)).type == "ATOM"
+    tree = lalr_runtime.Tree("body", [token])
+    assert repr(tree) == "Tree('body', [Token('ATOM', 'x')])" and tree == lalr_runtime.Tree("body", ["x"])
+    parser = lalr_runtime.Parser(lalr.runtime().VALUE, _RuntimeNames()) if lalr.runtime() is not lark else None
+    if parser is None:
+        pytest.skip("no parser cache here: lark itself is the runtime")
+    with pytest.raises(lalr_runtime.UnexpectedToken, match=r"Unexpected token Token\('\$END', ''\) at line 1"):
+        parser.parse("a[", "op_text")
+    with pytest.raises(lalr_runtime.UnexpectedCharacters, match=r"No terminal matches '\n' .* at line 1 col 1"):
+        parser.parse("\n", "op_text")
