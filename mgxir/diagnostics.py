@@ -3,27 +3,36 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+
+from mgxir.records import FrozenRecord, Record
 
 
-@dataclass(frozen=True, slots=True)
-class Location:
+class Location(FrozenRecord):
     """A 1-based line and column in a named source."""
+
+    __slots__ = ("column", "file", "line")
 
     file: str
     line: int
-    column: int = 1
+    column: int
+
+    def __init__(self, file: str, line: int, column: int = 1):
+        object.__setattr__(self, "file", file)
+        object.__setattr__(self, "line", line)
+        object.__setattr__(self, "column", column)
 
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.column}"
 
 
-@dataclass(slots=True)
-class Diagnostic:
-    severity: str  # "error", "warning" or "note"
-    message: str
-    location: Location | None = None
-    source_line: str | None = None
+class Diagnostic(Record):
+    __slots__ = ("location", "message", "severity", "source_line")
+
+    def __init__(self, severity: str, message: str, location: Location | None = None, source_line: str | None = None):
+        self.severity = severity  # "error", "warning" or "note"
+        self.message = message
+        self.location = location
+        self.source_line = source_line
 
     def render(self) -> str:
         """`file:line:col: error: message`, then the source line and a caret under the column."""
@@ -58,12 +67,12 @@ class MgxError(Exception):
         return self.render()
 
 
-@dataclass
-class DiagnosticSink:
+class DiagnosticSink(Record):
     """Collects warnings; errors are raised as MgxError."""
 
-    warnings: list[Diagnostic] = field(default_factory=list)
-    seen: set[str] = field(default_factory=set)
+    def __init__(self, warnings: list[Diagnostic] | None = None, seen: set[str] | None = None):
+        self.warnings: list[Diagnostic] = [] if warnings is None else warnings
+        self.seen: set[str] = set() if seen is None else seen
 
     def warn(
         self,

@@ -8,11 +8,11 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.ops import register_all_ops
+from mgxir.stack import with_room
 
 T = TypeVar("T")
 
@@ -98,7 +98,7 @@ def in_deep_stack(work: Callable[[], T]) -> T:
 
     def target() -> None:
         try:
-            outcome.append((True, work()))
+            outcome.append((True, with_room(work)))  # mgxir.stack says why
         except BaseException as e:
             outcome.append((False, e))
 
@@ -125,7 +125,8 @@ def read_text(path: str) -> str:
     if path == "-":
         return sys.stdin.read()
     try:
-        return Path(path).read_text()
+        with open(path) as f:
+            return f.read()
     except OSError as e:
         raise MgxError(f"cannot read {path}: {e.strerror or e}") from None
     except UnicodeDecodeError:
@@ -136,6 +137,8 @@ def check_output_path(output: str | None) -> None:
     """Refuses an output file that cannot be written, before any work is done."""
     if output is None or output == "-":
         return
+    from pathlib import Path  # only with -o: a plain run does not import pathlib (mgxir.text.writer)
+
     folder = Path(output).parent
     if not folder.is_dir():
         raise MgxError(f"cannot write {output}: folder '{folder}' does not exist")

@@ -7,20 +7,22 @@ and printing a program stays cheap to start.
 
 from __future__ import annotations
 
-import dataclasses
+import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.drivers.common import check_output_path, read_text, run_guarded
 from mgxir.ir.program import Program
+from mgxir.records import Record
 from mgxir.text.parser import parse_program, read_program
 from mgxir.text.writer import render, write_output, write_program
 from mgxir.verifier import verify
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from mgxir.drivers.diagnostics_check import Chunk
     from mgxir.passes.base import Pass
     from mgxir.passes.manager import Instrumentation
@@ -28,36 +30,64 @@ if TYPE_CHECKING:
 DEFAULT_REPRODUCER = "mgx-opt.reproducer.mgx"
 
 
-@dataclasses.dataclass
-class OptOptions:
+class OptOptions(Record):
     """What mgx-opt was asked to do; the field names are the front end's option names."""
 
-    input: str = "-"
-    output: str | None = None
-    lossless: bool = False
-    sidecar: str | None = None
-    from_log: bool = False
-    log_pass: str | None = None
-    no_verify: bool = False
-    pipeline: str | None = None
-    passes: list[str] | None = None
-    optimize: bool = False
-    show_passes: bool = False
-    dump_pipeline: bool = False
-    verify_each: bool = True
-    print_before: list[str] | None = None
-    print_after: list[str] | None = None
-    print_before_all: bool = False
-    print_after_all: bool = False
-    print_after_change: bool = False
-    tree_dir: str | None = None
-    timing: bool = False
-    statistics: bool = False
-    split: bool = False
-    verify_diagnostics: bool = False
-    disable: str | None = None
-    reproducer: str | None = None
-    run_reproducer: bool = False
+    def __init__(
+        self,
+        input: str = "-",
+        output: str | None = None,
+        lossless: bool = False,
+        sidecar: str | None = None,
+        from_log: bool = False,
+        log_pass: str | None = None,
+        no_verify: bool = False,
+        pipeline: str | None = None,
+        passes: list[str] | None = None,
+        optimize: bool = False,
+        show_passes: bool = False,
+        dump_pipeline: bool = False,
+        verify_each: bool = True,
+        print_before: list[str] | None = None,
+        print_after: list[str] | None = None,
+        print_before_all: bool = False,
+        print_after_all: bool = False,
+        print_after_change: bool = False,
+        tree_dir: str | None = None,
+        timing: bool = False,
+        statistics: bool = False,
+        split: bool = False,
+        verify_diagnostics: bool = False,
+        disable: str | None = None,
+        reproducer: str | None = None,
+        run_reproducer: bool = False,
+    ):
+        self.input = input
+        self.output = output
+        self.lossless = lossless
+        self.sidecar = sidecar
+        self.from_log = from_log
+        self.log_pass = log_pass
+        self.no_verify = no_verify
+        self.pipeline = pipeline
+        self.passes = passes
+        self.optimize = optimize
+        self.show_passes = show_passes
+        self.dump_pipeline = dump_pipeline
+        self.verify_each = verify_each
+        self.print_before = print_before
+        self.print_after = print_after
+        self.print_before_all = print_before_all
+        self.print_after_all = print_after_all
+        self.print_after_change = print_after_change
+        self.tree_dir = tree_dir
+        self.timing = timing
+        self.statistics = statistics
+        self.split = split
+        self.verify_diagnostics = verify_diagnostics
+        self.disable = disable
+        self.reproducer = reproducer
+        self.run_reproducer = run_reproducer
 
 
 # (program, sink for its diagnostics, a reader of the same input afresh for a reproducer, or None)
@@ -85,7 +115,8 @@ def _opt(options: OptOptions, sink: DiagnosticSink) -> int:
         return _opt_log(options, sink, transform)
     assert text is not None
     filename = "<stdin>" if options.input == "-" else options.input
-    base_dir = None if options.input == "-" else Path(options.input).parent
+    # the input's folder, where its sidecars are (as Path(input).parent for a file that could be read)
+    base_dir = None if options.input == "-" else os.path.dirname(options.input)
     if not options.split and not options.verify_diagnostics:
         program = parse_program(text, filename, base_dir=base_dir, sink=sink)
         transform(program, sink, _reader(text, filename, base_dir))
@@ -103,7 +134,7 @@ def _opt(options: OptOptions, sink: DiagnosticSink) -> int:
 def _opt_chunks(
     chunks: list[Chunk],
     filename: str,
-    base_dir: Path | None,
+    base_dir: str | Path | None,
     transform: Transform,
     options: OptOptions,
     sink: DiagnosticSink,
@@ -230,13 +261,13 @@ def _instrumentation(options: OptOptions, text: str | None) -> Instrumentation:
     )
 
 
-def _reader(text: str, filename: str, base_dir: Path | None, line_map=None) -> Callable[[], Program]:
+def _reader(text: str, filename: str, base_dir: str | Path | None, line_map=None) -> Callable[[], Program]:
     """Parses `text` again on each call, for rebuilding a failed pipeline's input."""
     return lambda: parse_program(text, filename, base_dir=base_dir, sink=DiagnosticSink(), line_map=line_map)
 
 
 def _verify_diagnostics(
-    chunks: list[Chunk], filename: str, base_dir: Path | None, transform: Transform, lossless: bool
+    chunks: list[Chunk], filename: str, base_dir: str | Path | None, transform: Transform, lossless: bool
 ) -> int:
     """`--verify-diagnostics`: each chunk's errors and warnings against its `expected-*` lines."""
     from mgxir.drivers.diagnostics_check import SPLIT_MARKER, check, expectations

@@ -10,11 +10,9 @@ rule). Targets plug in through `TARGETS` (below).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import re
 import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import numpy as np
 
@@ -25,6 +23,7 @@ from mgxir.ir.dtype import DType
 from mgxir.ir.operation import RuntimeValue
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
+from mgxir.records import Record
 from mgxir.targets.timing import collect_timing
 from mgxir.text.parser import read_program
 from mgxir.verifier import verify
@@ -327,31 +326,56 @@ def compare(
 FILLS = ("random", "zeros", "ones", "none")
 
 
-@dataclasses.dataclass
-class RunOptions:
+class RunOptions(Record):
     """What mgx-run was asked to do; the field names are the front end's option names."""
 
-    input_file: str = "-"
-    inputs: list[str] | None = None
-    fill: str = "random"
-    seed: int = 0
-    output: str | None = None
-    expected: str | None = None
-    rms_tol: float = 1e-3
-    atol: float | None = None
-    rtol: float | None = None
-    target: str = "ref"
-    verify_against_ref: bool = False
-    print_max: int = 64
-    quiet: bool = False
-    from_log: bool = False
-    log_pass: str | None = None
-    device: str | None = None  # iree: local-task (default), local-sync, cuda, hip or vulkan; gpu: N, cuda:N, hip:N
-    perf: bool = False  # gpu: per-instruction times and shares
-    exhaustive_tune: bool = False  # gpu: time launch configurations and library algorithms, keep the fastest
-    fp32_math: str = "ieee"  # gpu: float32 gemms and convolutions multiply in float32 (ieee) or TF32 (tf32)
-    cache_dir: str | None = None  # iree: the compiled modules' cache
-    timing: bool = False  # iree: compile/load/run times; vulkan: where each instruction ran
+    def __init__(
+        self,
+        input_file: str = "-",
+        inputs: list[str] | None = None,
+        fill: str = "random",
+        seed: int = 0,
+        output: str | None = None,
+        expected: str | None = None,
+        rms_tol: float = 1e-3,
+        atol: float | None = None,
+        rtol: float | None = None,
+        target: str = "ref",
+        verify_against_ref: bool = False,
+        print_max: int = 64,
+        quiet: bool = False,
+        from_log: bool = False,
+        log_pass: str | None = None,
+        device: str | None = None,
+        perf: bool = False,
+        exhaustive_tune: bool = False,
+        fp32_math: str = "ieee",
+        cache_dir: str | None = None,
+        timing: bool = False,
+    ):
+        self.input_file = input_file
+        self.inputs = inputs
+        self.fill = fill
+        self.seed = seed
+        self.output = output
+        self.expected = expected
+        self.rms_tol = rms_tol
+        self.atol = atol
+        self.rtol = rtol
+        self.target = target
+        self.verify_against_ref = verify_against_ref
+        self.print_max = print_max
+        self.quiet = quiet
+        self.from_log = from_log
+        self.log_pass = log_pass
+        self.device = device  # iree: local-task (default), local-sync, cuda, hip or vulkan; gpu: N, cuda:N, hip:N
+        self.perf = perf  # gpu: per-instruction times and shares
+        # gpu: time launch configurations and library algorithms, keep the fastest
+        self.exhaustive_tune = exhaustive_tune
+        # gpu: float32 gemms and convolutions multiply in float32 (ieee) or TF32 (tf32)
+        self.fp32_math = fp32_math
+        self.cache_dir = cache_dir  # iree: the compiled modules' cache
+        self.timing = timing  # iree: compile/load/run times; vulkan: where each instruction ran
 
 
 def run_main(options: RunOptions) -> int:
@@ -423,6 +447,8 @@ def _target_context(o: RunOptions) -> Iterator[Callable[..., Program]]:
         return
     if o.target != "iree":
         raise MgxError(f"an MLIR input runs with --target=iree, not --target={o.target}")
+    from pathlib import Path
+
     from mgxir.targets.iree import IreeOptions, read_any_program, using
 
     options = IreeOptions(o.device or "local-task", None if o.cache_dir is None else Path(o.cache_dir), o.timing)

@@ -16,13 +16,13 @@ for example), by parameter name; a format reads the ones it knows.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.drivers.common import check_output_path, load_entry, run_guarded
 from mgxir.ir.program import Program
+from mgxir.records import Record
 from mgxir.text.parser import read_program
 from mgxir.text.writer import write_program
 from mgxir.verifier import verify
@@ -82,16 +82,25 @@ def read_log(path: str, options: Options, sink: DiagnosticSink) -> Program:
     )
 
 
-@dataclasses.dataclass
-class TranslateOptions:
-    input: str = "-"
-    to: str = "mgx"
-    source: str = "mgx"
-    output: str | None = None
-    split_input_file: bool = False  # with --to-mlir/--from-mlir: each `// -----` part on its own
-    list_lowerings: bool = False  # print what each operator lowers to in MLIR, read nothing
-    # format-specific options by name (None: not given)
-    format_options: dict[str, Any] = dataclasses.field(default_factory=dict)
+class TranslateOptions(Record):
+    def __init__(
+        self,
+        input: str = "-",
+        to: str = "mgx",
+        source: str = "mgx",
+        output: str | None = None,
+        split_input_file: bool = False,
+        list_lowerings: bool = False,
+        format_options: dict[str, Any] | None = None,
+    ):
+        self.input = input
+        self.to = to
+        self.source = source
+        self.output = output
+        self.split_input_file = split_input_file  # with --to-mlir/--from-mlir: each `// -----` part on its own
+        self.list_lowerings = list_lowerings  # print what each operator lowers to in MLIR, read nothing
+        # format-specific options by name (None: not given)
+        self.format_options: dict[str, Any] = {} if format_options is None else format_options
 
 
 def translate_main(options: TranslateOptions) -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -13,6 +12,7 @@ from mgxir.ir.dtype import DType
 from mgxir.ir.format import ShapeSyntaxError, format_float, read_dynamic_dimension, shape_from_value
 from mgxir.ir.shape import DynamicDimension, Shape, format_dynamic_dimension, format_int_list, format_shape
 from mgxir.ir.values import Braces, Brackets, Seq, Value
+from mgxir.records import FrozenRecord
 
 
 class AttributeError_(ValueError):
@@ -169,12 +169,15 @@ class TypeKind(Kind):
         return str(int(x))
 
 
-@dataclass(frozen=True)
-class EnumKind(Kind):
+class EnumKind(Kind, FrozenRecord):
     """A C++ enum: `words` in enum order; printed as a word when `print_words`, else a number."""
 
     words: tuple[str, ...]
-    print_words: bool = False
+    print_words: bool
+
+    def __init__(self, words: tuple[str, ...], print_words: bool = False):
+        object.__setattr__(self, "words", words)
+        object.__setattr__(self, "print_words", print_words)
 
     @property
     def description(self) -> str:  # type: ignore[override]
@@ -199,9 +202,11 @@ class EnumKind(Kind):
         return self.words[x] if self.print_words else str(x)
 
 
-@dataclass(frozen=True)
-class OptionalKind(Kind):
+class OptionalKind(Kind, FrozenRecord):
     inner: Kind
+
+    def __init__(self, inner: Kind):
+        object.__setattr__(self, "inner", inner)
 
     @property
     def description(self) -> str:  # type: ignore[override]
@@ -268,13 +273,17 @@ RNN_DIRECTION = EnumKind(("forward", "reverse", "bidirectional"), print_words=Tr
 PAD_MODE = EnumKind(("constant_pad", "reflect_pad", "edge_pad"))
 
 
-@dataclass(frozen=True)
-class Attr:
+class Attr(FrozenRecord):
     """One reflected attribute of an operator: its name, kind and default, in print order."""
 
     name: str
     kind: Kind
-    default: Any = None
+    default: Any
+
+    def __init__(self, name: str, kind: Kind, default: Any = None):
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "default", default)
 
 
 __all__ = [

@@ -9,14 +9,15 @@ from typing import ClassVar
 
 from mgxir.ir.module import Module
 from mgxir.ir.program import Program
+from mgxir.records import Record
 
 
-@dataclasses.dataclass
-class PassContext:
+class PassContext(Record):
     """What a pass reports while it runs: named counters for `--pass-statistics`."""
 
-    statistics: Counter[str] = dataclasses.field(default_factory=Counter)
-    main_only: bool = False  # run module passes on the main module only (`read -O` does)
+    def __init__(self, statistics: Counter[str] | None = None, main_only: bool = False):
+        self.statistics: Counter[str] = Counter() if statistics is None else statistics
+        self.main_only = main_only  # run module passes on the main module only (`read -O` does)
 
     def count(self, what: str, n: int = 1) -> None:
         self.statistics[what] += n

@@ -14,41 +14,55 @@ fingerprint means the verifier would see the same IR."""
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import gc
 import os
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import TextIO
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.ir.program import Program
 from mgxir.passes.base import Pass, PassContext
 from mgxir.passes.registry import ALIASES, format_pipeline
+from mgxir.records import Record
 from mgxir.text.printer import PrintOptions, print_program
 from mgxir.verifier import verify
 
 DISABLE_ENV = "MIGRAPHX_DISABLE_PASSES"
 
 
-@dataclasses.dataclass
-class Instrumentation:
-    verify_each: bool = True
-    print_before: frozenset[str] = frozenset()
-    print_after: frozenset[str] = frozenset()
-    print_before_all: bool = False
-    print_after_all: bool = False
-    print_after_change: bool = False
-    tree_dir: str | None = None
-    timing: bool = False
-    statistics: bool = False
-    disabled: frozenset[str] = frozenset()
-    reproducer: str | None = None  # where to write the reproducer if a pass fails
-    main_only: bool = False
-    stream: TextIO = dataclasses.field(default_factory=lambda: sys.stderr)
+class Instrumentation(Record):
+    def __init__(
+        self,
+        verify_each: bool = True,
+        print_before: frozenset[str] = frozenset(),
+        print_after: frozenset[str] = frozenset(),
+        print_before_all: bool = False,
+        print_after_all: bool = False,
+        print_after_change: bool = False,
+        tree_dir: str | None = None,
+        timing: bool = False,
+        statistics: bool = False,
+        disabled: frozenset[str] = frozenset(),
+        reproducer: str | None = None,
+        main_only: bool = False,
+        stream: TextIO | None = None,
+    ):
+        self.verify_each = verify_each
+        self.print_before = print_before
+        self.print_after = print_after
+        self.print_before_all = print_before_all
+        self.print_after_all = print_after_all
+        self.print_after_change = print_after_change
+        self.tree_dir = tree_dir
+        self.timing = timing
+        self.statistics = statistics
+        self.disabled = disabled
+        self.reproducer = reproducer  # where to write the reproducer if a pass fails
+        self.main_only = main_only
+        self.stream: TextIO = sys.stderr if stream is None else stream
 
 
 def disabled_passes(flag: str | None) -> frozenset[str]:
@@ -116,6 +130,8 @@ class PassManager:
                 if after != before:
                     self._dump(f"After {p.name}", after)
             if o.tree_dir:
+                from pathlib import Path  # only here: a plain run does not import pathlib (mgxir.text.writer)
+
                 Path(o.tree_dir).mkdir(parents=True, exist_ok=True)
                 path = Path(o.tree_dir) / f"{index:03d}_{p.name}.mgx"
                 path.write_text(after if after is not None else _ir(program))
@@ -140,6 +156,8 @@ class PassManager:
         assert self.options.reproducer is not None
         pipeline = format_pipeline(self.passes[index:])
         scope = " -O-scope=main" if self.options.main_only else ""
+        from pathlib import Path
+
         Path(self.options.reproducer).write_text(f"// mgx-opt -p '{pipeline}'{scope}\n{before}")
 
     def _print_timing(self) -> None:

@@ -1,5 +1,6 @@
-"""Passes that exist only for tests (registered when MGXIR_TEST_PASSES is set): they fail on
-purpose so the pass manager's error path, reproducers and `--run-reproducer` can be checked."""
+"""Passes that exist only for tests (filed by mgxir.passes.registry where MGXIR_TEST_PASSES is set):
+they fail on purpose so the pass manager's error path, reproducers and `--run-reproducer` can be
+checked."""
 
 from __future__ import annotations
 
@@ -9,8 +10,6 @@ from mgxir.diagnostics import MgxError
 from mgxir.ir.module import Module
 from mgxir.ir.registry import make_op
 from mgxir.passes.base import ModulePass, PassContext
-
-TEST_PASSES_ENV = "MGXIR_TEST_PASSES"
 
 
 @dataclasses.dataclass

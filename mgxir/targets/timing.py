@@ -5,21 +5,22 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+
+from mgxir.records import FrozenRecord, Record
 
 
-@dataclass(frozen=True)
-class TimingRecord:
-    instruction: str  # the printed name, `@3`
-    operator: str
-    where: str  # the target that ran it: `vulkan`, `ref`, ...
-    seconds: float
-    note: str = ""  # e.g. why an instruction did not run on the target
+class TimingRecord(FrozenRecord):
+    def __init__(self, instruction: str, operator: str, where: str, seconds: float, note: str = ""):
+        object.__setattr__(self, "instruction", instruction)  # the printed name, `@3`
+        object.__setattr__(self, "operator", operator)
+        object.__setattr__(self, "where", where)  # the target that ran it: `vulkan`, `ref`, ...
+        object.__setattr__(self, "seconds", seconds)
+        object.__setattr__(self, "note", note)  # e.g. why an instruction did not run on the target
 
 
-@dataclass
-class TimingLog:
-    records: list[TimingRecord] = field(default_factory=list)
+class TimingLog(Record):
+    def __init__(self, records: list[TimingRecord] | None = None):
+        self.records: list[TimingRecord] = [] if records is None else records
 
     def render(self) -> str:
         if not self.records:

@@ -8,7 +8,7 @@ Lossless forms (all inside `@literal{...}`; each is one value of the grammar):
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,6 +16,9 @@ from mgxir.ir.dtype import DType
 from mgxir.ir.format import format_float
 from mgxir.ir.literal import Literal
 from mgxir.ir.shape import Shape
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 ELIDED = "..."
 PRINT_LIMIT = 10  # MIGraphX prints literals of at most this many elements
@@ -108,7 +111,7 @@ def _parse_bool(t: str) -> bool:
     raise ValueError(f"'{t}' is not 0 or 1")
 
 
-def literal_from_items(items: tuple, shape: Shape, base_dir: Path | None) -> Literal:
+def literal_from_items(items: tuple, shape: Shape, base_dir: str | Path | None) -> Literal:
     """A Literal from the items of a parsed literal body."""
     if shape.is_tuple or shape.is_dynamic:
         raise LiteralSyntaxError("a literal needs a static shape")
@@ -135,13 +138,15 @@ def literal_from_items(items: tuple, shape: Shape, base_dir: Path | None) -> Lit
     return Literal(shape, values_from_strings(items, dtype))
 
 
-def _from_sidecar(ref: str, shape: Shape, base_dir: Path | None) -> Literal:
+def _from_sidecar(ref: str, shape: Shape, base_dir: str | Path | None) -> Literal:
     file, sep, key = ref.rpartition(":")
     if not sep or not file:
         raise LiteralSyntaxError("expected npz:FILE:KEY")
+    from pathlib import Path  # only for sidecars (mgxir.text.writer)
+
     path = Path(file)
     if not path.is_absolute() and base_dir is not None:
-        path = base_dir / path
+        path = Path(base_dir) / path
     try:
         with np.load(path, allow_pickle=False) as archive:
             if key not in archive:

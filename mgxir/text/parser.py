@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import functools
 import gc
+import os
 import re
 import threading
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mgxir.diagnostics import DiagnosticSink, Location, MgxError
 from mgxir.ir.attributes import AttributeError_
@@ -28,6 +28,9 @@ from mgxir.ops import register_all_ops
 from mgxir.text import lalr
 from mgxir.text.literals import LiteralSyntaxError, literal_from_items
 from mgxir.text.syntax import SyntaxProblem, describe_expected, lark, parse_layer2
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # read the line structure with `_LineReader` (False: always with Lark; the tests compare the two)
 FAST_LINES = True
@@ -61,7 +64,9 @@ class SourceText:
 
 
 class _Builder:
-    def __init__(self, source: SourceText, base_dir: Path | None, sink: DiagnosticSink, allow_undefined: bool = False):
+    def __init__(
+        self, source: SourceText, base_dir: str | Path | None, sink: DiagnosticSink, allow_undefined: bool = False
+    ):
         self.source = source
         self.allow_undefined = allow_undefined
         self.base_dir = base_dir
@@ -287,8 +292,7 @@ class _LineReader:
     (a syntax error, a header after a headerless body, an error raised while building) is read again
     by Lark from the start, so diagnostics are Lark's and the grammar stays the one definition."""
 
-    def __init__(self, parser: Any):
-        pattern = {t.name: t.pattern.to_regexp() for t in parser.terminals}
+    def __init__(self, pattern: dict[str, str]):
         self.module = re.compile(pattern["MODULE"]).match
         self.comment = re.compile(pattern["_COMMENT"]).match
         self.blank = re.compile(pattern["_BLANK"]).match
@@ -343,14 +347,14 @@ _GAP_OR_MODULE_START = frozenset("m/ \t\r\n")
 
 @functools.cache
 def _line_reader() -> _LineReader:
-    return _LineReader(_program_parser()[0])
+    return _LineReader(lalr.program_terminals())
 
 
 def parse_program(
     text: str,
     filename: str = "<input>",
     *,
-    base_dir: Path | None = None,
+    base_dir: str | Path | None = None,
     sink: DiagnosticSink | None = None,
     line_map: list[int] | None = None,
     allow_undefined: bool = False,
@@ -380,7 +384,7 @@ def parse_program(
 
 
 def _read_lines(
-    text: str, source: SourceText, base_dir: Path | None, sink: DiagnosticSink, allow_undefined: bool
+    text: str, source: SourceText, base_dir: str | Path | None, sink: DiagnosticSink, allow_undefined: bool
 ) -> _Builder | None:
     """The program read by `_LineReader`, or None where Lark must read it; the warnings reach `sink`
     only when the reader succeeds (Lark's reading repeats them otherwise)."""
@@ -399,7 +403,7 @@ def _read_lines(
 
 
 def _read_with_lark(
-    text: str, source: SourceText, base_dir: Path | None, sink: DiagnosticSink, allow_undefined: bool
+    text: str, source: SourceText, base_dir: str | Path | None, sink: DiagnosticSink, allow_undefined: bool
 ) -> _Builder:
     builder = _Builder(source, base_dir, sink, allow_undefined)
     parser, callbacks = _program_parser()
@@ -490,14 +494,17 @@ def read_program(
     if str(path) == "-":
         text, filename, base_dir = sys.stdin.read(), "<stdin>", None
     else:
-        p = Path(path)
         try:
-            text = p.read_text()
-        except OSError as e:
-            raise MgxError(f"cannot read {p}: {e.strerror or e}") from None
-        except UnicodeDecodeError:
-            raise MgxError(f"{p} is not UTF-8 text") from None
-        filename, base_dir = str(path), p.parent
+            with open(path) as f:
+                text = f.read()
+        except (OSError, UnicodeDecodeError) as e:
+            from pathlib import Path  # for the message only: a plain run does not import pathlib
+
+            if isinstance(e, UnicodeDecodeError):
+                raise MgxError(f"{Path(path)} is not UTF-8 text") from None
+            raise MgxError(f"cannot read {Path(path)}: {e.strerror or e}") from None
+        # the file's folder, where its sidecars are (as Path(path).parent for a file that could be read)
+        filename, base_dir = str(path), os.path.dirname(path)
     if from_log:
         from mgxir.text.log import program_from_log
 

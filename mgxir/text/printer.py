@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from mgxir.ir.format import format_shape_lossless
@@ -11,15 +9,21 @@ from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.ir.program import Program
 from mgxir.ir.shape import format_shape
+from mgxir.records import Record
 from mgxir.text.literals import format_lossless, format_migraphx
 
 
-@dataclass
-class PrintOptions:
-    lossless: bool = False
-    # with lossless: arrays for the sidecar .npz are collected here, named as `sidecar_name`
-    sidecar_name: str | None = None
-    sidecar: dict[str, np.ndarray] = field(default_factory=dict)
+class PrintOptions(Record):
+    def __init__(
+        self,
+        lossless: bool = False,
+        sidecar_name: str | None = None,
+        sidecar: dict[str, np.ndarray] | None = None,
+    ):
+        self.lossless = lossless
+        # with lossless: arrays for the sidecar .npz are collected here, named as `sidecar_name`
+        self.sidecar_name = sidecar_name
+        self.sidecar: dict[str, np.ndarray] = {} if sidecar is None else sidecar
 
 
 def print_program(program: Program, options: PrintOptions | None = None) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 from mgxir.ir.values import Braces, Brackets, OpNode, Seq
 from mgxir.text import lalr
 
-lark = lalr.runtime()  # lark's names, from the cached standalone module or from lark itself
+lark = lalr.runtime()  # lark's names, from the cached tables' module (mgxir.text.lalr_runtime) or from lark itself
 
 
 def _items(v: object) -> tuple:

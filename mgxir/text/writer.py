@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import os
 import sys
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -13,24 +13,41 @@ from mgxir.diagnostics import MgxError
 from mgxir.ir.program import Program
 from mgxir.text.printer import PrintOptions, print_program
 
+if TYPE_CHECKING:
+    from pathlib import Path
+
+# pathlib (with fnmatch, urllib.parse, ipaddress) is imported only where a file is written: a tool
+# that reads a program and prints it does not pay for it
+
 SIDECAR_THRESHOLD = 1 << 20  # bytes of literal data past which `-o FILE --lossless` uses a sidecar
 
 
 def user_cache_dir(env: str, name: str) -> Path | None:
     """Where mgxir caches `name` (parsers, kernels): `$env` if set ("off": no disk cache), else
     $XDG_CACHE_HOME/mgxir/NAME, else ~/.cache/mgxir/NAME."""
+    from pathlib import Path
+
+    folder = user_cache_folder(env, name)
+    return None if folder is None else Path(folder)
+
+
+def user_cache_folder(env: str, name: str) -> str | None:
+    """`user_cache_dir` as a string, without importing pathlib."""
     where = os.environ.get(env)
     if where == "off":
         return None
     if where:
-        return Path(where)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mgxir" / name
+        return where
+    return os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "mgxir", name
+    )
 
 
 def write_atomically(path: str | Path, data: str | bytes) -> None:
     """Writes through a temporary file in the same folder and a rename: a reader never sees a
     half-written file, and a failure leaves whatever was there before."""
     import tempfile  # here: tempfile imports shutil, random, bz2, lzma; most runs print to stdout
+    from pathlib import Path
 
     target = Path(path)
     try:
@@ -87,6 +104,8 @@ def render(
     """The text to write, and the sidecar arrays (empty when everything is inline)."""
     options = PrintOptions(lossless=lossless or sidecar is not None)
     if options.lossless:
+        from pathlib import Path
+
         if sidecar is None and output not in (None, "-") and literal_bytes(program) > SIDECAR_THRESHOLD:
             sidecar = str(Path(output).with_suffix(".npz"))
         if sidecar is not None:
@@ -102,6 +121,8 @@ def write_program(program: Program, output: str | None, lossless: bool = False, 
     """Prints to standard output (`output` None or `-`) or writes the file atomically."""
     text, arrays = render(program, lossless, output, sidecar)
     if arrays:
+        from pathlib import Path
+
         target = sidecar if sidecar is not None else str(Path(output).with_suffix(".npz"))  # type: ignore[arg-type]
         buf = io.BytesIO()
         np.savez(buf, **arrays)

@@ -11,7 +11,6 @@ mode) lets a float32 gemm or convolution multiply in TF32 on tensor cores (`--fp
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -22,20 +21,26 @@ from mgxir.ir.registry import register
 from mgxir.ir.shape import Shape
 from mgxir.ir.values import OpNode, Value
 from mgxir.ops.common import fail, lens_text
+from mgxir.records import FrozenRecord
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module
 
 
-@dataclasses.dataclass(frozen=True)
-class CodeObject:
+class CodeObject(FrozenRecord):
     """A compiled kernel: the binary (empty when read back from text, which keeps only its size),
     the source it was compiled from and the architecture it targets."""
 
-    binary: bytes = b""
-    size: int = 0
-    source: str = ""
-    arch: str = ""
+    binary: bytes
+    size: int
+    source: str
+    arch: str
+
+    def __init__(self, binary: bytes = b"", size: int = 0, source: str = "", arch: str = ""):
+        object.__setattr__(self, "binary", binary)
+        object.__setattr__(self, "size", size)
+        object.__setattr__(self, "source", source)
+        object.__setattr__(self, "arch", arch)
 
     @classmethod
     def compiled(cls, binary: bytes, source: str, arch: str) -> CodeObject:
