@@ -8,6 +8,7 @@ Lossless forms (all inside `@literal{...}`; each is one value of the grammar):
 
 from __future__ import annotations
 
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -147,8 +148,12 @@ def _from_sidecar(ref: str, shape: Shape, base_dir: Path | None) -> Literal:
             if key not in archive:
                 raise LiteralSyntaxError(f"sidecar {file} has no array '{key}'")
             data = archive[key]
+    except LiteralSyntaxError:
+        raise
     except OSError as e:
         raise LiteralSyntaxError(f"cannot read sidecar {file}: {e.strerror or e}") from None
+    except (ValueError, zipfile.BadZipFile) as e:  # pickled data, object arrays, a damaged archive
+        raise LiteralSyntaxError(f"sidecar {file} is not a readable .npz file: {e}") from None
     dtype = shape.dtype
     if data.dtype != dtype.numpy:
         if data.dtype == dtype.bits_dtype:
