@@ -6,6 +6,7 @@ mgxir/text)."""
 from __future__ import annotations
 
 import io
+import os
 import sys
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.ir.dtype import DType
 from mgxir.ir.literal import Literal
+from mgxir.ir.program import Program
 from mgxir.ir.shape import DynamicDimension, Shape
 from mgxir.ir.values import OpNode
 from mgxir.text import parser, syntax
@@ -29,6 +31,7 @@ from mgxir.text.log import program_from_log, split_log
 from mgxir.text.parser import SourceText, parse_program, read_program
 from mgxir.text.split import split_input
 from mgxir.text.syntax import SyntaxProblem, describe_expected, parse_layer2
+from mgxir.text.writer import SIDECAR_THRESHOLD, render, user_cache_dir, write_output, write_program
 
 X = "x = @param:x -> float_type, {2}, {1}\n"
 
@@ -71,6 +74,15 @@ SYNTAX_ERRORS = [
         "2:20: error: expected a type name such as float_type, got 'floaty_type'",
     ),
     ("@1 = add(x,y)", "2:12: error: use of undefined value 'y'"),
+    ("@1 = add(x,xy)", "2:12: error: use of undefined value 'xy'"),
+    ("@1 = add(x,x,xx,x)", "2:14: error: use of undefined value 'xx'"),
+    ("@1 = if(x), [b_a, a]", "2:14: error: unknown module 'b_a'"),
+    ("@1 = add(,x) -> float_type, {2}, {1}", "2:9: error: expected ' -> ' and a shape, or the end of the line"),
+    ("@1 = add(X x)", "2:11: error: expected ',' or ')' in the argument list"),
+    ("@1 = add(x,X y)", "2:13: error: expected ',' or ')' in the argument list"),
+    ("@1 = relu(x)\x0c", "2:13: error: expected ' -> ' and a shape, or the end of the line"),
+    ("@1 = \x0b", "2:6: error: expected an operator after '='"),
+    ("\x1cx = relu(x)", "2:1: error: expected an instruction name before '='"),
     ("x = relu(x)", "2:1: error: redefinition of 'x'"),
 ]
 
@@ -82,6 +94,28 @@ def test_syntax_errors_say_what_was_expected_where(line: str, error: str) -> Non
     first, quoted, *_ = raised.value.render().split("\n")
     assert first.startswith("f.mgx:" + error), first
     assert quoted == line
+
+
+def test_names_are_found_as_whole_items_of_their_list() -> None:
+    """The caret of an undefined value or unknown module is on that name, not inside a longer one
+    that contains it (it was: `add(ab,b)` pointed at the `b` of `ab`)."""
+    with pytest.raises(MgxError) as raised:
+        parse_program("ab = @param:ab -> float_type, {2}, {1}\n@1 = add(ab,b)\n", "f.mgx")
+    assert raised.value.render().split("\n")[::2] == ["f.mgx:2:13: error: use of undefined value 'b'", "            ^"]
+    with pytest.raises(MgxError) as raised:
+        parse_program('module: "main"\n' + X + '@1 = if(x), [b_a, a]\nmodule: "b_a"\n', "f.mgx")
+    assert raised.value.render().split("\n")[::2] == ["f.mgx:3:19: error: unknown module 'a'", "                  ^"]
+
+
+def test_an_empty_module_list_is_no_modules() -> None:
+    assert parse_program(X + "@1 = relu(x), []\n").main.last.module_args == []
+
+
+def test_a_value_from_outside_warns_once_per_sink() -> None:
+    sink = DiagnosticSink()
+    for _ in range(2):
+        parse_program("@1 = relu(y)\n", "f.mgx", sink=sink, allow_undefined=True)
+    assert len(sink.warnings) == 1
 
 
 def test_a_module_header_after_a_headerless_body_is_an_error_on_its_line() -> None:
@@ -380,3 +414,72 @@ def test_layer2_values_and_problems() -> None:
         == raised.value.message
         == "expected ',' or ']' in the operator, found the end of the operator"
     )
+
+
+# -- writing -------------------------------------------------------------------------------------
+
+
+def _with_literal(values: np.ndarray) -> Program:
+    program = Program()
+    program.main.add_literal(Literal(Shape.make(DType.float, values.shape), values))
+    return program
+
+
+def test_user_cache_dir_follows_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MGXIR_TEST_CACHE", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert user_cache_dir("MGXIR_TEST_CACHE", "kernels") == tmp_path / "xdg" / "mgxir" / "kernels"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert user_cache_dir("MGXIR_TEST_CACHE", "kernels") == tmp_path / "home" / ".cache" / "mgxir" / "kernels"
+    monkeypatch.setenv("MGXIR_TEST_CACHE", str(tmp_path / "here"))
+    assert user_cache_dir("MGXIR_TEST_CACHE", "kernels") == tmp_path / "here"
+    monkeypatch.setenv("MGXIR_TEST_CACHE", "off")
+    assert user_cache_dir("MGXIR_TEST_CACHE", "kernels") is None
+
+
+def test_a_file_is_written_through_a_hidden_temporary_in_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[list[str]] = []
+    replace = os.replace
+
+    def listing_replace(source: str, target: Path) -> None:
+        seen.append(sorted(os.listdir(tmp_path)))
+        replace(source, target)
+
+    monkeypatch.setattr(os, "replace", listing_replace)
+    write_output("text", str(tmp_path / "out.mgx"))
+    assert (tmp_path / "out.mgx").read_text() == "text"
+    assert len(seen) == 1 and len(seen[0]) == 1
+    assert seen[0][0].startswith(".out.mgx.") and seen[0][0].endswith(".tmp")
+
+
+def test_write_program_prints_plainly_unless_lossless(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    program = _with_literal(np.arange(11, dtype=np.float32))
+    write_program(program, "out.mgx")
+    assert "@literal{ ... }" in (tmp_path / "out.mgx").read_text()
+    write_program(program, "-")
+    assert sorted(os.listdir(tmp_path)) == ["out.mgx"]
+
+
+def test_large_literals_go_to_a_sidecar_next_to_the_output_file(tmp_path: Path) -> None:
+    limit = _with_literal(np.zeros(SIDECAR_THRESHOLD // 4, dtype=np.float32))
+    text, arrays = render(limit, lossless=True, output=str(tmp_path / "out.mgx"))
+    assert arrays == {} and "{hex:" in text
+    large = _with_literal(np.zeros(SIDECAR_THRESHOLD // 4 + 1, dtype=np.float32))
+    text, arrays = render(large, lossless=True, output=str(tmp_path / "out.mgx"))
+    assert list(arrays) != [] and "@literal{npz:out.npz:" in text
+    for output in (None, "-"):
+        text, arrays = render(large, lossless=True, output=output)
+        assert arrays == {} and "{hex:" in text
+
+
+def test_a_named_sidecar_is_used_as_given(tmp_path: Path) -> None:
+    program = _with_literal(np.array([1.5, 2.5], dtype=np.float32))
+    text, arrays = render(program, lossless=False, output="-", sidecar=str(tmp_path / "d.npz"))
+    assert f"@literal{{npz:{tmp_path / 'd.npz'}:" in text and len(arrays) == 1
+    write_program(program, str(tmp_path / "out.mgx"), sidecar=str(tmp_path / "other.npz"))
+    assert sorted(os.listdir(tmp_path)) == ["other.npz", "out.mgx"]
+    assert "@literal{npz:other.npz:" in (tmp_path / "out.mgx").read_text()
