@@ -170,6 +170,16 @@ def test_later_copies_of_a_module_are_dropped_and_an_empty_one_is_filled() -> No
     assert {name: len(m) for name, m in program.modules.items()} == {"main": 1}
 
 
+def test_names_defined_only_in_a_dropped_copy_are_undefined() -> None:
+    main = 'module: "main"\nc = @param:c -> bool_type, {1}, {0}\n@1 = if(c), [m, m]\n@2 = @return(@1)\n'
+    first = 'module: "m"\nm:@0 = @literal{1} -> float_type, {1}, {0}\nm:@1 = @return(m:@0)\n'
+    copy = 'module: "m"\nm:@0 = @literal{1} -> float_type, {1}, {0}\nm:@5 = neg(m:@0)\nm:@1 = @return(m:@0)\n'
+    user = 'module: "n"\nn:@0 = neg(m:@5)\n'
+    with pytest.raises(MgxError) as raised:
+        parse_program(main + first + copy + user, "f.mgx")
+    assert raised.value.render().split("\n")[0] == "f.mgx:13:12: error: use of undefined value 'm:@5'"
+
+
 def test_return_without_a_tail_takes_its_arguments_shapes() -> None:
     program = parse_program(X + "@1 = @return(x)\n")
     assert str(program.main.last.shape) == "Shape(float_type, {2}, {1})"
@@ -289,6 +299,11 @@ def test_a_log_program_keeps_its_log_line_numbers_and_blank_lines() -> None:
     text, line_map = program_from_log(log)
     assert text == "x = @param:x -> float_type, {2}, {1}\n\n@1 = relu(x)\n\n"
     assert line_map == [2, 3, 4, 6]
+
+
+def test_log_lines_keep_their_ends_but_the_carriage_return() -> None:
+    text, _ = program_from_log("@1 = relu(x) # X\r\n@2 = neg(@1) # Y \r\n")
+    assert text == "@1 = relu(x) # X\n@2 = neg(@1) # Y \n\n"
 
 
 def test_a_second_main_module_starts_a_new_dump() -> None:
