@@ -52,6 +52,7 @@ SYNTAX_ERRORS = [
     ("@1 = relu, [a]x", "2:15: error: expected ' -> ' and a shape, or the end of the line"),
     ("@1 =", "2:5: error: expected an operator after '='"),
     ("@1 = 5add(x)", "2:6: error: expected an operator after '='"),
+    ("@1 = 5add[x", "2:6: error: expected an operator after '='"),
     ("@1 = -> float_type, {2}, {1}", "2:6: error: expected an operator after '='"),
     ("@1 = reduce_sum[axes={0}(x) -> float_type, {1}, {1}", "2:52: error: expected ']' to close the attribute list"),
     ("@1 = r[a", "2:9: error: expected ']' to close the attribute list"),
@@ -498,3 +499,20 @@ def test_a_named_sidecar_is_used_as_given(tmp_path: Path) -> None:
     write_program(program, str(tmp_path / "out.mgx"), sidecar=str(tmp_path / "other.npz"))
     assert sorted(os.listdir(tmp_path)) == ["other.npz", "out.mgx"]
     assert "@literal{npz:other.npz:" in (tmp_path / "out.mgx").read_text()
+
+
+def test_read_program_from_a_log_with_sidecar_data_and_outside_values(tmp_path: Path) -> None:
+    np.savez(tmp_path / "side.npz", a=np.array([3.0], dtype=np.float32))
+    path = tmp_path / "run.log"
+    path.write_text("noise\n@0 = @literal{npz:side.npz:a} -> float_type, {1}, {0}\n@1 = relu(y)\n")
+    sink = DiagnosticSink()
+    program = read_program(path, sink, from_log=True, allow_undefined=True)
+    assert program.main.first.literal.data.tolist() == [3.0]
+    assert [w.render().split("\n")[0] for w in sink.warnings] == [
+        f"{path}:3:11: warning: 'y' is not defined here: read as a parameter of unknown shape"
+    ]
+
+
+def test_read_program_reads_an_empty_file_as_an_empty_program(tmp_path: Path) -> None:
+    (tmp_path / "empty.mgx").write_text("")
+    assert list(read_program(tmp_path / "empty.mgx").modules) == ["main"]
