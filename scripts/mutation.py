@@ -94,7 +94,15 @@ TEST_SELECTIONS: dict[str, Selection] = {
         ),
         "run/ or text/",
     ),
-    "mgxir/text/": Selection((U + "test_text_roundtrip.py", U + "test_parser_line_reader.py"), "text/"),
+    "mgxir/text/": Selection(
+        (
+            U + "test_text_roundtrip.py",
+            U + "test_parser_line_reader.py",
+            U + "test_text_literals_and_files.py",
+            U + "test_mutation_text.py",
+        ),
+        "text/",
+    ),
     "mgxir/interp/": Selection((U + "test_ops_compute_last.py", U + "test_mutation_interp.py"), "run/"),
     "mgxir/drivers/": Selection(
         (

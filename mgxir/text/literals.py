@@ -142,6 +142,7 @@ def _from_sidecar(ref: str, shape: Shape, base_dir: str | Path | None) -> Litera
     file, sep, key = ref.rpartition(":")
     if not sep or not file:
         raise LiteralSyntaxError("expected npz:FILE:KEY")
+    import zipfile
     from pathlib import Path  # only for sidecars (mgxir.text.writer)
 
     path = Path(file)
@@ -152,8 +153,12 @@ def _from_sidecar(ref: str, shape: Shape, base_dir: str | Path | None) -> Litera
             if key not in archive:
                 raise LiteralSyntaxError(f"sidecar {file} has no array '{key}'")
             data = archive[key]
+    except LiteralSyntaxError:
+        raise
     except OSError as e:
         raise LiteralSyntaxError(f"cannot read sidecar {file}: {e.strerror or e}") from None
+    except (ValueError, zipfile.BadZipFile) as e:  # pickled data, object arrays, a damaged archive
+        raise LiteralSyntaxError(f"sidecar {file} is not a readable .npz file: {e}") from None
     dtype = shape.dtype
     if data.dtype != dtype.numpy:
         if data.dtype == dtype.bits_dtype:

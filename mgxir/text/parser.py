@@ -151,7 +151,7 @@ class _Builder:
             unknown = undefined_value("")
             unknown.line = line
             return unknown
-        offset = args_text.index(arg_name, 1)
+        offset = _item_offset(args_text, arg_name)
         if not self.allow_undefined:
             raise self.source.error(f"use of undefined value '{arg_name}'", line, column + offset)
         # an excerpt's value defined outside it: a parameter of unknown shape, kept by name
@@ -244,10 +244,18 @@ class _Builder:
             for n in names:
                 found = self.program.get_module(n)
                 if found is None:
-                    offset = text.index(n)
+                    offset = _item_offset(text, n)
                     raise self.source.error(f"unknown module '{n}'", line, column + offset)
                 mods.append(found)
             ins.module_args = mods
+
+
+def _item_offset(listed: str, item: str) -> int:
+    """Where `item` stands in a printed list, `(a,b)` or `, [a, b]`: as a whole item, not inside a
+    longer name."""
+    found = re.search(rf"(?<=[(,\[ ]){re.escape(item)}(?=[,)\]])", listed)
+    assert found is not None, (listed, item)  # ARGS and MODULES put a separator on both sides of each
+    return found.start()
 
 
 class _Callbacks(lark.Transformer):

@@ -46,7 +46,7 @@ def _run_lines(path: Path) -> list[str]:
 
 def _cases() -> list[tuple[Path, str]]:
     found = []
-    for area, pattern in (("opt", "*.*"), ("run", "*.*"), ("text", "*.*"), ("translate", "**/*.*")):
+    for area, pattern in (("opt", "*.*"), ("run", "*.*"), ("text", "**/*.*"), ("translate", "**/*.*")):
         for path in sorted((TEST / area).glob(pattern)):
             if path.suffix in (".mgx", ".test"):
                 found += [(path, line) for line in _run_lines(path) if PIPED.match(line) and "%t" not in line]
