@@ -108,6 +108,16 @@ TEST_SELECTIONS: dict[str, Selection] = {
     "mgxir/passes/dead_code_elimination.py": Selection((U + "test_mutation_passes.py",), "dce or opt/flags"),
     "mgxir/passes/eliminate_common_subexpression.py": Selection((U + "test_mutation_passes.py",), "cse"),
     "mgxir/passes/fuse_pointwise.py": Selection((U + "test_fuse.py",), "fuse_pointwise"),
+    "mgxir/passes/manager.py": Selection(
+        (U + "test_pass_manager.py", U + "test_pass_manager_unchanged.py", U + "test_mutation_pass_manager.py"),
+        "opt/",
+    ),
+    "mgxir/passes/base.py": Selection((U + "test_mutation_pass_manager.py", U + "test_pass_manager.py"), "opt/"),
+    "mgxir/passes/testing.py": Selection((U + "test_mutation_pass_manager.py", U + "test_pass_manager.py")),
+    "mgxir/passes/registry.py": Selection(
+        (U + "test_pass_registry.py", U + "test_mutation_pass_manager.py", U + "test_pass_differential.py"), "opt/"
+    ),
+    "mgxir/passes/eliminate_concat.py": Selection((U + "test_new_passes.py",), "eliminate_concat"),
     "mgxir/passes/simplify_reshapes/": Selection(
         (U + "test_simplify_reshapes_views.py", U + "test_simplify_reshapes_concat_gather.py"), "simplify_reshapes"
     ),
