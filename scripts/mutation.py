@@ -117,7 +117,12 @@ TEST_SELECTIONS: dict[str, Selection] = {
     "mgxir/passes/registry.py": Selection(
         (U + "test_pass_registry.py", U + "test_mutation_pass_manager.py", U + "test_pass_differential.py"), "opt/"
     ),
-    "mgxir/passes/eliminate_concat.py": Selection((U + "test_new_passes.py",), "eliminate_concat"),
+    "mgxir/passes/eliminate_concat.py": Selection(
+        (U + "test_new_passes.py", U + "test_mutation_eliminate_concat.py"), "eliminate_concat"
+    ),
+    "mgxir/passes/memory_coloring.py": Selection(
+        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_memory_coloring.py"), "opt/"
+    ),
     "mgxir/passes/simplify_reshapes/": Selection(
         (U + "test_simplify_reshapes_views.py", U + "test_simplify_reshapes_concat_gather.py"), "simplify_reshapes"
     ),
