@@ -123,6 +123,10 @@ TEST_SELECTIONS: dict[str, Selection] = {
     "mgxir/passes/memory_coloring.py": Selection(
         (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_memory_coloring.py"), "opt/"
     ),
+    "mgxir/passes/eliminate_contiguous.py": Selection(
+        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_eliminate_contiguous.py"),
+        "opt/",
+    ),
     "mgxir/passes/simplify_reshapes/": Selection(
         (U + "test_simplify_reshapes_views.py", U + "test_simplify_reshapes_concat_gather.py"), "simplify_reshapes"
     ),
