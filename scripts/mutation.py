@@ -131,6 +131,9 @@ TEST_SELECTIONS: dict[str, Selection] = {
         (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_optimize_module.py"),
         "opt/",
     ),
+    "mgxir/passes/matchers.py": Selection(
+        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_matchers.py"), "opt/"
+    ),
     "mgxir/passes/simplify_reshapes/": Selection(
         (U + "test_simplify_reshapes_views.py", U + "test_simplify_reshapes_concat_gather.py"), "simplify_reshapes"
     ),
