@@ -134,6 +134,15 @@ TEST_SELECTIONS: dict[str, Selection] = {
     "mgxir/passes/matchers.py": Selection(
         (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_matchers.py"), "opt/"
     ),
+    "mgxir/passes/auto_contiguous.py": Selection(
+        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_ref_passes.py"), "opt/"
+    ),
+    "mgxir/passes/normalize_ops.py": Selection(
+        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_ref_passes.py"), "opt/"
+    ),
+    "mgxir/passes/ref_lowering.py": Selection(
+        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_ref_passes.py"), "opt/"
+    ),
     "mgxir/passes/simplify_reshapes/": Selection(
         (U + "test_simplify_reshapes_views.py", U + "test_simplify_reshapes_concat_gather.py"), "simplify_reshapes"
     ),
