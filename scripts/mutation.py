@@ -143,6 +143,10 @@ TEST_SELECTIONS: dict[str, Selection] = {
     "mgxir/passes/ref_lowering.py": Selection(
         (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_ref_passes.py"), "opt/"
     ),
+    "mgxir/passes/propagate_constant.py": Selection(
+        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_propagate_constant.py"),
+        "opt/",
+    ),
     "mgxir/passes/simplify_reshapes/": Selection(
         (U + "test_simplify_reshapes_views.py", U + "test_simplify_reshapes_concat_gather.py"), "simplify_reshapes"
     ),
