@@ -105,7 +105,9 @@ TEST_SELECTIONS: dict[str, Selection] = {
         ),
         "opt/ or run/ or text/ or translate/",
     ),
-    "mgxir/passes/dead_code_elimination.py": Selection((U + "test_mutation_passes.py",), "dce or opt/flags"),
+    "mgxir/passes/dead_code_elimination.py": Selection(
+        (U + "test_mutation_passes.py", U + "test_mutation_rewrite.py"), "dce or opt/flags"
+    ),
     "mgxir/passes/eliminate_common_subexpression.py": Selection((U + "test_mutation_passes.py",), "cse"),
     "mgxir/passes/fuse_pointwise.py": Selection((U + "test_fuse.py",), "fuse_pointwise"),
     "mgxir/passes/manager.py": Selection(
@@ -146,6 +148,9 @@ TEST_SELECTIONS: dict[str, Selection] = {
     "mgxir/passes/propagate_constant.py": Selection(
         (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_propagate_constant.py"),
         "opt/",
+    ),
+    "mgxir/passes/rewrite.py": Selection(
+        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_rewrite.py"), "opt/"
     ),
     "mgxir/passes/simplify_reshapes/": Selection(
         (U + "test_simplify_reshapes_views.py", U + "test_simplify_reshapes_concat_gather.py"), "simplify_reshapes"
