@@ -342,3 +342,19 @@ def test_a_pass_class_defined_in_a_function_is_kept_when_registered() -> None:
     table = registry.PassTable({})
     table.register(Local)
     assert table["local"] is Local
+
+
+def test_a_replay_on_main_only_leaves_the_branches_as_they_were(tmp_path: Path) -> None:
+    source = (
+        'module: "main"\nx = @param:x -> float_type, {2}, {1}\nc = @param:c -> bool_type, {1}, {0}\n'
+        "@2 = if(c), [then, else] -> [float_type, {2}, {1}]\n"
+        "@3 = get_tuple_elem[index=0](@2) -> float_type, {2}, {1}\n@4 = @return(@3)\n\n"
+        'module: "then"\nthen:@0 = neg(x) -> float_type, {2}, {1}\nthen:@1 = tanh(x) -> float_type, {2}, {1}\n'
+        "then:@2 = @return(then:@0)\n\n"
+        'module: "else"\nelse:@0 = abs(x) -> float_type, {2}, {1}\nelse:@1 = @return(else:@0)\n'
+    )
+    repro = tmp_path / "r.mgx"
+    options = Instrumentation(reproducer=str(repro), main_only=True)
+    with pytest.raises(MgxError):
+        PassManager([*parse_pipeline("dce"), FailingPass()], options).run(_read(source), replay=lambda: _read(source))
+    assert "then:@1 = tanh(x)" in repro.read_text()
