@@ -113,9 +113,53 @@ TEST_SELECTIONS: dict[str, Selection] = {
         ),
         "opt/ or run/ or text/ or translate/",
     ),
-    "mgxir/passes/dead_code_elimination.py": Selection((U + "test_mutation_passes.py",), "dce or opt/flags"),
+    "mgxir/passes/dead_code_elimination.py": Selection(
+        (U + "test_mutation_passes.py", U + "test_mutation_rewrite.py"), "dce or opt/flags"
+    ),
     "mgxir/passes/eliminate_common_subexpression.py": Selection((U + "test_mutation_passes.py",), "cse"),
     "mgxir/passes/fuse_pointwise.py": Selection((U + "test_fuse.py",), "fuse_pointwise"),
+    "mgxir/passes/manager.py": Selection(
+        (U + "test_pass_manager.py", U + "test_pass_manager_unchanged.py", U + "test_mutation_pass_manager.py"),
+        "opt/",
+    ),
+    "mgxir/passes/base.py": Selection((U + "test_mutation_pass_manager.py", U + "test_pass_manager.py"), "opt/"),
+    "mgxir/passes/testing.py": Selection((U + "test_mutation_pass_manager.py", U + "test_pass_manager.py")),
+    "mgxir/passes/registry.py": Selection(
+        (U + "test_pass_registry.py", U + "test_mutation_pass_manager.py", U + "test_pass_differential.py"), "opt/"
+    ),
+    "mgxir/passes/eliminate_concat.py": Selection(
+        (U + "test_new_passes.py", U + "test_mutation_eliminate_concat.py"), "eliminate_concat"
+    ),
+    "mgxir/passes/memory_coloring.py": Selection(
+        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_memory_coloring.py"), "opt/"
+    ),
+    "mgxir/passes/eliminate_contiguous.py": Selection(
+        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_eliminate_contiguous.py"),
+        "opt/",
+    ),
+    "mgxir/passes/optimize_module.py": Selection(
+        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_optimize_module.py"),
+        "opt/",
+    ),
+    "mgxir/passes/matchers.py": Selection(
+        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_matchers.py"), "opt/"
+    ),
+    "mgxir/passes/auto_contiguous.py": Selection(
+        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_ref_passes.py"), "opt/"
+    ),
+    "mgxir/passes/normalize_ops.py": Selection(
+        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_ref_passes.py"), "opt/"
+    ),
+    "mgxir/passes/ref_lowering.py": Selection(
+        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_ref_passes.py"), "opt/"
+    ),
+    "mgxir/passes/propagate_constant.py": Selection(
+        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_propagate_constant.py"),
+        "opt/",
+    ),
+    "mgxir/passes/rewrite.py": Selection(
+        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_rewrite.py"), "opt/"
+    ),
     "mgxir/passes/simplify_reshapes/": Selection(
         (U + "test_simplify_reshapes_views.py", U + "test_simplify_reshapes_concat_gather.py"), "simplify_reshapes"
     ),

@@ -21,10 +21,10 @@ TEST = Path(__file__).resolve().parents[1]
 TOOLS = {"mgx-opt": mgx_opt.mgx_opt, "mgx-run": mgx_run.mgx_run, "mgx-translate": mgx_translate.mgx_translate}
 # what a tool's `main` does to its command line before reading it
 SPELLINGS = {"mgx-translate": spelled_formats}
-# `[not] TOOL ARGS [2>&1] | filecheck ARGS`
+# `[not] TOOL ARGS [2>&1 | 2> %tFILE] | filecheck ARGS` (stderr sent to a %t file is left unchecked here)
 PIPED = re.compile(
     r"^(?P<not>not )?(?P<tool>mgx-opt|mgx-run|mgx-translate) "
-    r"(?P<args>[^|<>]*?)(?P<err> 2>&1)? \| filecheck (?P<check>.*)$"
+    r"(?P<args>[^|<>]*?)(?:(?P<err> 2>&1)|(?P<errfile> 2> ?%t\S*))? \| filecheck (?P<check>.*)$"
 )
 
 
@@ -49,8 +49,14 @@ def _cases() -> list[tuple[Path, str]]:
     for area, pattern in (("opt", "*.*"), ("run", "*.*"), ("text", "**/*.*"), ("translate", "**/*.*")):
         for path in sorted((TEST / area).glob(pattern)):
             if path.suffix in (".mgx", ".test"):
-                found += [(path, line) for line in _run_lines(path) if PIPED.match(line) and "%t" not in line]
+                found += [(path, line) for line in _run_lines(path) if _piped_without_files(line)]
     return found
+
+
+def _piped_without_files(line: str) -> bool:
+    """One tool into filecheck, reading no file made by an earlier RUN line (%t)."""
+    found = PIPED.match(line)
+    return bool(found) and "%t" not in line.replace(found["errfile"] or "\0", "")
 
 
 CASES = _cases()
@@ -67,6 +73,8 @@ def test_lit_run_line(
 
     found = PIPED.match(line)
     assert found
+    if found["errfile"]:
+        line = line.replace(found["errfile"], "")
     if "%" in expand(line) or re.search(r"%[A-Za-z_]{2,}", line):  # %shared, %examples: lit.cfg's own
         pytest.skip("a lit substitution this bridge does not expand")
     argv = SPELLINGS.get(found["tool"], list)(shlex.split(expand(found["args"])))
