@@ -897,7 +897,7 @@ def test_print_before_and_after_name_passes_by_alias_in_comma_lists(
 ) -> None:
     path = _write(tmp_path, DEAD)
     options = OptOptions(
-        input=path, pipeline="dce,cse", print_before=[" dce , cse", ""], print_after=["eliminate_common_subexpression"]
+        input=path, pipeline="dce,cse", print_before=["dce, cse", ""], print_after=["eliminate_common_subexpression"]
     )
     assert opt_main(options) == 0
     assert _dumps(capsys.readouterr().err) == [
@@ -1311,3 +1311,15 @@ def test_translate_from_onnx_with_driver_options(
 def test_run_reads_an_onnx_model(capsys: pytest.CaptureFixture[str]) -> None:
     assert run_main(RunOptions(input_file=str(ONNX_MODELS / "add_scalar_test.onnx"), fill="ones")) == 0
     assert capsys.readouterr().out.startswith("out0: ")
+
+
+def test_from_log_on_stdin_keeps_the_ir_for_a_reproducer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Standard input cannot be read twice: the reproducer comes from the IR kept before each pass."""
+    _test_fail_pass(monkeypatch)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("log line\n" + DEAD + "log end\n"))
+    repro = tmp_path / "r.repro"
+    assert opt_main(OptOptions(input="-", from_log=True, pipeline="dce,test_fail", reproducer=str(repro))) == 1
+    assert capsys.readouterr().err.startswith(FAILED)
+    assert repro.read_text() == "// mgx-opt -p 'test_fail'\n" + PROGRAM + "@2 = @return(@1)\n\n\n"
