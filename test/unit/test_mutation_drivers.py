@@ -1323,3 +1323,22 @@ def test_from_log_on_stdin_keeps_the_ir_for_a_reproducer(
     assert opt_main(OptOptions(input="-", from_log=True, pipeline="dce,test_fail", reproducer=str(repro))) == 1
     assert capsys.readouterr().err.startswith(FAILED)
     assert repro.read_text() == "// mgx-opt -p 'test_fail'\n" + PROGRAM + "@2 = @return(@1)\n\n\n"
+
+
+def test_a_plugged_in_target_is_verified_against_ref(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(run.TARGETS, "interp", "mgxir.drivers.run:run_on_ref")
+    path = _write(tmp_path, RUN_ELIDED)
+    options = RunOptions(input_file=path, inputs=["x=2xf32=1 -2"], target="interp", verify_against_ref=True, quiet=True)
+    assert run_main(options) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[0] == "verify: interp against ref"
+    assert out.splitlines()[1].startswith("out0: ok: rms error 0 (tolerance 0.001), worst element [0]: ")
+    elided = "warning: literal '@literal' (line 4) in module 'main' was printed elided"
+    assert err.count(elided) == 2  # the target's run and ref's
+    options = RunOptions(input_file=path, inputs=["x=2xf32=1 -2"], verify_against_ref=True, quiet=True)
+    assert run_main(options) == 0
+    assert capsys.readouterr().err.count(elided) == 2
+    assert run_main(RunOptions(input_file=path + ".mlirbc")) == 1
+    assert capsys.readouterr().err == "error: an MLIR input runs with --target=iree, not --target=ref\n"
