@@ -1342,3 +1342,18 @@ def test_a_plugged_in_target_is_verified_against_ref(
     assert capsys.readouterr().err.count(elided) == 2
     assert run_main(RunOptions(input_file=path + ".mlirbc")) == 1
     assert capsys.readouterr().err == "error: an MLIR input runs with --target=iree, not --target=ref\n"
+
+
+@pytest.mark.skipif(not ONNX_MODELS.is_dir(), reason="needs ../shared/onnx-models")
+def test_onnx_import_warnings_reach_the_user(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model = str(ONNX_MODELS / "simplified_layer_normalization_test.onnx")
+    assert translate_main(TranslateOptions(input=model, source="onnx")) == 0
+    warning = "warning: SIMPLIFIED_LAYER_NORMALIZATION attribute stash_type is only used for training.\n"
+    assert capsys.readouterr().err == warning
+    assert run_main(RunOptions(input_file=model, quiet=True)) == 0
+    assert capsys.readouterr().err == warning
+
+
+def test_compare_of_a_wrong_shape_is_false(capsys: pytest.CaptureFixture[str]) -> None:
+    assert compare({"out0": np.zeros(2)}, {"out0": np.zeros(3)}, 1e-3, None, None) is False
+    assert capsys.readouterr().out == "out0: shape {2} but expected {3}\n"
