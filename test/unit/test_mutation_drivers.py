@@ -1357,3 +1357,9 @@ def test_onnx_import_warnings_reach_the_user(tmp_path: Path, capsys: pytest.Capt
 def test_compare_of_a_wrong_shape_is_false(capsys: pytest.CaptureFixture[str]) -> None:
     assert compare({"out0": np.zeros(2)}, {"out0": np.zeros(3)}, 1e-3, None, None) is False
     assert capsys.readouterr().out == "out0: shape {2} but expected {3}\n"
+
+
+def test_an_mlir_input_on_iree_goes_to_its_reader(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nosuch.mlir"
+    assert run_main(RunOptions(input_file=str(missing), target="iree")) == 1
+    assert capsys.readouterr().err == f"error: cannot read {missing}: No such file or directory\n"
