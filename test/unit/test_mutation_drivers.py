@@ -870,3 +870,496 @@ def test_compiled_for_ref_keeps_literal_bits_and_reports_to_the_sink() -> None:
         "literal '@literal' (line 5) in module 'main' was printed elided ({ ... }); "
         "using deterministic generated values"
     ]
+
+
+# -- opt: instrumentation, chunks, logs and the input read again (the opt driver's survivors) ------
+
+DEAD = PROGRAM + "@2 = tanh(x) -> float_type, {2}, {1}\n@3 = @return(@1)\n"
+QMARK = 'module: "main"\nx = @param:x -> float_type, {2}, {1}\n@1 = add(x,?) -> float_type, {2}, {1}\n'
+QMARK_WARNING = "warning: an argument printed as '?' has no definition; its shape is unknown"
+
+
+def _with_sidecar(tmp_path: Path) -> str:
+    """DEAD with a literal read from w.npz, named relative to the input file's folder."""
+    np.savez(tmp_path / "w.npz", w=np.array([1.5, 2.5], np.float32))
+    return DEAD.replace(
+        "@3 = @return(@1)",
+        "@3 = @literal{npz:w.npz:w} -> float_type, {2}, {1}\n@4 = add(@1,@3) -> float_type, {2}, {1}\n@5 = @return(@4)",
+    )
+
+
+def _dumps(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("// -----// IR Dump")]
+
+
+def test_print_before_and_after_name_passes_by_alias_in_comma_lists(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, DEAD)
+    options = OptOptions(
+        input=path, pipeline="dce,cse", print_before=["dce, cse", ""], print_after=["eliminate_common_subexpression"]
+    )
+    assert opt_main(options) == 0
+    assert _dumps(capsys.readouterr().err) == [
+        "// -----// IR Dump Before dead_code_elimination //----- //",
+        "// -----// IR Dump Before eliminate_common_subexpression //----- //",
+        "// -----// IR Dump After eliminate_common_subexpression //----- //",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("flag", "dumps"),
+    [
+        ("print_before_all", ["Before dead_code_elimination", "Before eliminate_common_subexpression"]),
+        ("print_after_all", ["After dead_code_elimination", "After eliminate_common_subexpression"]),
+        ("print_after_change", ["After dead_code_elimination"]),
+    ],
+)
+def test_print_all_and_after_change(
+    flag: str, dumps: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, DEAD)
+    assert opt_main(OptOptions(input=path, pipeline="dce,cse", **{flag: True})) == 0
+    assert _dumps(capsys.readouterr().err) == [f"// -----// IR Dump {d} //----- //" for d in dumps]
+
+
+def test_tree_dir_timing_and_statistics(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, DEAD)
+    tree = tmp_path / "tree"
+    assert opt_main(OptOptions(input=path, pipeline="dce", tree_dir=str(tree))) == 0
+    assert sorted(p.name for p in tree.iterdir()) == ["000_dead_code_elimination.mgx"]
+    assert capsys.readouterr().err == ""
+    assert opt_main(OptOptions(input=path, pipeline="dce", timing=True)) == 0
+    assert "... Execution time report ..." in capsys.readouterr().err
+    assert opt_main(OptOptions(input=path, pipeline="dce", statistics=True)) == 0
+    assert "  (S) 4 instructions before, 3 after\n" in capsys.readouterr().err
+
+
+def test_verify_each_catches_invalid_ir_only_when_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mgxir.passes.registry import PASSES
+
+    monkeypatch.setitem(PASSES._places, "test_fail", "mgxir.passes.testing:TestFail")
+    monkeypatch.chdir(tmp_path)  # where the default reproducer goes
+    path = _write(tmp_path, DEAD)
+    assert opt_main(OptOptions(input=path, pipeline="test_fail{invalid=true}", no_verify=True)) == 1
+    assert "pass 'test_fail' left invalid IR" in capsys.readouterr().err
+    options = OptOptions(input=path, pipeline="test_fail{invalid=true}", no_verify=True, verify_each=False)
+    assert opt_main(options) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_load_target_passes_imports_the_targets_a_pipeline_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    from mgxir.drivers import opt
+
+    imported: list[str] = []
+    monkeypatch.setattr(opt, "TARGET_PASSES", {"gpu_lowering": "lower", "Upper2": "upper"})
+    monkeypatch.setattr(importlib, "import_module", imported.append)
+    opt.load_target_passes("dce,cse")
+    assert imported == []
+    opt.load_target_passes("dce,gpu_lowering{x=1},Upper2")
+    assert imported == ["upper", "lower"]
+    imported.clear()
+    opt.load_target_passes(None)
+    assert imported == ["upper", "lower"]
+
+
+def _test_fail_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mgxir.passes.registry import PASSES
+
+    monkeypatch.setitem(PASSES._places, "test_fail", "mgxir.passes.testing:TestFail")
+
+
+FAILED = "error: pass 'test_fail' failed: test_fail: failing on purpose in module 'main'"
+
+
+def test_split_chunks_keep_their_warnings_lossless_literals_and_print_failures_to_stdout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, WARNED + "// -----\n" + QMARK + "// -----\nnot a program\n")
+    assert opt_main(OptOptions(input=path, split=True, lossless=True, output="-")) == 1
+    out, err = capsys.readouterr()
+    assert "@literal{1.2345678}" in out and "add(x,?)" in out
+    assert f"{path}:3:6: warning: unknown operator 'foo_op'" in err
+    assert f"{path}:8:1: {QMARK_WARNING}" in err
+
+
+@pytest.mark.parametrize("verify_diagnostics", [False, True])
+def test_split_chunk_reads_its_sidecar_and_again_for_a_reproducer(
+    verify_diagnostics: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _test_fail_pass(monkeypatch)
+    expected = "// expected-error@above {{pass 'test_fail' failed: test_fail: failing on purpose}}\n"
+    chunk = (expected if verify_diagnostics else "") + _with_sidecar(tmp_path)
+    path = _write(tmp_path, chunk)
+    repro = tmp_path / "r.repro"
+    options = OptOptions(
+        input=path, split=True, verify_diagnostics=verify_diagnostics, pipeline="dce,test_fail", reproducer=str(repro)
+    )
+    assert opt_main(options) == (0 if verify_diagnostics else 1)
+    err = capsys.readouterr().err
+    assert err == (
+        "" if verify_diagnostics else f"{FAILED} (reproducer: {repro}; replay with mgx-opt --run-reproducer)\n"
+    )
+    text = repro.read_text()
+    assert text.startswith("// mgx-opt -p 'test_fail'\n") and "@literal{1.5, 2.5}" in text and "tanh" not in text
+
+
+def test_verify_diagnostics_sees_the_verifier_warnings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    warned = QMARK.replace(
+        "@1 = add", "// expected-warning@+1 {{an argument printed as '?' has no definition}}\n@1 = add"
+    )
+    assert opt_main(OptOptions(input=_write(tmp_path, warned), verify_diagnostics=True)) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_a_reproducer_reads_the_sidecar_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _test_fail_pass(monkeypatch)
+    repro = tmp_path / "r.repro"
+    path = _write(tmp_path, _with_sidecar(tmp_path))
+    assert opt_main(OptOptions(input=path, pipeline="dce,test_fail", reproducer=str(repro))) == 1
+    assert capsys.readouterr().err.startswith(FAILED)
+    assert "@literal{1.5, 2.5}" in repro.read_text()
+
+
+def test_from_log_writes_lossless_to_the_output_and_sidecar_with_the_warnings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = _write(
+        tmp_path,
+        "log line\n"
+        + WARNED
+        + QMARK.replace('module: "main"\n', "")
+        .replace("x = ", "y = ")
+        .replace("add(x,", "add(y,")
+        .replace("@1 = add", "@9 = add")
+        + "log end\n",
+        "run.log",
+    )
+    out = tmp_path / "o.mgx"
+    assert opt_main(OptOptions(input=log, from_log=True, output=str(out), lossless=True)) == 0
+    assert "@literal{1.2345678}" in out.read_text()
+    out_, err = capsys.readouterr()
+    assert out_ == "" and "warning: unknown operator 'foo_op'" in err and QMARK_WARNING in err
+    sidecar = tmp_path / "s.npz"
+    assert opt_main(OptOptions(input=log, from_log=True, output=str(out), sidecar=str(sidecar))) == 0
+    assert "@literal{npz:s.npz:" in out.read_text() and np.load(sidecar)
+
+
+def test_from_log_reproducer_reads_the_named_pass_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _test_fail_pass(monkeypatch)
+    log = str(Path(__file__).parents[1] / "text" / "Inputs" / "trace.log")
+    repro = tmp_path / "r.repro"
+    options = OptOptions(input=log, log_pass="eliminate_identity", pipeline="test_fail", reproducer=str(repro))
+    assert opt_main(options) == 1
+    assert capsys.readouterr().err.startswith(FAILED)
+    assert "identity(x)" in repro.read_text()
+
+
+# -- translate and the format adapters: the reader's and writer's warnings reach the user ---------
+
+ELIDED = (
+    'module: "main"\nx = @param:x -> float_type, {2}, {1}\n@1 = @literal{ ... } -> float_type, {2}, {1}\n'
+    "@2 = add(x,@1) -> float_type, {2}, {1}\n"
+)
+ELIDED_WARNING = "warning: literal @1 in module 'main' was printed elided ({ ... }); lowering the reference"
+
+
+def test_translate_reports_the_warnings_of_a_text_or_log_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, WARNED)
+    out = tmp_path / "o.mgx"
+    assert translate_main(TranslateOptions(input=path, output=str(out))) == 0
+    assert out.read_text() == WARNED.replace("1.2345678", "1.23457") + "\n\n"
+    out_, err = capsys.readouterr()
+    assert out_ == "" and err.startswith(f"{path}:3:6: warning: unknown operator 'foo_op'")
+    log = _write(tmp_path, "log line\n" + WARNED + "log end\n", "run.log")
+    assert translate_main(TranslateOptions(input=log, source="log")) == 0
+    assert capsys.readouterr().err.startswith(f"{log}:4:6: warning: unknown operator 'foo_op'")
+
+
+def test_translate_from_a_python_excerpt_reads_undefined_values_when_allowed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = 'x_1 = m.add_instruction(migraphx.op("neg"), [x_0]) # migraphx.shape(type="float_type", lens=[2])\n'
+    script = _write(tmp_path, line, "e.py")
+    assert translate_main(TranslateOptions(input=script, source="py")) == 1
+    capsys.readouterr()
+    options = TranslateOptions(input=script, source="py", format_options={"allow_undefined": True})
+    assert translate_main(options) == 0
+    out, err = capsys.readouterr()
+    assert "neg(" in out and "'x_0' is not defined in the script: read as a parameter of unknown shape" in err
+
+
+@pytest.mark.parametrize("fmt", ["mlir", "mlirbc"])
+def test_mlir_writers_report_an_elided_literal(fmt: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / f"o.{fmt}"
+    assert translate_main(TranslateOptions(input=_write(tmp_path, ELIDED), to=fmt, output=str(out))) == 0
+    assert out.read_bytes()
+    out_, err = capsys.readouterr()
+    assert out_ == "" and err.startswith(ELIDED_WARNING)
+
+
+def test_split_input_to_mlir_reports_warnings_and_errors_with_the_file_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, ELIDED + "// -----\nnot a program\n")
+    assert translate_main(TranslateOptions(input=path, to="mlir", split_input_file=True)) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(ELIDED_WARNING) and f"\n{path}:6:" in err
+
+
+# -- run: the command's warnings, seeds, tolerances and messages ----------------------------------
+
+RUN_ELIDED = (
+    PROGRAM
+    + "@2 = @literal{ ... } -> float_type, {2}, {1}\n@3 = add(@1,@2) -> float_type, {2}, {1}\n@4 = @return(@3)\n"
+)
+
+
+def test_run_reports_the_interpreter_warnings_and_the_timing_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, RUN_ELIDED)
+    assert run_main(RunOptions(input_file=path, inputs=["x=2xf32=1 -2"], quiet=True, timing=True)) == 0
+    assert capsys.readouterr().err == (
+        "timing: nothing was timed\n"
+        "warning: literal '@literal' (line 4) in module 'main' was printed elided ({ ... }); "
+        "using deterministic generated values\n"
+    )
+
+
+def test_run_random_inputs_follow_the_seed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, PROGRAM)
+    printed = []
+    for seed in (7, 7, 8):
+        assert run_main(RunOptions(input_file=path, seed=seed)) == 0
+        printed.append(capsys.readouterr().out)
+    assert printed[0] == printed[1] != printed[2]
+
+
+def test_expected_output_with_absolute_and_relative_tolerances(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, PROGRAM)
+    near = tmp_path / "near.npy"
+    np.save(near, np.array([-1.0, 2.0005], np.float32))
+    given = RunOptions(input_file=path, inputs=["x=2xf32=1 -2"], quiet=True, expected=str(near))
+    assert run_main(given) == 0
+    capsys.readouterr()
+    for atol, rtol in ((1e-6, 0.0), (0.0, 1e-6)):
+        given = RunOptions(
+            input_file=path, inputs=["x=2xf32=1 -2"], quiet=True, expected=str(near), atol=atol, rtol=rtol
+        )
+        assert run_main(given) == 1
+        assert capsys.readouterr().out.startswith("out0: MISMATCH: ")
+
+
+def test_expected_output_that_cannot_be_read_names_the_option(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "nosuch.npy"
+    assert run_main(RunOptions(input_file=_write(tmp_path, PROGRAM), quiet=True, expected=str(missing))) == 1
+    assert capsys.readouterr().err.startswith(f"error: cannot read input file '{missing}' for '--expected-output': ")
+
+
+def test_translate_reports_the_verifier_warnings_and_takes_a_bytecode_version(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _write(tmp_path, QMARK)
+    assert translate_main(TranslateOptions(input=path)) == 0
+    assert capsys.readouterr().err.startswith(f"{path}:3:1: {QMARK_WARNING}")
+    out = tmp_path / "o.mlirbc"
+    options = TranslateOptions(input=_write(tmp_path, PROGRAM), to="mlirbc", output=str(out))
+    options.format_options["bytecode_version"] = 1
+    assert translate_main(options) == 0
+    assert out.read_bytes().startswith(b"ML\xefR") and capsys.readouterr() == ("", "")
+
+
+# -- compiled_for_ref and roundtrip ----------------------------------------------------------------
+
+
+def test_compile_for_ref_reports_the_copy_parse_warnings_to_the_caller() -> None:
+    from mgxir.diagnostics import DiagnosticSink
+    from mgxir.drivers.compiled_for_ref import compile_for_ref
+
+    sink = DiagnosticSink()
+    compile_for_ref(parse_program(WARNED), sink)
+    assert [w.render().splitlines()[0] for w in sink.warnings] == [
+        "<compiled for ref>:3:6: warning: unknown operator 'foo_op': kept as written; its shape is not checked"
+    ]
+
+
+def test_roundtrip_reads_a_log_only_when_asked_and_warns_at_the_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = _write(tmp_path, "log line\n" + PROGRAM + "log end\n", "run.log")
+    assert roundtrip_main(log) == 1
+    assert capsys.readouterr().err.startswith(f"{log}:1:")
+    assert roundtrip_main(log, from_log=True) == 0
+    assert capsys.readouterr().out == PRINTED
+    path = _write(tmp_path, QMARK)
+    assert roundtrip_main(path) == 0
+    assert capsys.readouterr().err.startswith(f"{path}:3:1: {QMARK_WARNING}")
+
+
+# -- run: inputs and outputs, edge cases ------------------------------------------------------------
+
+
+def test_parameter_type_reshapes_only_a_single_value_and_converts_by_value() -> None:
+    one = Shape(DType.float, (1,))
+    assert to_parameter_type("x", np.array([2.0], np.float32).reshape(()), one).shape == (1,)
+    with pytest.raises(MgxError, match=r"input 'x' has shape \{1, 1\} but parameter 'x' is float_type, \{1\}"):
+        to_parameter_type("x", np.zeros((1, 1), np.float32), one)
+    with pytest.raises(MgxError, match=r"input 'x' has shape \{2\} but parameter 'x' is float_type, \{1, 2\}"):
+        to_parameter_type("x", np.zeros(2, np.float32), Shape(DType.float, (1, 2)))
+    half = to_parameter_type("x", np.array([1], np.uint16), Shape(DType.half, (1,)))
+    assert half.dtype == np.float16 and half.tolist() == [1.0]
+    wide = to_parameter_type("x", np.array([3], np.int32), Shape(DType.int64, (1,)))
+    assert wide.dtype == np.int64 and wide.tolist() == [3]
+
+
+def test_parse_inline_splits_at_the_first_equals_and_repeats_one_value() -> None:
+    with pytest.raises(MgxError, match=r"^error: input 'x': values must be numbers, got '1=2'$"):
+        parse_inline("x", "2xf32=1=2")
+    with pytest.raises(MgxError, match=r"bad dimensions in '2xaxf32'"):
+        parse_inline("x", "2xaxf32=1")
+    assert parse_inline("x", "2xf32=5").tolist() == [5.0, 5.0]
+
+
+def test_filled_random_values_by_seed() -> None:
+    flags = filled(Shape(DType.bool, (64,)), "random", np.random.default_rng(0))
+    assert flags.tolist() == (np.random.default_rng(0).integers(0, 2, size=64) == 1).tolist()
+    doubles = filled(Shape(DType.double, (16,)), "random", np.random.default_rng(0))
+    assert doubles.dtype == np.float64 and (doubles.astype(np.float32) == doubles).all()
+
+
+def test_flatten_outputs_keeps_tuple_element_values() -> None:
+    named = flatten_outputs([(np.ones(1), np.full(2, 7.0))])
+    assert named["out0_0"].tolist() == [1.0] and named["out0_1"].tolist() == [7.0, 7.0]
+
+
+def test_gather_inputs_goes_on_after_a_file_and_names_what_failed(tmp_path: Path) -> None:
+    program = parse_program(TWO_PARAMS)
+    np.savez(tmp_path / "x.npz", x=np.array([5, 6], np.float32))
+    got = gather_inputs(program, [f"@{tmp_path / 'x.npz'}", "y=2xi64=9 8"], "none", 0)
+    assert got["x"].tolist() == [5.0, 6.0] and got["y"].tolist() == [9, 8]
+    missing = tmp_path / "nosuch.npz"
+    with pytest.raises(MgxError, match=f"^error: cannot read input file '{missing}' for '@{missing}': "):
+        gather_inputs(program, [f"@{missing}"], "none", 0)
+    with pytest.raises(MgxError, match=r"^error: input 'x': values must be numbers, got 'a'$"):
+        gather_inputs(program, ["2xf32=a"], "none", 0)
+    dynamic = parse_program(
+        'module: "main"\nx = @param:x -> dynamic, float_type, {[1..4], [2..2]}\n'
+        "y = @param:y -> dynamic, float_type, {[1..4], [2..2]}\n"
+    )
+    got = gather_inputs(dynamic, ["x=3x2xf32=1", "y=1x2xf32=2"], "none", 0)
+    assert got["x"].shape == (3, 2) and got["y"].tolist() == [[2.0, 2.0]]
+
+
+def test_run_on_ref_silences_floating_point_warnings() -> None:
+    import warnings
+
+    from mgxir.diagnostics import DiagnosticSink
+
+    program = parse_program(PROGRAM.replace("neg", "log") + "@2 = @return(@1)\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (value,) = run.run_on_ref(program, {"x": np.array([0.0, -1.0], np.float32)}, DiagnosticSink())
+    assert np.isneginf(value[0]) and np.isnan(value[1])
+
+
+# -- ONNX: mgx-translate's and mgx-run's reader with MIGraphX's driver options -------------------
+
+ONNX_MODELS = Path(__file__).resolve().parents[2].parent / "shared" / "onnx-models"
+
+
+@pytest.mark.skipif(not ONNX_MODELS.is_dir(), reason="needs ../shared/onnx-models")
+@pytest.mark.parametrize(
+    ("model", "format_options", "expected"),
+    [
+        ("variable_batch_test", {}, "0 = @param:0 -> float_type, {1, 3, 16, 16}, {768, 256, 16, 1}"),
+        ("variable_batch_test", {"batch": 4}, "0 = @param:0 -> float_type, {4, 3, 16, 16}, {768, 256, 16, 1}"),
+        ("variable_batch_test", {"default_dim_value": 4}, "0 = @param:0 -> float_type, {4, 3, 16, 16}"),
+        ("variable_batch_test", {"input_dim": ["@0 2 3 4 4"]}, "0 = @param:0 -> float_type, {2, 3, 4, 4}"),
+        ("dim_param_test", {"dim_param": ["dim0={min:1, max:8}", "dim1=3"]}, "dynamic, float_type, {[1..8], 3}"),
+        (
+            "conv_dynamic_img_test",
+            {"dyn_input_dim": ["@0 [1, 3, {min:5,max:10}, {min:5,max:10}]"]},
+            "0 = @param:0 -> dynamic, float_type, {1, 3, [5..10], [5..10]}",
+        ),
+        ("unknown_test", {"skip_unknown_operators": True}, "unknown:Unknown"),
+    ],
+)
+def test_translate_from_onnx_with_driver_options(
+    model: str, format_options: dict, expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    options = TranslateOptions(input=str(ONNX_MODELS / f"{model}.onnx"), source="onnx", format_options=format_options)
+    assert translate_main(options) == 0
+    assert expected in capsys.readouterr().out
+
+
+@pytest.mark.skipif(not ONNX_MODELS.is_dir(), reason="needs ../shared/onnx-models")
+def test_run_reads_an_onnx_model(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_main(RunOptions(input_file=str(ONNX_MODELS / "add_scalar_test.onnx"), fill="ones")) == 0
+    assert capsys.readouterr().out.startswith("out0: ")
+
+
+def test_from_log_on_stdin_keeps_the_ir_for_a_reproducer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Standard input cannot be read twice: the reproducer comes from the IR kept before each pass."""
+    _test_fail_pass(monkeypatch)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("log line\n" + DEAD + "log end\n"))
+    repro = tmp_path / "r.repro"
+    assert opt_main(OptOptions(input="-", from_log=True, pipeline="dce,test_fail", reproducer=str(repro))) == 1
+    assert capsys.readouterr().err.startswith(FAILED)
+    assert repro.read_text() == "// mgx-opt -p 'test_fail'\n" + PROGRAM + "@2 = @return(@1)\n\n\n"
+
+
+def test_a_plugged_in_target_is_verified_against_ref(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(run.TARGETS, "interp", "mgxir.drivers.run:run_on_ref")
+    path = _write(tmp_path, RUN_ELIDED)
+    options = RunOptions(input_file=path, inputs=["x=2xf32=1 -2"], target="interp", verify_against_ref=True, quiet=True)
+    assert run_main(options) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[0] == "verify: interp against ref"
+    assert out.splitlines()[1].startswith("out0: ok: rms error 0 (tolerance 0.001), worst element [0]: ")
+    elided = "warning: literal '@literal' (line 4) in module 'main' was printed elided"
+    assert err.count(elided) == 2  # the target's run and ref's
+    options = RunOptions(input_file=path, inputs=["x=2xf32=1 -2"], verify_against_ref=True, quiet=True)
+    assert run_main(options) == 0
+    assert capsys.readouterr().err.count(elided) == 2
+    assert run_main(RunOptions(input_file=path + ".mlirbc")) == 1
+    assert capsys.readouterr().err == "error: an MLIR input runs with --target=iree, not --target=ref\n"
+
+
+@pytest.mark.skipif(not ONNX_MODELS.is_dir(), reason="needs ../shared/onnx-models")
+def test_onnx_import_warnings_reach_the_user(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    model = str(ONNX_MODELS / "simplified_layer_normalization_test.onnx")
+    assert translate_main(TranslateOptions(input=model, source="onnx")) == 0
+    warning = "warning: SIMPLIFIED_LAYER_NORMALIZATION attribute stash_type is only used for training.\n"
+    assert capsys.readouterr().err == warning
+    assert run_main(RunOptions(input_file=model, quiet=True)) == 0
+    assert capsys.readouterr().err == warning
+
+
+def test_compare_of_a_wrong_shape_is_false(capsys: pytest.CaptureFixture[str]) -> None:
+    assert compare({"out0": np.zeros(2)}, {"out0": np.zeros(3)}, 1e-3, None, None) is False
+    assert capsys.readouterr().out == "out0: shape {2} but expected {3}\n"
+
+
+def test_an_mlir_input_on_iree_goes_to_its_reader(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "nosuch.mlir"
+    assert run_main(RunOptions(input_file=str(missing), target="iree")) == 1
+    assert capsys.readouterr().err == f"error: cannot read {missing}: No such file or directory\n"
