@@ -36,12 +36,13 @@ class _Where:
         return None, None
 
 
-def verify(program: Program, sink: DiagnosticSink | None = None) -> None:
-    """Raises MgxError at the first problem; warnings go to `sink`."""
+def verify(program: Program, sink: DiagnosticSink | None = None, *, runnable: bool = False) -> None:
+    """Raises MgxError at the first problem; warnings go to `sink`. `runnable`: the program is about
+    to run, so an argument MIGraphX printed as '?' (no definition, a warning otherwise) is an error."""
     sink = sink if sink is not None else DiagnosticSink()
     where = _Where(program)
     _check_module_graph(program, where)
-    checker = _Checker(where, sink)
+    checker = _Checker(where, sink, runnable)
     main = program.modules.get("main")
     if main is not None:
         checker.module(main, set())
@@ -72,9 +73,10 @@ class _Checker:
     """Checks modules depth first: a submodule before the instruction that uses it, so that
     its result shapes are known, with the values of the enclosing modules visible to it."""
 
-    def __init__(self, where: _Where, sink: DiagnosticSink):
+    def __init__(self, where: _Where, sink: DiagnosticSink, runnable: bool = False):
         self.where = where
         self.sink = sink
+        self.runnable = runnable
         self.cache: dict[tuple, Shape] = {}
         self.done: set[int] = set()
 
@@ -99,6 +101,10 @@ class _Checker:
                 if arg in defined or arg in outer:
                     continue
                 if arg.parent is None and arg.op.defn.name == "?":
+                    if self.runnable:
+                        raise where.error(
+                            ins, "an argument printed as '?' has no definition: the program cannot run", "?"
+                        )
                     if not arg.op.values[0]:  # a named one was reported where it was read
                         loc, src = where.location(ins)
                         self.sink.warn(

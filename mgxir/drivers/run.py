@@ -393,7 +393,7 @@ def _run(o: RunOptions, sink: DiagnosticSink) -> int:
         check_output_path(_at_path(o.output))
     with _target_context(o) as read:
         program = read(o.input_file, sink, from_log=o.from_log or o.log_pass is not None, log_pass=o.log_pass)
-        verify(program, sink)
+        verify(program, sink, runnable=True)
         check_memory(program)
         params = gather_inputs(program, o.inputs or [], o.fill, o.seed)
         with collect_timing() as log:
