@@ -68,6 +68,34 @@ class Scalars:
         wide = DType.float
         return self.to_float(build(self.to_float(a, t, wide), self.to_float(b, t, wide), wide), wide, t)
 
+    def narrow(self, x: ir.Value, t: DType) -> ir.Value:
+        """An f32 rounded to the nearest (ties to even) `t` (f16 or bf16) in integer arithmetic, then
+        `arith.truncf` (exact by then). NVIDIA's Vulkan driver (580, H100) drops an `OpFConvert` to
+        f16 and back inside one dispatch, so a product rounded that way reached a subtract unrounded
+        (f16 mvn: rms 6.2e-2); integer rounding cannot be dropped. NaN and infinities pass unchanged;
+        f16's subnormal range rounds as `roundeven(x * 2^24) * 2^-24`."""
+        info = ml_dtypes.finfo(t.numpy)
+        element = self.e.types.element(t)
+        f32, i32 = self.e.types.element(DType.float), ir.IntegerType.get_signless(32)
+
+        def i(value: int) -> ir.Value:
+            return arith.constant(i32, ir.IntegerAttr.get(i32, value))
+
+        drop = 23 - int(info.nmant)
+        bits = arith.bitcast(i32, x)
+        lsb = arith.andi(arith.shrui(bits, i(drop)), i(1))
+        up = arith.addi(bits, arith.addi(i((1 << (drop - 1)) - 1), lsb))
+        rounded = arith.bitcast(f32, arith.andi(up, i(~((1 << drop) - 1))))
+        rounded = arith.select(self.is_nan(x), x, rounded)
+        smallest_normal = float(info.smallest_normal)
+        if smallest_normal > float(np.finfo(np.float32).smallest_normal):
+            quantum = float(info.smallest_subnormal)
+            scaled = math.roundeven(arith.mulf(x, self.const(1 / quantum, DType.float)))
+            subnormal = arith.mulf(scaled, self.const(quantum, DType.float))
+            tiny = arith.cmpf(FP.OLT, math.absf(x), self.const(smallest_normal, DType.float))
+            rounded = arith.select(tiny, subnormal, rounded)
+        return arith.truncf(element, rounded)
+
     def rem(self, a: ir.Value, b: ir.Value, t: DType) -> ir.Value:
         """C's fmod: the sign of the dividend."""
         if t.is_float:
@@ -146,7 +174,7 @@ class Scalars:
             limit = float(ml_dtypes.finfo(target.numpy).max)
             clipped = self.max(self.min(x, self.const(limit, source), source), self.const(-limit, source), source)
             kept = arith.select(self.is_inf(x, source), x, clipped)
-            return arith.truncf(element, kept)
+            return self.narrow(kept, target) if source is DType.float else arith.truncf(element, kept)
         if source.is_float:
             info = np.iinfo(target.numpy)
             clipped = self.max(
@@ -189,7 +217,9 @@ class Scalars:
             return x
         element = self.e.types.element(target)
         if source.is_float:
-            return arith.extf(element, x) if target.itemsize > source.itemsize else arith.truncf(element, x)
+            if target.itemsize > source.itemsize:
+                return arith.extf(element, x)
+            return self.narrow(x, target) if source is DType.float else arith.truncf(element, x)
         if source is DType.bool or source in UNSIGNED:
             return arith.uitofp(element, x)
         return arith.sitofp(element, x)

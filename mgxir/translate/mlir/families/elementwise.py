@@ -56,6 +56,8 @@ ROUNDING: dict[str, Callable[[ir.Value], ir.Value]] = {
 @lowers_scalar(*FLOAT_MATH, to=lambda name: f"math.{FLOAT_MATH[name].__name__}")
 def _float_math(s: Scalars, op: Operation, args: Values, types: Types, out: DType) -> ir.Value:
     s.float_only(op.name, types[0])
+    if out.itemsize < 4:  # as numpy computes f16: in f32, rounded once (NVIDIA's f16 sqrt truncates)
+        return s.to_float(FLOAT_MATH[op.name](s.to_float(args[0], out, DType.float)), DType.float, out)
     return FLOAT_MATH[op.name](args[0])
 
 
