@@ -108,6 +108,40 @@ TEST_SELECTIONS: dict[str, Selection] = {
     "mgxir/passes/dead_code_elimination.py": Selection((U + "test_mutation_passes.py",), "dce or opt/flags"),
     "mgxir/passes/eliminate_common_subexpression.py": Selection((U + "test_mutation_passes.py",), "cse"),
     "mgxir/passes/fuse_pointwise.py": Selection((U + "test_fuse.py",), "fuse_pointwise"),
+    # pass modules with tests of their own: those and the package's
+    "mgxir/passes/rewrite_rnn.py": Selection(
+        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_rewrite_rnn.py"), "opt/"
+    ),
+    "mgxir/passes/split_reduce.py": Selection(
+        (
+            U + "test_pass_differential.py",
+            U + "test_mutation_passes.py",
+            U + "test_mutation_split_reduce.py",
+            U + "test_new_passes.py",
+        ),
+        "opt/",
+    ),
+    "mgxir/passes/rewrite_gelu.py": Selection(
+        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_rewrite_gelu_forms.py"), "opt/"
+    ),
+    "mgxir/passes/rewrite_reduce.py": Selection(
+        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_rewrite_reduce.py"), "opt/"
+    ),
+    "mgxir/passes/rewrite_pooling.py": Selection(
+        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_rewrite_pooling.py"), "opt/"
+    ),
+    "mgxir/passes/eliminate_pad.py": Selection(
+        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_pads.py"), "opt/"
+    ),
+    "mgxir/passes/insert_pad.py": Selection(
+        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_pads.py"), "opt/"
+    ),
+    "mgxir/passes/inline_module.py": Selection(
+        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_inline_convert.py"), "opt/"
+    ),
+    "mgxir/passes/eliminate_convert.py": Selection(
+        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_inline_convert.py"), "opt/"
+    ),
     "mgxir/passes/simplify_reshapes/": Selection(
         (U + "test_simplify_reshapes_views.py", U + "test_simplify_reshapes_concat_gather.py"), "simplify_reshapes"
     ),
