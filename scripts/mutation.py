@@ -72,6 +72,8 @@ class Selection:
 
 
 U = "test/unit/"
+# the passes package's tests: every pass module's row starts with them, so a row of its own keeps their kills
+PASS_TESTS = (U + "test_pass_differential.py", U + "test_mutation_passes.py")
 # module (or package directory, for every module under it without its own row) -> its tests
 TEST_SELECTIONS: dict[str, Selection] = {
     "mgxir/passes/eliminate_identity.py": Selection((U + "test_eliminate_identity.py",), "eliminate_identity"),
@@ -86,7 +88,7 @@ TEST_SELECTIONS: dict[str, Selection] = {
     "mgxir/interp/interpreter.py": Selection((U + "test_ops_compute_last.py", U + "test_mutation_interp.py"), "run/"),
     "mgxir/text/printer.py": Selection((U + "test_text_printer.py", U + "test_text_roundtrip.py"), "text/"),
     # whole packages (a module without its own row takes its package's)
-    "mgxir/passes/": Selection((U + "test_pass_differential.py", U + "test_mutation_passes.py"), "opt/"),
+    "mgxir/passes/": Selection(PASS_TESTS, "opt/"),
     "mgxir/ops/": Selection(
         tuple(
             f"{U}test_{name}.py"
@@ -130,36 +132,41 @@ TEST_SELECTIONS: dict[str, Selection] = {
     "mgxir/passes/eliminate_concat.py": Selection(
         (U + "test_new_passes.py", U + "test_mutation_eliminate_concat.py"), "eliminate_concat"
     ),
-    "mgxir/passes/memory_coloring.py": Selection(
-        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_memory_coloring.py"), "opt/"
-    ),
+    "mgxir/passes/memory_coloring.py": Selection((*PASS_TESTS, U + "test_mutation_memory_coloring.py"), "opt/"),
     "mgxir/passes/eliminate_contiguous.py": Selection(
-        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_eliminate_contiguous.py"),
+        (*PASS_TESTS, U + "test_mutation_eliminate_contiguous.py"),
         "opt/",
     ),
     "mgxir/passes/optimize_module.py": Selection(
-        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_optimize_module.py"),
+        (*PASS_TESTS, U + "test_mutation_optimize_module.py"),
         "opt/",
     ),
-    "mgxir/passes/matchers.py": Selection(
-        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_matchers.py"), "opt/"
-    ),
-    "mgxir/passes/auto_contiguous.py": Selection(
-        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_ref_passes.py"), "opt/"
-    ),
-    "mgxir/passes/normalize_ops.py": Selection(
-        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_ref_passes.py"), "opt/"
-    ),
-    "mgxir/passes/ref_lowering.py": Selection(
-        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_ref_passes.py"), "opt/"
-    ),
+    "mgxir/passes/matchers.py": Selection((*PASS_TESTS, U + "test_mutation_matchers.py"), "opt/"),
+    "mgxir/passes/auto_contiguous.py": Selection((*PASS_TESTS, U + "test_mutation_ref_passes.py"), "opt/"),
+    "mgxir/passes/normalize_ops.py": Selection((*PASS_TESTS, U + "test_mutation_ref_passes.py"), "opt/"),
+    "mgxir/passes/ref_lowering.py": Selection((*PASS_TESTS, U + "test_mutation_ref_passes.py"), "opt/"),
     "mgxir/passes/propagate_constant.py": Selection(
-        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_propagate_constant.py"),
+        (*PASS_TESTS, U + "test_mutation_propagate_constant.py"),
         "opt/",
     ),
-    "mgxir/passes/rewrite.py": Selection(
-        (U + "test_pass_differential.py", U + "test_mutation_passes.py", U + "test_mutation_rewrite.py"), "opt/"
+    "mgxir/passes/rewrite.py": Selection((*PASS_TESTS, U + "test_mutation_rewrite.py"), "opt/"),
+    # pass modules with tests of their own: those and the package's
+    "mgxir/passes/rewrite_rnn.py": Selection((*PASS_TESTS, U + "test_rewrite_rnn.py"), "opt/"),
+    "mgxir/passes/split_reduce.py": Selection(
+        (
+            *PASS_TESTS,
+            U + "test_mutation_split_reduce.py",
+            U + "test_new_passes.py",
+        ),
+        "opt/",
     ),
+    "mgxir/passes/rewrite_gelu.py": Selection((*PASS_TESTS, U + "test_rewrite_gelu_forms.py"), "opt/"),
+    "mgxir/passes/rewrite_reduce.py": Selection((*PASS_TESTS, U + "test_mutation_rewrite_reduce.py"), "opt/"),
+    "mgxir/passes/rewrite_pooling.py": Selection((*PASS_TESTS, U + "test_mutation_rewrite_pooling.py"), "opt/"),
+    "mgxir/passes/eliminate_pad.py": Selection((*PASS_TESTS, U + "test_mutation_pads.py"), "opt/"),
+    "mgxir/passes/insert_pad.py": Selection((*PASS_TESTS, U + "test_mutation_pads.py"), "opt/"),
+    "mgxir/passes/inline_module.py": Selection((*PASS_TESTS, U + "test_mutation_inline_convert.py"), "opt/"),
+    "mgxir/passes/eliminate_convert.py": Selection((*PASS_TESTS, U + "test_mutation_inline_convert.py"), "opt/"),
     "mgxir/passes/simplify_reshapes/": Selection(
         (U + "test_simplify_reshapes_views.py", U + "test_simplify_reshapes_concat_gather.py"), "simplify_reshapes"
     ),

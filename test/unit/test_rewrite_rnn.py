@@ -165,6 +165,14 @@ def test_clip_and_input_forget_stay() -> None:
     assert recurrent_names(program) == ["lstm"]
 
 
+@pytest.mark.parametrize("kind", ["rnn", "gru", "lstm"])
+def test_statistics_name_the_unrolled_op(kind: str) -> None:
+    program, _ = recurrent_program(kind, "forward")
+    context = PassContext()
+    RewriteRnn().apply(program, context)
+    assert context.statistics[f"{kind} unrolled"] == 1
+
+
 @pytest.mark.parametrize("lengths", [None, [2, 2, 2], [4, 1, 3]])
 def test_ref_pipeline(lengths: list[int] | None) -> None:
     program, values = recurrent_program("lstm", "bidirectional", peephole=True, lengths=lengths)
