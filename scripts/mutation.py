@@ -115,9 +115,7 @@ TEST_SELECTIONS: dict[str, Selection] = {
         ),
         "opt/ or run/ or text/ or translate/",
     ),
-    "mgxir/passes/dead_code_elimination.py": Selection(
-        (U + "test_mutation_passes.py", U + "test_mutation_rewrite.py"), "dce or opt/flags"
-    ),
+    "mgxir/passes/dead_code_elimination.py": Selection((U + "test_mutation_passes.py",), "dce or opt/flags"),
     "mgxir/passes/eliminate_common_subexpression.py": Selection((U + "test_mutation_passes.py",), "cse"),
     "mgxir/passes/fuse_pointwise.py": Selection((U + "test_fuse.py",), "fuse_pointwise"),
     "mgxir/passes/manager.py": Selection(

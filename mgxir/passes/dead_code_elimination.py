@@ -11,12 +11,6 @@ from mgxir.ir.program import Program
 from mgxir.passes.base import ModulePass, PassContext
 
 
-def is_removable(ins: Instruction) -> bool:
-    """Never removed: parameters, `@return`, and operators with side effects."""
-    defn = ins.op.defn
-    return not ins.users and not ins.is_param and not defn.has_side_effects
-
-
 def eliminate_dead_code(module: Module, context: PassContext | None = None) -> int:
     """One backward walk (users come after their arguments); the last instruction always stays.
 
@@ -28,7 +22,7 @@ def eliminate_dead_code(module: Module, context: PassContext | None = None) -> i
     removed = 0
     module_uses = _ModuleUses(module.program)
     for ins in reversed(module):
-        # is_removable, inlined: this loop runs after every pass
+        # never removed: parameters, the last instruction (`@return`), operators with side effects
         if ins.users or ins is last or ins.op.defn.name == "@param" or ins.op.defn.has_side_effects:
             continue
         module.remove(ins)

@@ -1,16 +1,13 @@
 """The rewriting API's pieces, called as a pass would at run time: the rewriter's module edits and
-in-place edits whose users' shapes follow, `pattern`, the MATCHED_UNCHANGED outcome; and DCE's
-`is_removable`."""
+in-place edits whose users' shapes follow, `pattern`, the MATCHED_UNCHANGED outcome."""
 
 from __future__ import annotations
 
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
-from mgxir.ir.program import Program
 from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape
 from mgxir.passes import rewrite
-from mgxir.passes.dead_code_elimination import is_removable
 from mgxir.passes.rewrite import MATCHED_UNCHANGED, Rewriter, pattern
 from mgxir.text.parser import parse_program
 
@@ -75,12 +72,3 @@ def test_pattern_makes_a_named_pattern_that_calls_the_function() -> None:
     main, (_, neg, _, _) = _main()
     rewriter = Rewriter(main)
     assert made(rewriter, neg, 7) == (rewriter, neg, 7)
-
-
-def test_is_removable() -> None:
-    main, (x, neg, tanh, _) = _main()
-    dead = main.insert(None, make_op("neg"), [x])
-    assert is_removable(dead)
-    assert not is_removable(neg)
-    assert not is_removable(Program().create_module("m").add_parameter("p", x.shape))
-    assert not is_removable(main.insert(None, make_op("random_seed")))  # has side effects
