@@ -1,0 +1,87 @@
+"""fuse_reduce's reduce_reshape (a reshape between a pointwise and a reduction moves below the
+fused_reduce, whose body is rebuilt on the reshaped dimensions) and FuseReduce on one module."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_pass_differential import check_pipeline
+
+from mgxir.passes.base import PassContext
+from mgxir.passes.fuse_reduce import FuseReduce
+from mgxir.passes.registry import parse_pipeline
+from mgxir.text.parser import parse_program
+from mgxir.text.printer import print_module
+
+PIPELINE = "fuse_pointwise,fuse_reduce,dce"
+DATA = Path(__file__).with_name("data") / "mutation_fuse"
+
+SOFTMAX_SUM = """module: "main"
+x = @param:x -> float_type, {2, 3, 4}, {12, 4, 1}
+@1 = exp(x) -> float_type, {2, 3, 4}, {12, 4, 1}
+@2 = reshape[dims={2, 12}](@1) -> float_type, {2, 12}, {12, 1}
+@3 = reduce_sum[axes={1}](@2) -> float_type, {2, 1}, {1, 1}
+@4 = multibroadcast[out_lens={2, 12}](@3) -> float_type, {2, 12}, {1, 0}
+@5 = div(@2,@4) -> float_type, {2, 12}, {12, 1}
+@6 = @return(@5)
+"""
+
+SCALED_MAX = """module: "main"
+s = @param:s -> float_type, {2, 1}, {1, 1}
+x = @param:x -> float_type, {2, 3, 4}, {12, 4, 1}
+@1 = exp(x) -> float_type, {2, 3, 4}, {12, 4, 1}
+@2 = reshape[dims={2, 12}](@1) -> float_type, {2, 12}, {12, 1}
+@3 = multibroadcast[out_lens={2, 12}](s) -> float_type, {2, 12}, {1, 0}
+@4 = mul(@3,@2) -> float_type, {2, 12}, {12, 1}
+@5 = reduce_max[axes={1}](@4) -> float_type, {2, 1}, {1, 1}
+@6 = multibroadcast[out_lens={2, 12}](@5) -> float_type, {2, 12}, {1, 0}
+@7 = sub(@4,@6) -> float_type, {2, 12}, {12, 1}
+@8 = @return(@7)
+"""
+
+ROW_ARGMAX = """module: "main"
+x = @param:x -> float_type, {2, 3, 4}, {12, 4, 1}
+@1 = exp(x) -> float_type, {2, 3, 4}, {12, 4, 1}
+@2 = reshape[dims={6, 4}](@1) -> float_type, {6, 4}, {4, 1}
+@3 = argmax[axis=1](@2) -> int64_type, {6, 1}, {1, 1}
+@4 = @return(@3)
+"""
+CASES = {"softmax_sum": SOFTMAX_SUM, "scaled_max": SCALED_MAX, "row_argmax": ROW_ARGMAX}
+
+
+def fused(text: str) -> str:
+    program = parse_program(text)
+    context = PassContext()
+    for p in parse_pipeline(PIPELINE):
+        p.apply(program, context)
+    assert context.statistics["find_op_reshape_op applied"] >= 1
+    return "\n".join(print_module(program.modules[name]) for name in program.modules)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_reduce_reshape_rebuilds_the_body_on_the_reshaped_dims(name: str) -> None:
+    text = CASES[name]
+    assert fused(text) == (DATA / f"{name}.txt").read_text()
+    check_pipeline(parse_program(text), PIPELINE, 0)
+
+
+def test_reduce_reshape_moves_the_argmax_axis() -> None:
+    """argmax's `axis` follows the reshape: axis 1 of {6, 4} is axis 2 of {2, 3, 4}."""
+    program = parse_program(ROW_ARGMAX)
+    for p in parse_pipeline(PIPELINE):
+        p.apply(program, PassContext())
+    (body,) = (m for m in program.modules.values() if m.name.endswith("_reshape"))
+    (argmax,) = (ins for ins in body if ins.op.defn.name == "argmax")
+    assert argmax.op["axis"] == 2
+
+
+def test_fuse_reduce_on_one_module_wraps_and_reshapes() -> None:
+    """FuseReduce.apply_module on main alone: the reduction is wrapped, the pointwise fused in and
+    the reshape moved below the fused_reduce."""
+    program = parse_program(SOFTMAX_SUM)
+    (fuse_pointwise,) = parse_pipeline("fuse_pointwise")
+    fuse_pointwise.apply(program, PassContext())
+    FuseReduce().apply_module(program.main, PassContext())
+    names = [ins.op.defn.name for ins in program.main if not ins.is_param]
+    assert names == ["fused_reduce", "reshape", "@return"]
