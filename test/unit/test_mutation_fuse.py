@@ -1,5 +1,6 @@
 """fuse_reduce's reduce_reshape (a reshape between a pointwise and a reduction moves below the
-fused_reduce, whose body is rebuilt on the reshaped dimensions) and FuseReduce on one module."""
+fused_reduce, whose body is rebuilt on the reshaped dimensions) FuseReduce on one module, and
+module_fusion's helpers (fuse_module, last_output) called directly."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from pathlib import Path
 import pytest
 from test_pass_differential import check_pipeline
 
+from mgxir.ir.shape import Shape
 from mgxir.passes.base import PassContext
 from mgxir.passes.fuse_reduce import FuseReduce
+from mgxir.passes.module_fusion import fuse_module, last_output
 from mgxir.passes.registry import parse_pipeline
 from mgxir.text.parser import parse_program
 from mgxir.text.printer import print_module
@@ -47,7 +50,15 @@ x = @param:x -> float_type, {2, 3, 4}, {12, 4, 1}
 @3 = argmax[axis=1](@2) -> int64_type, {6, 1}, {1, 1}
 @4 = @return(@3)
 """
-CASES = {"softmax_sum": SOFTMAX_SUM, "scaled_max": SCALED_MAX, "row_argmax": ROW_ARGMAX}
+POINTWISE_ADD = """module: "main"
+x = @param:x -> float_type, {2, 3, 4}, {12, 4, 1}
+y = @param:y -> float_type, {6, 4}, {4, 1}
+@2 = exp(x) -> float_type, {2, 3, 4}, {12, 4, 1}
+@3 = reshape[dims={6, 4}](@2) -> float_type, {6, 4}, {4, 1}
+@4 = add(@3,y) -> float_type, {6, 4}, {4, 1}
+@5 = @return(@4)
+"""
+CASES = {"pointwise_add": POINTWISE_ADD, "softmax_sum": SOFTMAX_SUM, "scaled_max": SCALED_MAX, "row_argmax": ROW_ARGMAX}
 
 
 def fused(text: str) -> str:
@@ -85,3 +96,43 @@ def test_fuse_reduce_on_one_module_wraps_and_reshapes() -> None:
     FuseReduce().apply_module(program.main, PassContext())
     names = [ins.op.defn.name for ins in program.main if not ins.is_param]
     assert names == ["fused_reduce", "reshape", "@return"]
+
+
+TWO_OUTPUTS = """module: "main"
+a = @param:a -> float_type, {2, 3}, {1, 2}
+b = @param:b -> float_type, {2, 3}, {3, 1}
+@2 = pointwise(a,b), [m] -> float_type, {2, 3}, {3, 1}
+@3 = @return(@2)
+
+module: "m"
+m:x1 = @param:x1 -> float_type, {1}, {0}
+m:x0 = @param:x0 -> float_type, {1}, {0}
+m:@2 = add(m:x0,m:x1) -> float_type, {1}, {0}
+m:@3 = neg(m:x0) -> float_type, {1}, {0}
+m:@4 = @return(m:@2,m:@3)
+"""
+
+
+def test_last_output_is_the_first_returned_value() -> None:
+    program = parse_program(TWO_OUTPUTS)
+    body = program.modules["m"]
+    assert last_output(body).op.defn.name == "add"
+    assert last_output(program.main).op.defn.name == "pointwise"
+
+
+def test_fuse_module_parameters_take_the_transformed_shapes() -> None:
+    program = parse_program(TWO_OUTPUTS)
+    a, b = (ins for ins in program.main if ins.is_param)
+    target = program.create_module("t")
+    fuse_module(target, program.modules["m"], [a, b], shape_transform=lambda shape: Shape(shape.dtype, [6]))
+    assert [p.shape.lens for p in target.parameters()] == [(6,), (6,)]
+    plain = program.create_module("u")
+    fuse_module(plain, program.modules["m"], [a, b])
+    assert [p.shape.strides for p in plain.parameters()] == [(3, 1), (3, 1)]
+
+
+def test_fuse_module_wants_an_input_per_parameter() -> None:
+    program = parse_program(TWO_OUTPUTS)
+    a = next(ins for ins in program.main if ins.is_param)
+    with pytest.raises(ValueError, match="zip"):
+        fuse_module(program.create_module("t"), program.modules["m"], [a])
