@@ -119,7 +119,9 @@ TEST_SELECTIONS: dict[str, Selection] = {
         (U + "test_mutation_passes.py", U + "test_mutation_rewrite.py"), "dce or opt/flags"
     ),
     "mgxir/passes/eliminate_common_subexpression.py": Selection((U + "test_mutation_passes.py",), "cse"),
-    "mgxir/passes/fuse_pointwise.py": Selection((U + "test_fuse.py",), "fuse_pointwise"),
+    "mgxir/passes/fuse_pointwise.py": Selection(
+        (*PASS_TESTS, U + "test_fuse.py", U + "test_mutation_fuse.py"), "fuse_pointwise"
+    ),
     "mgxir/passes/fuse_reduce.py": Selection((*PASS_TESTS, U + "test_fuse.py", U + "test_mutation_fuse.py"), "opt/"),
     "mgxir/passes/rewrite_reshapes.py": Selection(
         (*PASS_TESTS, U + "test_fuse.py", U + "test_mutation_fuse.py"), "opt/"

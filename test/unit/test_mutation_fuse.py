@@ -1,6 +1,7 @@
 """fuse_reduce's reduce_reshape (a reshape between a pointwise and a reduction moves below the
-fused_reduce, whose body is rebuilt on the reshaped dimensions) FuseReduce on one module, and
-module_fusion's helpers (fuse_module, last_output) called directly."""
+fused_reduce, whose body is rebuilt on the reshaped dimensions), FuseReduce on one module,
+module_fusion's helpers (fuse_module, last_output) called directly, and fuse_pointwise's
+rewrite_broadcasts on a two-input multibroadcast."""
 
 from __future__ import annotations
 
@@ -136,3 +137,27 @@ def test_fuse_module_wants_an_input_per_parameter() -> None:
     a = next(ins for ins in program.main if ins.is_param)
     with pytest.raises(ValueError, match="zip"):
         fuse_module(program.create_module("t"), program.modules["m"], [a])
+
+
+TWO_ARG_BROADCAST = """module: "main"
+x = @param:x -> float_type, {2, 1}, {1, 1}
+r = @param:r -> float_type, {2, 3}, {3, 1}
+y = @param:y -> float_type, {2, 3}, {3, 1}
+@3 = exp(x) -> float_type, {2, 1}, {1, 1}
+@4 = multibroadcast(@3,r) -> float_type, {2, 3}, {1, 0}
+@5 = add(@4,y) -> float_type, {2, 3}, {3, 1}
+@6 = @return(@5)
+"""
+
+
+def test_rewrite_broadcasts_keeps_the_shape_argument_of_a_two_input_multibroadcast() -> None:
+    """The broadcast moved above exp keeps its second input (the shape it broadcasts to), and
+    exp and add merge into one pointwise."""
+    pipeline = "fuse_pointwise{enable_rewrite_broadcasts=true},dce"
+    program = parse_program(TWO_ARG_BROADCAST)
+    for p in parse_pipeline(pipeline):
+        p.apply(program, PassContext())
+    (broadcast,) = (ins for ins in program.main if ins.op.defn.name == "multibroadcast")
+    assert [a.param_name for a in broadcast.args] == ["x", "r"]
+    assert [ins.op.defn.name for ins in program.main if not ins.is_param] == ["multibroadcast", "pointwise", "@return"]
+    check_pipeline(parse_program(TWO_ARG_BROADCAST), pipeline, 0)
