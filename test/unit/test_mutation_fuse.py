@@ -161,3 +161,34 @@ def test_rewrite_broadcasts_keeps_the_shape_argument_of_a_two_input_multibroadca
     assert [a.param_name for a in broadcast.args] == ["x", "r"]
     assert [ins.op.defn.name for ins in program.main if not ins.is_param] == ["multibroadcast", "pointwise", "@return"]
     check_pipeline(parse_program(TWO_ARG_BROADCAST), pipeline, 0)
+
+
+SHARED_PRODUCER_MODULE = """module: "main"
+x = @param:x -> float_type, {2, 3}, {3, 1}
+y = @param:y -> float_type, {2, 3}, {3, 1}
+@2 = pointwise(x), [m0] -> float_type, {2, 3}, {3, 1}
+@3 = pointwise(@2), [m1] -> float_type, {2, 3}, {3, 1}
+@4 = pointwise(y), [m0] -> float_type, {2, 3}, {3, 1}
+@5 = @return(@3,@4)
+
+module: "m0"
+m0:x0 = @param:x0 -> float_type, {1}, {0}
+m0:@1 = neg(m0:x0) -> float_type, {1}, {0}
+m0:@2 = @return(m0:@1)
+
+module: "m1"
+m1:x0 = @param:x0 -> float_type, {1}, {0}
+m1:@1 = exp(m1:x0) -> float_type, {1}, {0}
+m1:@2 = @return(m1:@1)
+"""
+
+
+def test_a_copied_shared_module_belongs_to_the_program() -> None:
+    """The producer's module, used twice, is copied before it grows; the copy is the program's."""
+    program = parse_program(SHARED_PRODUCER_MODULE)
+    for module in program.modules.values():
+        module.bypass = module.name != "main"
+    (fuse_pointwise,) = parse_pipeline("fuse_pointwise")
+    fuse_pointwise.apply(program, PassContext())
+    assert "m0:m1-deleted" in program.modules
+    assert all(module.program is program for module in program.modules.values())
