@@ -192,3 +192,48 @@ def test_a_copied_shared_module_belongs_to_the_program() -> None:
     fuse_pointwise.apply(program, PassContext())
     assert "m0:m1-deleted" in program.modules
     assert all(module.program is program for module in program.modules.values())
+
+
+REDUCE_USED_THRICE = """module: "main"
+x = @param:x -> float_type, {2, 3}, {3, 1}
+y = @param:y -> float_type, {2, 3}, {3, 1}
+@2 = reduce_sum[axes={1}](x) -> float_type, {2, 1}, {1, 1}
+@3 = multibroadcast[out_lens={2, 3}](@2) -> float_type, {2, 3}, {1, 0}
+@4 = add(@3,y) -> float_type, {2, 3}, {3, 1}
+@5 = neg(@2) -> float_type, {2, 1}, {1, 1}
+@6 = exp(@2) -> float_type, {2, 1}, {1, 1}
+@7 = @return(@4,@5,@6)
+"""
+
+REDUCE_BROADCAST_TWICE = """module: "main"
+x = @param:x -> float_type, {2, 3}, {3, 1}
+y = @param:y -> float_type, {2, 3}, {3, 1}
+z = @param:z -> float_type, {2, 5}, {5, 1}
+@3 = reduce_sum[axes={1}](x) -> float_type, {2, 1}, {1, 1}
+@4 = multibroadcast[out_lens={2, 3}](@3) -> float_type, {2, 3}, {1, 0}
+@5 = add(@4,y) -> float_type, {2, 3}, {3, 1}
+@6 = multibroadcast[out_lens={2, 5}](@3) -> float_type, {2, 5}, {1, 0}
+@7 = mul(@6,z) -> float_type, {2, 5}, {5, 1}
+@8 = @return(@5,@7)
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (REDUCE_USED_THRICE, ["fused_reduce", "multibroadcast", "pointwise", "pointwise", "pointwise", "@return"]),
+        (
+            REDUCE_BROADCAST_TWICE,
+            ["fused_reduce", "multibroadcast", "pointwise", "multibroadcast", "pointwise", "@return"],
+        ),
+    ],
+    ids=["used_thrice", "broadcast_twice"],
+)
+def test_a_reduction_used_elsewhere_is_not_fused_into_a_broadcast_consumer(text: str, expected: list[str]) -> None:
+    """A reduction reaches its pointwise consumer through a broadcast but is used by more than
+    that consumer: it stays its own fused_reduce."""
+    program = parse_program(text)
+    for p in parse_pipeline(PIPELINE):
+        p.apply(program, PassContext())
+    assert [ins.op.defn.name for ins in program.main if not ins.is_param] == expected
+    check_pipeline(parse_program(text), PIPELINE, 0)
