@@ -117,7 +117,14 @@ TEST_SELECTIONS: dict[str, Selection] = {
     ),
     "mgxir/passes/dead_code_elimination.py": Selection((U + "test_mutation_passes.py",), "dce or opt/flags"),
     "mgxir/passes/eliminate_common_subexpression.py": Selection((U + "test_mutation_passes.py",), "cse"),
-    "mgxir/passes/fuse_pointwise.py": Selection((U + "test_fuse.py",), "fuse_pointwise"),
+    "mgxir/passes/fuse_pointwise.py": Selection(
+        (*PASS_TESTS, U + "test_fuse.py", U + "test_mutation_fuse.py"), "fuse_pointwise"
+    ),
+    "mgxir/passes/fuse_reduce.py": Selection((*PASS_TESTS, U + "test_fuse.py", U + "test_mutation_fuse.py"), "opt/"),
+    "mgxir/passes/rewrite_reshapes.py": Selection(
+        (*PASS_TESTS, U + "test_fuse.py", U + "test_mutation_fuse.py"), "opt/"
+    ),
+    "mgxir/passes/module_fusion.py": Selection((*PASS_TESTS, U + "test_fuse.py", U + "test_mutation_fuse.py"), "opt/"),
     "mgxir/passes/manager.py": Selection(
         (U + "test_pass_manager.py", U + "test_pass_manager_unchanged.py", U + "test_mutation_pass_manager.py"),
         "opt/",

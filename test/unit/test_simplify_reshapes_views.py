@@ -142,3 +142,47 @@ def test_insert_auto_reshape_picks_squeeze_unsqueeze_or_reshape() -> None:
     assert auto((2, 3), [3, 2]) == "reshape[dims={3, 2}]"
     assert auto((2, 3), [6]) == "reshape[dims={6}]"
     assert auto((6,), [2, 3]) == "reshape[dims={2, 3}]"
+
+
+ARGMAX_SQUEEZE = """module: "main"
+x = @param:x -> float_type, {X_LENS}, {X_STRIDES}
+y = @param:y -> int64_type, {Y_LENS}, {Y_STRIDES}
+@2 = argmax[axis=AXIS](x) -> int64_type, {R_LENS}, {R_STRIDES}
+@3 = squeeze[axes={SQUEEZED}](@2) -> int64_type, {Y_LENS}, {Y_STRIDES}
+@4 = add(@3,y) -> int64_type, {Y_LENS}, {Y_STRIDES}
+@5 = @return(@4)
+"""
+
+
+def _argmax_squeeze(x: tuple[int, ...], axis: int) -> str:
+    """argmax over `axis` of x, its axis squeezed, plus y."""
+    positive = axis % len(x)
+    reduced = tuple(1 if i == positive else n for i, n in enumerate(x))
+    y = tuple(n for i, n in enumerate(x) if i != positive)
+    fields = {
+        "X_LENS": x,
+        "X_STRIDES": Shape(DType.float, x).strides,
+        "R_LENS": reduced,
+        "R_STRIDES": Shape(DType.int64, reduced).strides,
+        "Y_LENS": y,
+        "Y_STRIDES": Shape(DType.int64, y).strides,
+    }
+    text = ARGMAX_SQUEEZE.replace("AXIS", str(axis)).replace("SQUEEZED", str(positive))
+    for key, dims in fields.items():
+        text = text.replace(key, ", ".join(map(str, dims)))
+    return text
+
+
+@pytest.mark.parametrize(("x", "axis"), [((1, 8, 4, 6), -3), ((1, 8, 4, 6), 1), ((8, 4, 6), 0)])
+def test_op_shape_transform_op_moves_a_squeeze_after_an_argmax(x: tuple[int, ...], axis: int) -> None:
+    """find_op_shape_transform_op: the squeeze after argmax (negative axis counted from the end)
+    moves below the add, y is unsqueezed at the argmax's axis, and argmax keeps that axis."""
+    pipeline = "simplify_reshapes{enable_op_shape_transform_op=true}"
+    program = parse_program(_argmax_squeeze(x, axis))
+    transformed, _ = _run(program, pipeline)
+    main = [ins for ins in transformed.main if not ins.is_param]
+    assert [ins.op.defn.name for ins in main] == ["argmax", "unsqueeze", "add", "squeeze", "@return"]
+    positive = axis % len(x)
+    assert main[0].op["axis"] == positive
+    assert list(main[1].op["axes"]) == [positive]
+    check_values(program, pipeline, 0)
