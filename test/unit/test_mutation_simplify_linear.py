@@ -171,6 +171,8 @@ def test_fuse_group_declines_groups_it_cannot_fuse() -> None:
     _fuse_declined(
         c, x, [c.op("convolution", x, c.param("k3", 2, 3, 3, 3)), c.op("convolution", x, c.param("k1", 2, 3, 1, 1))]
     )
+    grouped = [c.op("convolution", x, c.param(f"g{i}", 3, 1, 3, 3), group=3) for i in range(2)]
+    _fuse_declined(c, x, grouped)  # grouped convolutions: concatenated weights would mix the groups
     # a weight computed from the shared input cannot move before it
     _fuse_declined(c, y, [c.op("dot", y, c.param("u", 3, 4)), c.op("dot", y, c.op("neg", y))])
     verify(c.program)
