@@ -172,6 +172,12 @@ TEST_SELECTIONS: dict[str, Selection] = {
     "mgxir/passes/insert_pad.py": Selection((*PASS_TESTS, U + "test_mutation_pads.py"), "opt/"),
     "mgxir/passes/inline_module.py": Selection((*PASS_TESTS, U + "test_mutation_inline_convert.py"), "opt/"),
     "mgxir/passes/eliminate_convert.py": Selection((*PASS_TESTS, U + "test_mutation_inline_convert.py"), "opt/"),
+    "mgxir/passes/simplify_algebra/linear.py": Selection(
+        (*PASS_TESTS, U + "test_simplify_algebra_linear.py", U + "test_mutation_simplify_linear.py"), "opt/"
+    ),
+    "mgxir/passes/simplify_algebra/concat.py": Selection(
+        (*PASS_TESTS, U + "test_simplify_algebra_concat.py", U + "test_mutation_simplify_concat.py"), "opt/"
+    ),
     "mgxir/passes/simplify_reshapes/": Selection(
         (U + "test_simplify_reshapes_views.py", U + "test_simplify_reshapes_concat_gather.py"), "simplify_reshapes"
     ),
