@@ -24,7 +24,9 @@ For long runs: `--json PATH` writes the counts per module and each surviving mut
 every 30 seconds while mutmut runs and once at the end; `--deadline SECONDS` stops mutmut that long
 after the start and reports what it checked (the rest are "not checked", left out of the score);
 `--scratch DIR` puts the copy there and keeps it, and a later run with the same DIR goes on where
-that one stopped (mutmut skips the mutants that have a result).
+that one stopped (mutmut skips the mutants that have a result); `--recheck` with it copies the
+repository's current files in and checks the survivors again (new tests belong in files the selection
+already names: a changed selection makes mutmut start over).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ import argparse
 import ast
 import contextlib
 import dataclasses
+import filecmp
 import json
 import os
 import re
@@ -92,7 +95,29 @@ TEST_SELECTIONS: dict[str, Selection] = {
     "mgxir/ops/": Selection(
         tuple(
             f"{U}test_{name}.py"
-            for name in ("ops_shapes", "ops_compute", "ops_compute_more", "ops_compute_last", "ops_rarely_used")
+            for name in (
+                "ops_shapes",
+                "ops_compute",
+                "ops_compute_more",
+                "ops_compute_last",
+                "ops_compute_edges",
+                "ops_rarely_used",
+                "ops_dynamic_shapes",
+                "ops_common",
+                "shape_rule_edges",
+                "shape_rule_refusals",
+                "shape_properties",
+                "interpreter_edges",
+                "pass_memory_coloring",
+                "mxr_operation_values",
+                "onnx_conformance",
+                "onnx_import",
+                "onnx_import_edges",
+                "onnx_quantized",
+                "onnx_attention_scan",
+                "pass_differential",
+                "fuse",
+            )
         ),
         "run/ or text/",
     ),
@@ -273,25 +298,28 @@ def source_files() -> list[str]:
     ]
 
 
-def scratch_copy(modules: list[str], tests: list[str], root: Path | None = None) -> Path:
+def scratch_copy(modules: list[str], tests: list[str], root: Path | None = None, refresh: bool = False) -> Path:
     """The repository's files in `root` (a new temporary directory if None), with [tool.mutmut]
     narrowed to `modules`. A `root` that already holds a copy is kept as it is (with mutmut's results
-    in root/mutants, or with only its .meta files and stats there, as a run elsewhere left them)."""
-    if root is not None and (root / "pyproject.toml").is_file():
+    in root/mutants, or with only its .meta files and stats there, as a run elsewhere left them), unless
+    `refresh`: then the repository's current files replace the copy's, and mutmut's results stay."""
+    if root is not None and (root / "pyproject.toml").is_file() and not refresh:
         return root
     root = Path(tempfile.mkdtemp(prefix="mgxir-mutation-")) if root is None else root
     root.mkdir(parents=True, exist_ok=True)
     for name in source_files():
         target = root / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        if (REPO / name).is_file():
+        if (REPO / name).is_file() and not (target.is_file() and filecmp.cmp(REPO / name, target, shallow=False)):
             shutil.copy2(REPO / name, target)
     # tests find the reference material at ../shared from the checkout: the same from the copy
     shared = REPO.parent / "shared"
     if shared.is_dir() and not (root / "shared").exists():
         (root / "shared").symlink_to(shared)
     for module in modules:
-        (root / module).write_text(undecorate((REPO / module).read_text()))
+        text = undecorate((REPO / module).read_text())
+        if not (root / module).is_file() or (root / module).read_text() != text:  # an unchanged file keeps its time
+            (root / module).write_text(text)
     pyproject = (root / "pyproject.toml").read_text()
     section = tomllib.loads(pyproject)["tool"]["mutmut"] | {
         "only_mutate": modules,
@@ -302,6 +330,26 @@ def scratch_copy(modules: list[str], tests: list[str], root: Path | None = None)
     pyproject = re.sub(r"\[tool\.mutmut\]\n(?:[^\[].*\n|\n)*", lambda _: f"[tool.mutmut]\n{narrowed}\n", pyproject)
     (root / "pyproject.toml").write_text(pyproject)
     return root
+
+
+def reset_survivors(root: Path, modules: list[str]) -> int:
+    """Forget the results of the mutants that survived or had no tests, so that mutmut checks them
+    again; returns how many."""
+    from mutmut.stats import status_by_exit_code
+
+    count = 0
+    for module in modules:
+        meta = root / "mutants" / f"{module}.meta"
+        if not meta.is_file():
+            continue
+        data = json.loads(meta.read_text())
+        codes = data["exit_code_by_key"]
+        for name, code in codes.items():
+            if code is not None and status_by_exit_code[code] in ("survived", "no tests"):
+                codes[name] = None
+                count += 1
+        meta.write_text(json.dumps(data, indent=4))
+    return count
 
 
 def mutant_statuses(
@@ -460,6 +508,11 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="write the counts and the survivors with their diffs here")
     parser.add_argument("--deadline", type=float, help="stop mutmut this many seconds after the start")
     parser.add_argument("--scratch", type=Path, help="the copy's directory (kept; a run there goes on)")
+    parser.add_argument(
+        "--recheck",
+        action="store_true",
+        help="with --scratch: copy the repository's current files in and check again the mutants that survived",
+    )
     args = parser.parse_args()
     started = time.monotonic()
     modules = expand(args.modules) if args.modules else changed_modules(args.base)
@@ -470,7 +523,9 @@ def main() -> int:
         print(f"no module under {', '.join(MUTATED_PACKAGES)} changed since {args.base}")
         return 0
     tests = shlex.split(args.tests) if args.tests else pytest_arguments(modules)
-    root = scratch_copy(modules, tests, args.scratch.resolve() if args.scratch else None)
+    root = scratch_copy(modules, tests, args.scratch.resolve() if args.scratch else None, refresh=args.recheck)
+    if args.recheck:
+        print(f"checking again {reset_survivors(root, modules)} mutants that survived", flush=True)
     print(f"mutating {', '.join(modules)} in {root}\ntests: {shlex.join(tests)}", flush=True)
     children = ["--max-children", str(args.max_children)] if args.max_children else []
     results = JsonResults(args.json.resolve(), {"command": sys.argv, "tests": tests}) if args.json else None
