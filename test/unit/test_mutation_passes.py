@@ -336,3 +336,16 @@ def test_dce_drops_a_dead_ifs_branches_with_the_values_they_read_and_keeps_share
     assert [ins.op.name for ins in program.main] == ["@param", "@param", "if", "get_tuple_elem", "@return"]
     assert context.statistics == {"instructions removed": 2, "modules removed": 2}
     verify(program)
+
+
+def test_cse_goes_on_past_instructions_with_side_effects() -> None:
+    program = parse_program(
+        'module: "main"\nx = @param:x -> float_type, {2}, {1}\n'
+        "@1 = capture[ins_index=0](x) -> float_type, {2}, {1}\n@2 = foo(x) -> float_type, {2}, {1}\n"
+        "@3 = neg(x) -> float_type, {2}, {1}\n@4 = neg(x) -> float_type, {2}, {1}\n"
+        "@5 = add(@3,@4) -> float_type, {2}, {1}\n@6 = @return(@5,@1,@2)\n"
+    )
+    context = PassContext()
+    EliminateCommonSubexpression().apply(program, context)
+    assert [i.op.name for i in program.main].count("neg") == 1
+    assert context.statistics["instructions merged"] == 1
