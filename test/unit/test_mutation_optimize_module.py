@@ -51,6 +51,7 @@ def test_run_and_report_change_says_whether_any_pass_counted() -> None:
     passes = [EliminateCommonSubexpression(), DeadCodeElimination()]
     program = parse_program(NEG_X)
     context = PassContext()
+    assert run_and_report_change([], program.main, context) is False
     assert run_and_report_change(passes, program.main, context) is False
     assert dict(context.statistics) == {}
     program = parse_program(NEG_X.replace("@2 = @return(@1)", "@2 = tanh(x) -> float_type, {2}, {1}\n@3 = @return(@1)"))
