@@ -593,6 +593,9 @@ def test_translate_to_dot_and_svg(tmp_path: Path, capsys: pytest.CaptureFixture[
     path = _write(tmp_path, PROGRAM)
     assert translate_main(TranslateOptions(input=path, to="dot")) == 0
     assert capsys.readouterr().out.startswith("digraph")
+    dot = tmp_path / "p.dot"
+    assert translate_main(TranslateOptions(input=path, to="dot", output=str(dot))) == 0
+    assert capsys.readouterr().out == "" and dot.read_text().startswith("digraph")
     monkeypatch.setenv("PATH", str(tmp_path))
     assert translate_main(TranslateOptions(input=path, to="svg", output=str(tmp_path / "p.svg"))) == 1
     assert capsys.readouterr().err == (
@@ -835,6 +838,29 @@ def test_spirv_kernels_go_to_the_output_folder(tmp_path: Path, capsys: pytest.Ca
     assert translate_main(TranslateOptions(input=fused, to="spvasm", output=str(asm))) == 0
     assert capsys.readouterr().out == ""
     assert "OpEntryPoint" in asm.read_text()
+
+
+def test_spirv_of_a_program_without_kernels_needs_no_spirv_tools(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A pointwise on double_type gets no kernel (a warning), so nothing is assembled: the folder has
+    an empty manifest, the assembly file is empty, and the warning names the instruction."""
+    path = _write(tmp_path, PROGRAM.replace("float_type", "double_type"))
+    warning = (
+        "warning: no SPIR-V kernel for '@1' (main:pointwise0): element type double_type "
+        "(kernels handle float_type, half_type, int32_type, bool_type); it runs on the reference interpreter\n"
+    )
+    kernels = tmp_path / "kernels"
+    assert translate_main(TranslateOptions(input=path, to="spirv", output=str(kernels))) == 0
+    assert capsys.readouterr() == ("", warning)
+    assert [p.name for p in kernels.iterdir()] == ["manifest.json"]
+    assert (kernels / "manifest.json").read_text() == '{\n  "target_env": "vulkan1.1",\n  "kernels": []\n}\n'
+    asm = tmp_path / "k.spvasm"
+    assert translate_main(TranslateOptions(input=path, to="spvasm", output=str(asm))) == 0
+    assert capsys.readouterr() == ("", warning)
+    assert asm.read_text() == ""
+    assert translate_main(TranslateOptions(input=path, to="spirv")) == 1
+    assert capsys.readouterr().err == "error: --to-spirv writes a directory of kernels: name it with -o DIR\n"
 
 
 def test_spirv_warnings_reach_the_user(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -1278,38 +1304,72 @@ def test_run_on_ref_silences_floating_point_warnings() -> None:
 
 
 # -- ONNX: mgx-translate's and mgx-run's reader with MIGraphX's driver options -------------------
+# The models are built here (onnx.helper) so that the tests need no ../shared/onnx-models.
 
-ONNX_MODELS = Path(__file__).resolve().parents[2].parent / "shared" / "onnx-models"
+
+def _onnx_model(tmp_path: Path, name: str) -> str:
+    """One of the small models of MIGraphX's ONNX tests, written to `tmp_path/NAME.onnx`."""
+    from onnx import TensorProto, helper
+
+    def tensor(name: str, dims: list, elem: int = TensorProto.FLOAT):
+        return helper.make_tensor_value_info(name, elem, dims)
+
+    node = helper.make_node
+    graphs = {
+        "variable_batch": ([node("Identity", ["0"], ["1"])], [tensor("0", [None, 3])], [tensor("1", [None, 3])]),
+        "dim_param": ([], [tensor("0", ["dim0", "dim1"])], [tensor("0", ["dim0", "dim1"])]),
+        "conv_dynamic_img": (
+            [node("Conv", ["0", "1"], ["2"])],
+            [tensor("0", [1, 3, None, None]), tensor("1", [1, 3, 3, 3])],
+            [tensor("2", [1, 1, None, None])],
+        ),
+        "unknown": ([node("Unknown", ["0"], ["1"])], [tensor("0", [2, 3])], [tensor("1", [2, 3])]),
+        "add_scalar": (
+            [node("Add", ["0", "1"], ["2"])],
+            [tensor("0", [2, 3], TensorProto.UINT8), tensor("1", [], TensorProto.UINT8)],
+            [tensor("2", [2, 3], TensorProto.UINT8)],
+        ),
+        "simplified_layer_normalization": (
+            [node("SimplifiedLayerNormalization", ["x", "scale"], ["y"], axis=-1, epsilon=1e-5, stash_type=1)],
+            [tensor("x", [2, 4], TensorProto.FLOAT16), tensor("scale", [4], TensorProto.FLOAT16)],
+            [tensor("y", [2, 4], TensorProto.FLOAT16)],
+        ),
+    }
+    nodes, inputs, outputs = graphs[name]
+    model = helper.make_model(
+        helper.make_graph(nodes, name, inputs, outputs), opset_imports=[helper.make_opsetid("", 19)]
+    )
+    path = tmp_path / f"{name}.onnx"
+    path.write_bytes(model.SerializeToString())
+    return str(path)
 
 
-@pytest.mark.skipif(not ONNX_MODELS.is_dir(), reason="needs ../shared/onnx-models")
 @pytest.mark.parametrize(
     ("model", "format_options", "expected"),
     [
-        ("variable_batch_test", {}, "0 = @param:0 -> float_type, {1, 3, 16, 16}, {768, 256, 16, 1}"),
-        ("variable_batch_test", {"batch": 4}, "0 = @param:0 -> float_type, {4, 3, 16, 16}, {768, 256, 16, 1}"),
-        ("variable_batch_test", {"default_dim_value": 4}, "0 = @param:0 -> float_type, {4, 3, 16, 16}"),
-        ("variable_batch_test", {"input_dim": ["@0 2 3 4 4"]}, "0 = @param:0 -> float_type, {2, 3, 4, 4}"),
-        ("dim_param_test", {"dim_param": ["dim0={min:1, max:8}", "dim1=3"]}, "dynamic, float_type, {[1..8], 3}"),
+        ("variable_batch", {}, "0 = @param:0 -> float_type, {1, 3}, {3, 1}"),
+        ("variable_batch", {"batch": 4}, "0 = @param:0 -> float_type, {4, 3}, {3, 1}"),
+        ("variable_batch", {"default_dim_value": 4}, "0 = @param:0 -> float_type, {4, 3}, {3, 1}"),
+        ("variable_batch", {"input_dim": ["@0 2 3"]}, "0 = @param:0 -> float_type, {2, 3}, {3, 1}"),
+        ("dim_param", {"dim_param": ["dim0={min:1, max:8}", "dim1=3"]}, "dynamic, float_type, {[1..8], 3}"),
         (
-            "conv_dynamic_img_test",
+            "conv_dynamic_img",
             {"dyn_input_dim": ["@0 [1, 3, {min:5,max:10}, {min:5,max:10}]"]},
             "0 = @param:0 -> dynamic, float_type, {1, 3, [5..10], [5..10]}",
         ),
-        ("unknown_test", {"skip_unknown_operators": True}, "unknown:Unknown"),
+        ("unknown", {"skip_unknown_operators": True}, "unknown:Unknown"),
     ],
 )
 def test_translate_from_onnx_with_driver_options(
-    model: str, format_options: dict, expected: str, capsys: pytest.CaptureFixture[str]
+    model: str, format_options: dict, expected: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    options = TranslateOptions(input=str(ONNX_MODELS / f"{model}.onnx"), source="onnx", format_options=format_options)
+    options = TranslateOptions(input=_onnx_model(tmp_path, model), source="onnx", format_options=format_options)
     assert translate_main(options) == 0
     assert expected in capsys.readouterr().out
 
 
-@pytest.mark.skipif(not ONNX_MODELS.is_dir(), reason="needs ../shared/onnx-models")
-def test_run_reads_an_onnx_model(capsys: pytest.CaptureFixture[str]) -> None:
-    assert run_main(RunOptions(input_file=str(ONNX_MODELS / "add_scalar_test.onnx"), fill="ones")) == 0
+def test_run_reads_an_onnx_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_main(RunOptions(input_file=_onnx_model(tmp_path, "add_scalar"), fill="ones")) == 0
     assert capsys.readouterr().out.startswith("out0: ")
 
 
@@ -1344,9 +1404,8 @@ def test_a_plugged_in_target_is_verified_against_ref(
     assert capsys.readouterr().err == "error: an MLIR input runs with --target=iree, not --target=ref\n"
 
 
-@pytest.mark.skipif(not ONNX_MODELS.is_dir(), reason="needs ../shared/onnx-models")
 def test_onnx_import_warnings_reach_the_user(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    model = str(ONNX_MODELS / "simplified_layer_normalization_test.onnx")
+    model = _onnx_model(tmp_path, "simplified_layer_normalization")
     assert translate_main(TranslateOptions(input=model, source="onnx")) == 0
     warning = "warning: SIMPLIFIED_LAYER_NORMALIZATION attribute stash_type is only used for training.\n"
     assert capsys.readouterr().err == warning
