@@ -993,6 +993,61 @@ def test_load_target_passes_imports_the_targets_a_pipeline_names(monkeypatch: py
     assert imported == ["upper", "lower"]
 
 
+def test_opt_refuses_an_output_in_a_missing_folder_before_any_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "nosuch" / "o.mgx"
+    options = OptOptions(input=_write(tmp_path, DEAD), pipeline="dce", print_before_all=True, output=str(out))
+    assert opt_main(options) == 1
+    assert capsys.readouterr() == ("", f"error: cannot write {out}: folder '{out.parent}' does not exist\n")
+
+
+def test_opt_names_standard_input_stdin_in_its_diagnostics(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(QMARK))
+    assert opt_main(OptOptions()) == 0
+    assert capsys.readouterr().err.startswith(f"<stdin>:3:1: {QMARK_WARNING}\n")
+    monkeypatch.setattr(sys, "stdin", io.StringIO(PROGRAM + "@2 = neg(x) -> float_type, {3\n"))
+    assert opt_main(OptOptions(input="-")) == 1
+    assert capsys.readouterr().err.startswith("<stdin>:4:30: error: expected ")
+
+
+def test_reading_and_printing_imports_no_pass_machinery(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """mgx-opt without passes stays cheap to start: the pass manager and registry are never imported
+    (an import of a module set to None in sys.modules fails)."""
+    for name in ("mgxir.passes.manager", "mgxir.passes.registry"):
+        monkeypatch.setitem(sys.modules, name, None)
+    assert opt_main(OptOptions(input=_write(tmp_path, PROGRAM))) == 0
+    assert capsys.readouterr() == (PRINTED, "")
+
+
+def test_a_pipeline_of_several_parts_imports_no_target(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "mgxir.targets.gpu.lowering", None)
+    options = OptOptions(input=_write(tmp_path, DEAD), pipeline="dce", passes=["cse"], dump_pipeline=True)
+    assert opt_main(options) == 0
+    out, err = capsys.readouterr()
+    assert err == "-p 'dead_code_elimination,eliminate_common_subexpression'\n"
+    assert "tanh" not in out
+
+
+def test_without_input_verification_the_verifier_after_a_pass_still_warns(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--no-verify skips the input's verification, not verify-each's after a pass that changed the
+    program: its warning reaches the user (once, as with the input verified)."""
+    path = _write(tmp_path, PROGRAM + QMARK.splitlines()[2].replace("@1", "@2") + "\n@3 = @return(@2)\n")
+    warning = f"{path}:4:1: {QMARK_WARNING}\n@2 = add(x,?) -> float_type, {{2}}, {{1}}\n^\n"
+    for no_verify in (True, False):
+        assert opt_main(OptOptions(input=path, passes=["dce"], no_verify=no_verify)) == 0
+        out, err = capsys.readouterr()
+        assert err == warning and "neg" not in out
+
+
 def _test_fail_pass(monkeypatch: pytest.MonkeyPatch) -> None:
     from mgxir.passes.registry import PASSES
 
