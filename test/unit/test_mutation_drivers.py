@@ -1358,6 +1358,114 @@ def test_run_on_ref_silences_floating_point_warnings() -> None:
     assert np.isneginf(value[0]) and np.isnan(value[1])
 
 
+# -- run: defaults, logs, and the gpu and iree targets' options (no GPU, no IREE compile needed) ----
+
+TWO_PASS_LOG = (
+    "Compiling ...\nModule: main, Pass: eliminate_identity\n"
+    + PROGRAM
+    + "@2 = @return(@1)\n\nModule: main, Pass: dead_code_elimination\n"
+    + PROGRAM.replace("x", "y").replace("neg", "abs")
+    + "@2 = @return(@1)\n\nPass: fuse_pointwise\n"
+)
+
+
+def test_run_defaults_read_standard_input_as_a_program_with_seed_zero(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    big = PROGRAM.replace("{2}", "{65}") + "@2 = @return(@1)\n"
+    monkeypatch.setattr(sys, "stdin", io.StringIO(big))
+    assert run_main(RunOptions()) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[1].endswith(" ...] (65 elements, 1 not shown)")  # --print-max 64
+    assert run_main(RunOptions(input_file=_write(tmp_path, big), seed=0)) == 0
+    assert capsys.readouterr().out == out
+    commented = _write(tmp_path, "# a note\n" + PROGRAM, "c.mgx")  # a program file is not searched as a log
+    assert run_main(RunOptions(input_file=commented)) == 1
+    assert capsys.readouterr().err.startswith(f"{commented}:1:1: error: expected an instruction")
+
+
+def test_run_reads_the_program_after_the_named_log_pass(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = _write(tmp_path, TWO_PASS_LOG, "r.log")
+    assert run_main(RunOptions(input_file=log, inputs=["2xf32=1 -2"], log_pass="eliminate_identity")) == 0
+    assert capsys.readouterr().out.splitlines()[1] == "2xf32=[-1 2]"
+    assert run_main(RunOptions(input_file=log, inputs=["2xf32=1 -2"], from_log=True)) == 0
+    assert capsys.readouterr().out.splitlines()[1] == "2xf32=[1 2]"
+
+
+def test_run_reports_the_read_warnings_with_the_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _write(tmp_path, PROGRAM.replace("neg", "foo_op") + "@2 = @return(@1)\n")
+    assert run_main(RunOptions(input_file=path)) == 1
+    assert capsys.readouterr().err == (
+        f"{path}:3:6: warning: unknown operator 'foo_op': kept as written; its shape is not checked\n"
+        "@1 = foo_op(x) -> float_type, {2}, {1}\n     ^\n"
+        "error: 'foo_op' (line 3): no reference implementation for 'foo_op' (unknown operator)\n"
+    )
+
+
+def test_run_gives_its_options_to_the_gpu_target(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--device, --perf, --exhaustive-tune and --fp32-math reach the GPU target's options before it
+    opens the device (hip:1 fails there on a machine without that AMD GPU; the options are set)."""
+    from mgxir.targets.gpu.driver import gpu_options
+
+    fields = ("platform", "device", "perf", "exhaustive_tune", "fp32_math")
+    for name in fields:
+        monkeypatch.setattr(gpu_options, name, getattr(gpu_options, name))
+    path = _write(tmp_path, PROGRAM)
+    options = RunOptions(
+        input_file=path, target="gpu", device="hip:1", perf=True, exhaustive_tune=True, fp32_math="tf32", quiet=True
+    )
+    run_main(options)
+    assert "internal error" not in capsys.readouterr().err
+    assert [getattr(gpu_options, name) for name in fields] == ["hip", 1, True, True, "tf32"]
+    run_main(RunOptions(input_file=path, target="gpu", device="hip:0", quiet=True))
+    assert "internal error" not in capsys.readouterr().err
+    assert [getattr(gpu_options, name) for name in fields] == ["hip", 0, False, False, "ieee"]
+    assert run_main(RunOptions(input_file=path, target="gpu", device="bogus")) == 1
+    assert capsys.readouterr().err == "error: --device for --target=gpu is N, cuda:N or hip:N, not 'bogus'\n"
+
+
+def test_run_gives_the_device_to_the_iree_target(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The device is looked up before any compilation, for a program and for MLIR alike."""
+    path = _write(tmp_path, PROGRAM)
+    mlir = _write(tmp_path, "module {}\n", "p.mlir")
+    for input_file in (path, mlir):
+        assert run_main(RunOptions(input_file=input_file, target="iree", device="bogus")) == 1
+        assert capsys.readouterr().err.startswith("error: unknown IREE device 'bogus' (available: local-task, ")
+
+
+def _iree_compiler_installed() -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("iree.compiler") is not None
+    except ImportError:
+        return False
+
+
+@pytest.mark.skipif(_iree_compiler_installed(), reason="IREE's compiler is installed: the run would compile")
+def test_run_on_iree_without_its_compiler_names_the_device_and_cache(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cache = tmp_path / "cache"
+    missing = "and compiling one needs IREE's compiler (iree-base-compiler), which is not installed: pip install"
+    log = _write(tmp_path, TWO_PASS_LOG.replace("neg", "foo_op"), "r.log")
+    options = RunOptions(
+        input_file=log, log_pass="eliminate_identity", inputs=["x=2xf32=1 2"], target="iree", cache_dir=str(cache)
+    )
+    assert run_main(options) == 1
+    assert capsys.readouterr().err == (
+        f"{log}:5:6: warning: unknown operator 'foo_op': kept as written; its shape is not checked\n"
+        "@1 = foo_op(x) -> float_type, {2}, {1}\n     ^\n"
+        f"error: IREE device 'local-task': {cache} holds no module compiled for this program, {missing} "
+        "'mgxir[mlir]'\n"
+    )
+    options = RunOptions(input_file=log, from_log=True, inputs=["y=2xf32=1 2"], target="iree", device="local-sync")
+    assert run_main(options) == 1
+    assert capsys.readouterr().err.startswith("error: IREE device 'local-sync': ")
+
+
 # -- ONNX: mgx-translate's and mgx-run's reader with MIGraphX's driver options -------------------
 # The models are built here (onnx.helper) so that the tests need no ../shared/onnx-models.
 
