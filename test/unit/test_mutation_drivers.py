@@ -1466,6 +1466,37 @@ def test_run_on_iree_without_its_compiler_names_the_device_and_cache(
     assert capsys.readouterr().err.startswith("error: IREE device 'local-sync': ")
 
 
+@pytest.mark.skipif(_iree_compiler_installed(), reason="IREE's compiler is installed: MLIR is written")
+def test_translate_to_and_from_mlir_without_iree_names_the_package(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import re
+
+    path = _write(tmp_path, PROGRAM)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(PROGRAM))  # --list-lowerings reads nothing
+    for options in (
+        TranslateOptions(list_lowerings=True),
+        TranslateOptions(input=path, to="mlir", split_input_file=True),
+        TranslateOptions(input=path, source="mlir", split_input_file=True),
+        TranslateOptions(input=path, to="mlirbc", format_options={"bytecode_version": 1}),
+    ):
+        assert translate_main(options) == 1
+        out, err = capsys.readouterr()
+        assert out == "" and re.fullmatch(
+            r"error: this needs the 'iree(\.compiler)?' package: pip install 'mgxir\[mlir\]'\n", err
+        )
+
+
+def test_translate_reads_standard_input_and_reports_the_verifier_warnings(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(QMARK))
+    assert translate_main(TranslateOptions()) == 0
+    out, err = capsys.readouterr()
+    assert out == QMARK + "\n\n"
+    assert err == f"<stdin>:3:1: {QMARK_WARNING}\n@1 = add(x,?) -> float_type, {{2}}, {{1}}\n^\n"
+
+
 # -- ONNX: mgx-translate's and mgx-run's reader with MIGraphX's driver options -------------------
 # The models are built here (onnx.helper) so that the tests need no ../shared/onnx-models.
 
