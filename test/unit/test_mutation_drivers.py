@@ -1270,13 +1270,16 @@ def test_translate_reports_the_verifier_warnings_and_takes_a_bytecode_version(
 
 def test_compile_for_ref_reports_the_copy_parse_warnings_to_the_caller() -> None:
     from mgxir.diagnostics import DiagnosticSink
-    from mgxir.drivers.compiled_for_ref import compile_for_ref
+    from mgxir.drivers.compiled_for_ref import compile_for_ref, run_compiled_for_ref
 
     sink = DiagnosticSink()
     compile_for_ref(parse_program(WARNED), sink)
-    assert [w.render().splitlines()[0] for w in sink.warnings] == [
-        "<compiled for ref>:3:6: warning: unknown operator 'foo_op': kept as written; its shape is not checked"
-    ]
+    warning = "<compiled for ref>:3:6: warning: unknown operator 'foo_op': kept as written; its shape is not checked"
+    assert [w.render().splitlines()[0] for w in sink.warnings] == [warning]
+    sink = DiagnosticSink()  # running it: the copy's warning reaches the caller before the run's error
+    with pytest.raises(MgxError, match="no reference implementation for 'foo_op'"):
+        run_compiled_for_ref(parse_program(WARNED + "@3 = @return(@1)\n"), {"x": np.zeros(2, np.float32)}, sink)
+    assert [w.render().splitlines()[0] for w in sink.warnings] == [warning]
 
 
 def test_roundtrip_reads_a_log_only_when_asked_and_warns_at_the_input(
