@@ -80,8 +80,8 @@ def _print_module(module: Module, names: dict[Instruction, str], out: list[str],
             text += "(" + ",".join([get(a) or undefined_name(a) for a in ins.args]) + ")"
         if ins.module_args:
             text += ", [" + ", ".join([m.name for m in ins.module_args]) + "]"
-        if kind != "@return":
-            shape = ins.shape
+        shape = ins.shape
+        if kind != "@return" and shape is not None:  # None: an unknown op written without a shape, unverified
             text += " -> " + (shape.text if shape.text is not None and not lossless else shape_text(shape))
         if ins.target_id:
             text += f", target_id={ins.target_id}"

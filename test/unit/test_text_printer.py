@@ -155,3 +155,10 @@ def test_the_caller_s_sidecar_dict_collects_the_arrays() -> None:
     assert "@literal{npz:p.npz:@0}" in print_program(program, options)
     assert options.sidecar is arrays and list(arrays) == ["@0"]
     np.testing.assert_array_equal(arrays["@0"], np.arange(20, dtype=np.float32))
+
+
+def test_an_unknown_op_written_without_a_shape_prints_as_written() -> None:
+    """What `mgx-opt --no-verify` prints for a program the verifier would refuse: no `-> shape` on
+    an unknown op that had none, the rest as usual."""
+    text = 'module: "main"\nx = @param:x -> float_type, {2}, {1}\n@1 = nosuch_op(x)\n@2 = @return(@1)\n'
+    assert print_program(parse_program(text)) == text + "\n\n"
