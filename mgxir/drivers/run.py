@@ -306,7 +306,9 @@ def compare(
         error = rms_error(g, r)
         passed = error <= rms_tol or (np.isnan(error) and np.array_equal(g, r, equal_nan=True))
         if atol is not None or rtol is not None:
-            close = np.allclose(g, r, atol=atol if atol is not None else 1e-3, rtol=rtol if rtol is not None else 1e-3)
+            close = np.allclose(
+                g, r, atol=atol if atol is not None else 1e-3, rtol=rtol if rtol is not None else 1e-3, equal_nan=True
+            )
             passed = passed and bool(close)
         diff = np.abs(g - r)
         if diff.size:

@@ -1619,3 +1619,13 @@ def test_an_mlir_input_on_iree_goes_to_its_reader(tmp_path: Path, capsys: pytest
     missing = tmp_path / "nosuch.mlir"
     assert run_main(RunOptions(input_file=str(missing), target="iree")) == 1
     assert capsys.readouterr().err == f"error: cannot read {missing}: No such file or directory\n"
+
+
+def test_identical_nans_match_with_an_absolute_or_relative_tolerance_too(capsys: pytest.CaptureFixture[str]) -> None:
+    """A NaN where the expected output has a NaN is a match under --atol/--rtol as under the rms rule;
+    a NaN against a number is not."""
+    nan = np.array([np.nan, 1.0])
+    for atol, rtol in ((1e-6, None), (None, 1e-6)):
+        assert compare({"out0": nan}, {"out0": nan.copy()}, 1e-3, atol, rtol)
+        assert not compare({"out0": nan}, {"out0": np.array([0.0, 1.0])}, 1e-3, atol, rtol)
+    assert capsys.readouterr().out.count("MISMATCH") == 2
