@@ -4,14 +4,24 @@ the mutants scripts/mutation.py found surviving)."""
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
+import pytest
+from test_pass_differential import parameter_values, rms_ok
+
+from mgxir.interp.interpreter import run_program
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.program import Program
 from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape
+from mgxir.passes.base import PassContext
 from mgxir.passes.rewrite import Rewriter
-from mgxir.passes.simplify_algebra import concat
+from mgxir.passes.simplify_algebra import SimplifyAlgebra, concat
 from mgxir.text.parser import parse_program
+from mgxir.text.printer import print_program
+from mgxir.verifier import verify
 
 SAME_BODIES = """module: "main"
 input = @param:input -> float_type, {3, 2, 4}, {8, 4, 1}
@@ -113,3 +123,162 @@ def test_plan_moves_back_moves_a_shared_input_once_before_its_users() -> None:
     weight = c.op("add", left, right)
     after = {shared, left, right, weight}
     assert concat._plan_moves_back(Rewriter(c.main), pos, [weight], after) == [shared, left, right, weight]
+
+
+# -- whole-pass cases: simplify_algebra's output text, exactly, and the same results ---------------
+
+
+def simplified(text: str) -> tuple[str, dict[str, int]]:
+    """simplify_algebra's output for the program `text`, checked to verify and to compute the same,
+    and how many times each rewrite applied."""
+    program = parse_program(text)
+    params = parameter_values(program, 0)
+    before = [np.asarray(o) for o in run_program(program, params)]
+    context = PassContext()
+    SimplifyAlgebra().apply(program, context)
+    verify(program)
+    after = [np.asarray(o) for o in run_program(program, params)]
+    assert [a.shape for a in after] == [b.shape for b in before]
+    assert all(rms_ok(a, b) for a, b in zip(after, before))
+    applied = {k.removesuffix(" applied"): n for k, n in context.statistics.items() if k.endswith(" applied")}
+    return print_program(program), applied
+
+
+def module(*lines: str) -> str:
+    return 'module: "main"\n' + "\n".join(lines) + "\n"
+
+
+def params(*specs: str) -> list[str]:
+    """`name lens` pairs ("x 2,3") as standard float parameters."""
+    out = []
+    for spec in specs:
+        name, lens = spec.split()
+        dims = [int(d) for d in lens.split(",")]
+        strides = [math.prod(dims[i + 1 :]) for i in range(len(dims))]
+        out.append(
+            f"{name} = @param:{name} -> float_type, {{{', '.join(map(str, dims))}}}, {{{', '.join(map(str, strides))}}}"
+        )
+    return out
+
+
+KEPT = {
+    # find_concat_op matches a concat of multibroadcasts used elsewhere too, merges nothing, and so
+    # (as in MIGraphX's find_matches) find_split_concat is never tried on it
+    "concat_op_matched_stops_split_concat": module(
+        *params("x 2,1", "y 2,1"),
+        "@2 = multibroadcast[out_lens={2, 3},out_dyn_dims={}](x) -> float_type, {2, 3}, {1, 0}",
+        "@3 = multibroadcast[out_lens={2, 3},out_dyn_dims={}](y) -> float_type, {2, 3}, {1, 0}",
+        "@4 = concat[axis=1](@2,@3) -> float_type, {2, 6}, {6, 1}",
+        "@5 = slice[axes={1},starts={0},ends={3}](@4) -> float_type, {2, 3}, {6, 1}",
+        "@6 = slice[axes={1},starts={3},ends={6}](@4) -> float_type, {2, 3}, {6, 1}",
+        "@7 = concat[axis=1](@5,@6) -> float_type, {2, 6}, {6, 1}",
+        "@8 = @return(@7,@2,@3)",
+    ),
+    # one slice is no split: the concat keeps it
+    "single_slice_is_no_split": module(
+        *params("x 2,3", "y 2,2"),
+        "@2 = slice[axes={1},starts={0},ends={3}](x) -> float_type, {2, 3}, {3, 1}",
+        "@3 = concat[axis=1](y,@2) -> float_type, {2, 5}, {5, 1}",
+        "@4 = @return(@3)",
+    ),
+    # slices along different axes are no split: each relu stays on its slice
+    "slices_along_other_axes": module(
+        *params("x 4,4"),
+        "@1 = slice[axes={0},starts={0},ends={2}](x) -> float_type, {2, 4}, {4, 1}",
+        "@2 = slice[axes={1},starts={2},ends={4}](x) -> float_type, {4, 2}, {4, 1}",
+        "@3 = relu(@1) -> float_type, {2, 4}, {4, 1}",
+        "@4 = relu(@2) -> float_type, {4, 2}, {2, 1}",
+        "@5 = @return(@3,@4)",
+    ),
+    # slices that stop short of the end are no split: concatenated they are not x
+    "slices_short_of_the_end": module(
+        *params("x 6,2"),
+        "@1 = slice[axes={0},starts={0},ends={2}](x) -> float_type, {2, 2}, {2, 1}",
+        "@2 = slice[axes={0},starts={2},ends={4}](x) -> float_type, {2, 2}, {2, 1}",
+        "@3 = concat[axis=0](@1,@2) -> float_type, {4, 2}, {2, 1}",
+        "@4 = @return(@3)",
+    ),
+    # three non-constant inputs each: MIGraphX's rejected_inputs keeps the clips apart
+    "concat_op_rejects_three_variable_inputs": module(
+        *params("a 2,2", "b 2,2", "c 2,2", "d 2,2", "e 2,2", "f 2,2"),
+        "@6 = clip(a,b,c) -> float_type, {2, 2}, {2, 1}",
+        "@7 = clip(d,e,f) -> float_type, {2, 2}, {2, 1}",
+        "@8 = concat[axis=1](@6,@7) -> float_type, {2, 4}, {4, 1}",
+        "@9 = @return(@8)",
+    ),
+    # an input used elsewhere too is not merged
+    "concat_op_keeps_an_input_used_twice": module(
+        *params("x 2,2", "y 2,3"),
+        "@2 = relu(x) -> float_type, {2, 2}, {2, 1}",
+        "@3 = relu(y) -> float_type, {2, 3}, {3, 1}",
+        "@4 = concat[axis=1](@2,@3) -> float_type, {2, 5}, {5, 1}",
+        "@5 = @return(@4,@2)",
+    ),
+    # MIGraphX checks only the first multibroadcast's stride on the axis, and throws where another
+    # one repeats its input along it: its input is too short to concatenate
+    "concat_op_keeps_multibroadcasts_when_one_repeats_along_the_axis": module(
+        *params("a 2,3", "b 1,3"),
+        "@2 = multibroadcast[out_lens={2, 3},out_dyn_dims={}](a) -> float_type, {2, 3}, {3, 1}",
+        "@3 = multibroadcast[out_lens={2, 3},out_dyn_dims={}](b) -> float_type, {2, 3}, {0, 1}",
+        "@4 = concat[axis=0](@2,@3) -> float_type, {4, 3}, {3, 1}",
+        "@5 = @return(@4)",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", KEPT)
+def test_simplify_algebra_keeps(name: str) -> None:
+    text = KEPT[name]
+    assert simplified(text) == (print_program(parse_program(text)), {})
+
+
+REWRITTEN = {
+    # find_splits sees slices feeding a dot (no pointwise op, no reduction): pow(x, 2) still becomes x * x
+    "pow_of_sliced_input_still_squares": (
+        module(
+            "@0 = @literal{2, 2, 2, 2, 2, 2, 2, 2} -> float_type, {2, 4}, {4, 1}",
+            *params("x 2,4"),
+            "@2 = pow(x,@0) -> float_type, {2, 4}, {4, 1}",
+            "@3 = slice[axes={1},starts={0},ends={2}](@2) -> float_type, {2, 2}, {4, 1}",
+            "@4 = slice[axes={1},starts={2},ends={4}](@2) -> float_type, {2, 2}, {4, 1}",
+            "@5 = dot(@3,@4) -> float_type, {2, 2}, {2, 1}",
+            "@6 = @return(@5)",
+        ),
+        module(
+            *params("x 2,4"),
+            "@1 = mul(x,x) -> float_type, {2, 4}, {4, 1}",
+            "@2 = slice[axes={1},starts={0},ends={2}](@1) -> float_type, {2, 2}, {4, 1}",
+            "@3 = slice[axes={1},starts={2},ends={4}](@1) -> float_type, {2, 2}, {4, 1}",
+            "@4 = dot(@2,@3) -> float_type, {2, 2}, {2, 1}",
+            "@5 = @return(@4)",
+        ),
+        {"find_pow2": 1},
+    ),
+    # two of three inputs variable: the clips merge into one on concatenated inputs
+    "concat_op_merges_two_variable_inputs": (
+        module(
+            "@0 = @literal{1, 1, 1, 1} -> float_type, {2, 2}, {2, 1}",
+            *params("a 2,2", "b 2,2", "d 2,2", "e 2,2"),
+            "@5 = clip(a,b,@0) -> float_type, {2, 2}, {2, 1}",
+            "@6 = clip(d,e,@0) -> float_type, {2, 2}, {2, 1}",
+            "@7 = concat[axis=1](@5,@6) -> float_type, {2, 4}, {4, 1}",
+            "@8 = @return(@7)",
+        ),
+        module(
+            "@0 = @literal{1, 1, 1, 1} -> float_type, {2, 2}, {2, 1}",
+            *params("a 2,2", "b 2,2", "d 2,2", "e 2,2"),
+            "@5 = concat[axis=1](a,d) -> float_type, {2, 4}, {4, 1}",
+            "@6 = concat[axis=1](b,e) -> float_type, {2, 4}, {4, 1}",
+            "@7 = concat[axis=1](@0,@0) -> float_type, {2, 4}, {4, 1}",
+            "@8 = clip(@5,@6,@7) -> float_type, {2, 4}, {4, 1}",
+            "@9 = @return(@8)",
+        ),
+        {"find_concat_op": 1},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", REWRITTEN)
+def test_simplify_algebra_rewrites(name: str) -> None:
+    text, expected, applied = REWRITTEN[name]
+    assert simplified(text) == (print_program(parse_program(expected)), applied)
