@@ -4,24 +4,17 @@ the mutants scripts/mutation.py found surviving)."""
 
 from __future__ import annotations
 
-import math
-
-import numpy as np
 import pytest
-from test_pass_differential import parameter_values, rms_ok
+from simplify_cases import module, params, reprinted, simplified
 
-from mgxir.interp.interpreter import run_program
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.program import Program
 from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape
-from mgxir.passes.base import PassContext
 from mgxir.passes.rewrite import Rewriter
-from mgxir.passes.simplify_algebra import SimplifyAlgebra, concat
+from mgxir.passes.simplify_algebra import concat
 from mgxir.text.parser import parse_program
-from mgxir.text.printer import print_program
-from mgxir.verifier import verify
 
 SAME_BODIES = """module: "main"
 input = @param:input -> float_type, {3, 2, 4}, {8, 4, 1}
@@ -128,39 +121,6 @@ def test_plan_moves_back_moves_a_shared_input_once_before_its_users() -> None:
 # -- whole-pass cases: simplify_algebra's output text, exactly, and the same results ---------------
 
 
-def simplified(text: str) -> tuple[str, dict[str, int]]:
-    """simplify_algebra's output for the program `text`, checked to verify and to compute the same,
-    and how many times each rewrite applied."""
-    program = parse_program(text)
-    params = parameter_values(program, 0)
-    before = [np.asarray(o) for o in run_program(program, params)]
-    context = PassContext()
-    SimplifyAlgebra().apply(program, context)
-    verify(program)
-    after = [np.asarray(o) for o in run_program(program, params)]
-    assert [a.shape for a in after] == [b.shape for b in before]
-    assert all(rms_ok(a, b) for a, b in zip(after, before))
-    applied = {k.removesuffix(" applied"): n for k, n in context.statistics.items() if k.endswith(" applied")}
-    return print_program(program), applied
-
-
-def module(*lines: str) -> str:
-    return 'module: "main"\n' + "\n".join(lines) + "\n"
-
-
-def params(*specs: str) -> list[str]:
-    """`name lens` pairs ("x 2,3") as standard float parameters."""
-    out = []
-    for spec in specs:
-        name, lens = spec.split()
-        dims = [int(d) for d in lens.split(",")]
-        strides = [math.prod(dims[i + 1 :]) for i in range(len(dims))]
-        out.append(
-            f"{name} = @param:{name} -> float_type, {{{', '.join(map(str, dims))}}}, {{{', '.join(map(str, strides))}}}"
-        )
-    return out
-
-
 KEPT = {
     # find_concat_op matches a concat of multibroadcasts used elsewhere too, merges nothing, and so
     # (as in MIGraphX's find_matches) find_split_concat is never tried on it
@@ -223,13 +183,32 @@ KEPT = {
         "@4 = concat[axis=0](@2,@3) -> float_type, {4, 3}, {3, 1}",
         "@5 = @return(@4)",
     ),
+    # both inputs used elsewhere too: no merge
+    "concat_op_keeps_inputs_used_twice": module(
+        *params("x 2,2", "y 2,3"),
+        "@2 = relu(x) -> float_type, {2, 2}, {2, 1}",
+        "@3 = relu(y) -> float_type, {2, 3}, {3, 1}",
+        "@4 = concat[axis=1](@2,@3) -> float_type, {2, 5}, {5, 1}",
+        "@5 = @return(@4,@2,@3)",
+    ),
+    # slices on two axes: find_splits does not fuse binary ops over them
+    "splits_leave_binary_ops_on_slices_of_two_axes": module(
+        "@0 = @literal{1, 2, 3, 4} -> float_type, {2, 2}, {2, 1}",
+        "@1 = @literal{5, 6, 7, 8} -> float_type, {2, 2}, {2, 1}",
+        *params("x 2,4"),
+        "@3 = slice[axes={0, 1},starts={0, 0},ends={2, 2}](x) -> float_type, {2, 2}, {4, 1}",
+        "@4 = slice[axes={0, 1},starts={0, 2},ends={2, 4}](x) -> float_type, {2, 2}, {4, 1}",
+        "@5 = add(@3,@0) -> float_type, {2, 2}, {2, 1}",
+        "@6 = add(@4,@1) -> float_type, {2, 2}, {2, 1}",
+        "@7 = @return(@5,@6)",
+    ),
 }
 
 
 @pytest.mark.parametrize("name", KEPT)
 def test_simplify_algebra_keeps(name: str) -> None:
     text = KEPT[name]
-    assert simplified(text) == (print_program(parse_program(text)), {})
+    assert simplified(text) == (reprinted(text), {})
 
 
 REWRITTEN = {
@@ -275,10 +254,143 @@ REWRITTEN = {
         ),
         {"find_concat_op": 1},
     ),
+    # a run of like inputs stops at one used elsewhere too
+    "concat_op_run_stops_at_an_input_used_twice": (
+        module(
+            *params("a 2,2", "b 2,2", "c 2,2"),
+            "@3 = relu(a) -> float_type, {2, 2}, {2, 1}",
+            "@4 = relu(b) -> float_type, {2, 2}, {2, 1}",
+            "@5 = relu(c) -> float_type, {2, 2}, {2, 1}",
+            "@6 = concat[axis=1](@3,@4,@5) -> float_type, {2, 6}, {6, 1}",
+            "@7 = @return(@6,@5)",
+        ),
+        module(
+            *params("a 2,2", "b 2,2", "c 2,2"),
+            "@3 = relu(c) -> float_type, {2, 2}, {2, 1}",
+            "@4 = concat[axis=1](a,b) -> float_type, {2, 4}, {4, 1}",
+            "@5 = relu(@4) -> float_type, {2, 4}, {4, 1}",
+            "@6 = concat[axis=1](@5,@3) -> float_type, {2, 6}, {6, 1}",
+            "@7 = @return(@6,@3)",
+        ),
+        {"find_concat_op": 1},
+    ),
+    # ... and at another op
+    "concat_op_run_stops_at_another_op": (
+        module(
+            *params("a 2,2", "b 2,2", "c 2,2"),
+            "@3 = relu(a) -> float_type, {2, 2}, {2, 1}",
+            "@4 = relu(b) -> float_type, {2, 2}, {2, 1}",
+            "@5 = tanh(c) -> float_type, {2, 2}, {2, 1}",
+            "@6 = concat[axis=1](@3,@4,@5) -> float_type, {2, 6}, {6, 1}",
+            "@7 = @return(@6)",
+        ),
+        module(
+            *params("a 2,2", "b 2,2", "c 2,2"),
+            "@3 = tanh(c) -> float_type, {2, 2}, {2, 1}",
+            "@4 = concat[axis=1](a,b) -> float_type, {2, 4}, {4, 1}",
+            "@5 = relu(@4) -> float_type, {2, 4}, {4, 1}",
+            "@6 = concat[axis=1](@5,@3) -> float_type, {2, 6}, {6, 1}",
+            "@7 = @return(@6)",
+        ),
+        {"find_concat_op": 1},
+    ),
+    # find_splits: sub(c0, x[:, 0:2]), sub(c1, x[:, 2:4]) is sub(concat(c0, c1), x), sliced
+    "splits_fuse_a_non_commutative_op_with_the_split_second": (
+        module(
+            "@0 = @literal{1, 2, 3, 4} -> float_type, {2, 2}, {2, 1}",
+            "@1 = @literal{5, 6, 7, 8} -> float_type, {2, 2}, {2, 1}",
+            *params("x 2,4"),
+            "@3 = slice[axes={1},starts={0},ends={2}](x) -> float_type, {2, 2}, {4, 1}",
+            "@4 = slice[axes={1},starts={2},ends={4}](x) -> float_type, {2, 2}, {4, 1}",
+            "@5 = sub(@0,@3) -> float_type, {2, 2}, {2, 1}",
+            "@6 = sub(@1,@4) -> float_type, {2, 2}, {2, 1}",
+            "@7 = @return(@5,@6)",
+        ),
+        module(
+            "@0 = @literal{1, 2, 3, 4} -> float_type, {2, 2}, {2, 1}",
+            "@1 = @literal{5, 6, 7, 8} -> float_type, {2, 2}, {2, 1}",
+            "@2 = concat[axis=1](@0,@1) -> float_type, {2, 4}, {4, 1}",
+            *params("x 2,4"),
+            "@4 = sub(@2,x) -> float_type, {2, 4}, {4, 1}",
+            "@5 = slice[axes={1},starts={0},ends={2}](@4) -> float_type, {2, 2}, {4, 1}",
+            "@6 = slice[axes={1},starts={2},ends={4}](@4) -> float_type, {2, 2}, {4, 1}",
+            "@7 = @return(@5,@6)",
+        ),
+        {"find_splits": 1},
+    ),
+    # a commutative op with the split on either side: the arguments are swapped first
+    "splits_fuse_a_commutative_op_with_the_split_on_either_side": (
+        module(
+            "@0 = @literal{1, 2, 3, 4} -> float_type, {2, 2}, {2, 1}",
+            "@1 = @literal{5, 6, 7, 8} -> float_type, {2, 2}, {2, 1}",
+            *params("x 2,4"),
+            "@3 = slice[axes={1},starts={0},ends={2}](x) -> float_type, {2, 2}, {4, 1}",
+            "@4 = slice[axes={1},starts={2},ends={4}](x) -> float_type, {2, 2}, {4, 1}",
+            "@5 = add(@3,@0) -> float_type, {2, 2}, {2, 1}",
+            "@6 = add(@1,@4) -> float_type, {2, 2}, {2, 1}",
+            "@7 = @return(@5,@6)",
+        ),
+        module(
+            "@0 = @literal{1, 2, 3, 4} -> float_type, {2, 2}, {2, 1}",
+            "@1 = @literal{5, 6, 7, 8} -> float_type, {2, 2}, {2, 1}",
+            "@2 = concat[axis=1](@0,@1) -> float_type, {2, 4}, {4, 1}",
+            *params("x 2,4"),
+            "@4 = add(x,@2) -> float_type, {2, 4}, {4, 1}",
+            "@5 = slice[axes={1},starts={0},ends={2}](@4) -> float_type, {2, 2}, {4, 1}",
+            "@6 = slice[axes={1},starts={2},ends={4}](@4) -> float_type, {2, 2}, {4, 1}",
+            "@7 = @return(@5,@6)",
+        ),
+        {"find_splits": 1},
+    ),
+    # variable other arguments: swapped to put the split first, and no further
+    "splits_swap_but_do_not_fuse_variable_arguments": (
+        module(
+            *params("x 2,4", "p 2,2", "q 2,2"),
+            "@3 = slice[axes={1},starts={0},ends={2}](x) -> float_type, {2, 2}, {4, 1}",
+            "@4 = slice[axes={1},starts={2},ends={4}](x) -> float_type, {2, 2}, {4, 1}",
+            "@5 = add(@3,p) -> float_type, {2, 2}, {2, 1}",
+            "@6 = add(q,@4) -> float_type, {2, 2}, {2, 1}",
+            "@7 = @return(@5,@6)",
+        ),
+        module(
+            *params("x 2,4", "p 2,2", "q 2,2"),
+            "@3 = slice[axes={1},starts={0},ends={2}](x) -> float_type, {2, 2}, {4, 1}",
+            "@4 = slice[axes={1},starts={2},ends={4}](x) -> float_type, {2, 2}, {4, 1}",
+            "@5 = add(@3,p) -> float_type, {2, 2}, {2, 1}",
+            "@6 = add(@4,q) -> float_type, {2, 2}, {2, 1}",
+            "@7 = @return(@5,@6)",
+        ),
+        {"find_splits": 1},
+    ),
+    # the slices also feed a dot and another slice, which find_splits passes over
+    "splits_fuse_past_other_users": (
+        module(
+            *params("x 2,4"),
+            "@1 = slice[axes={1},starts={0},ends={2}](x) -> float_type, {2, 2}, {4, 1}",
+            "@2 = slice[axes={1},starts={2},ends={4}](x) -> float_type, {2, 2}, {4, 1}",
+            "@3 = slice[axes={1},starts={0},ends={1}](@1) -> float_type, {2, 1}, {4, 1}",
+            "@4 = dot(@1,@2) -> float_type, {2, 2}, {2, 1}",
+            "@5 = relu(@1) -> float_type, {2, 2}, {2, 1}",
+            "@6 = relu(@2) -> float_type, {2, 2}, {2, 1}",
+            "@7 = @return(@3,@4,@5,@6)",
+        ),
+        module(
+            *params("x 2,4"),
+            "@1 = relu(x) -> float_type, {2, 4}, {4, 1}",
+            "@2 = slice[axes={1},starts={0},ends={2}](x) -> float_type, {2, 2}, {4, 1}",
+            "@3 = slice[axes={1},starts={2},ends={4}](x) -> float_type, {2, 2}, {4, 1}",
+            "@4 = slice[axes={1},starts={0},ends={1}](@2) -> float_type, {2, 1}, {4, 1}",
+            "@5 = dot(@2,@3) -> float_type, {2, 2}, {2, 1}",
+            "@6 = slice[axes={1},starts={0},ends={2}](@1) -> float_type, {2, 2}, {4, 1}",
+            "@7 = slice[axes={1},starts={2},ends={4}](@1) -> float_type, {2, 2}, {4, 1}",
+            "@8 = @return(@4,@5,@6,@7)",
+        ),
+        {"find_splits": 1},
+    ),
 }
 
 
 @pytest.mark.parametrize("name", REWRITTEN)
 def test_simplify_algebra_rewrites(name: str) -> None:
     text, expected, applied = REWRITTEN[name]
-    assert simplified(text) == (print_program(parse_program(expected)), applied)
+    assert simplified(text) == (reprinted(expected), applied)
