@@ -344,6 +344,15 @@ KEPT_BROADCAST = {
         "@2 = layout[permutation={1, 0}](@1) -> float_type, {2, 3}, {1, 2}",
         "@3 = @return(@2)",
     ),
+    # every axis is some input's own: matched, left alone
+    "find_inner_broadcast_leaves_broadcasts_with_no_common_outer_axis": module(
+        "a = @param:a -> float_type, {2, 1}, {1, 1}",
+        "b = @param:b -> float_type, {1, 3}, {3, 1}",
+        "@2 = multibroadcast[out_lens={2, 3},out_dyn_dims={}](a) -> float_type, {2, 3}, {1, 0}",
+        "@3 = multibroadcast[out_lens={2, 3},out_dyn_dims={}](b) -> float_type, {2, 3}, {0, 1}",
+        "@4 = add(@2,@3) -> float_type, {2, 3}, {3, 1}",
+        "@5 = @return(@4)",
+    ),
 }
 
 
@@ -565,6 +574,45 @@ REWRITTEN_BROADCAST = {
             "@2 = add(a,b) -> float_type, {1, 4}, {4, 1}",
             "@3 = multibroadcast[out_lens={3, 4},out_dyn_dims={}](@2) -> float_type, {3, 4}, {0, 1}",
             "@4 = @return(@3)",
+        ),
+        {"find_inner_broadcast": 1},
+    ),
+    "find_inner_broadcast_squeezes_a_single_element_input_of_different_broadcasts": (
+        module(
+            "a = @param:a -> float_type, {1, 1}, {1, 1}",
+            "b = @param:b -> float_type, {3}, {1}",
+            "@2 = broadcast[axis=1,out_lens={2, 3, 4}](b) -> float_type, {2, 3, 4}, {0, 1, 0}",
+            "@3 = multibroadcast[out_lens={2, 3, 4},out_dyn_dims={}](a) -> float_type, {2, 3, 4}, {0, 0, 0}",
+            "@4 = add(@2,@3) -> float_type, {2, 3, 4}, {12, 4, 1}",
+            "@5 = @return(@4)",
+        ),
+        module(
+            "a = @param:a -> float_type, {1, 1}, {1, 1}",
+            "b = @param:b -> float_type, {3}, {1}",
+            "@2 = squeeze[axes={}](a) -> float_type, {1}, {0}",
+            "@3 = multibroadcast[out_lens={3},out_dyn_dims={}](@2) -> float_type, {3}, {0}",
+            "@4 = add(b,@3) -> float_type, {3}, {1}",
+            "@5 = broadcast[axis=1,out_lens={2, 3, 4},out_dyn_dims={}](@4) -> float_type, {2, 3, 4}, {0, 1, 0}",
+            "@6 = @return(@5)",
+        ),
+        {"find_inner_broadcast": 1},
+    ),
+    "find_inner_broadcast_takes_a_one_element_vector_as_it_is": (
+        module(
+            "a = @param:a -> float_type, {1}, {1}",
+            "b = @param:b -> float_type, {3}, {1}",
+            "@2 = broadcast[axis=1,out_lens={2, 3, 4}](b) -> float_type, {2, 3, 4}, {0, 1, 0}",
+            "@3 = multibroadcast[out_lens={2, 3, 4},out_dyn_dims={}](a) -> float_type, {2, 3, 4}, {0, 0, 0}",
+            "@4 = add(@2,@3) -> float_type, {2, 3, 4}, {12, 4, 1}",
+            "@5 = @return(@4)",
+        ),
+        module(
+            "a = @param:a -> float_type, {1}, {1}",
+            "b = @param:b -> float_type, {3}, {1}",
+            "@2 = multibroadcast[out_lens={3},out_dyn_dims={}](a) -> float_type, {3}, {0}",
+            "@3 = add(b,@2) -> float_type, {3}, {1}",
+            "@4 = broadcast[axis=1,out_lens={2, 3, 4},out_dyn_dims={}](@3) -> float_type, {2, 3, 4}, {0, 1, 0}",
+            "@5 = @return(@4)",
         ),
         {"find_inner_broadcast": 1},
     ),
