@@ -244,6 +244,41 @@ KEPT = {
         "@10 = add(@8,@6) -> float_type, {2, 2}, {2, 1}",
         "@11 = @return(@9,@10)",
     ),
+    # MIGraphX's find_concat_op takes every pointwise op but quantizelinear
+    "concat_op_leaves_quantizelinear": module(
+        "@0 = @literal{0.5} -> float_type, {1}, {0}",
+        "@1 = multibroadcast[out_lens={2, 2},out_dyn_dims={}](@0) -> float_type, {2, 2}, {0, 0}",
+        "x = @param:x -> float_type, {2, 2}, {2, 1}",
+        "y = @param:y -> float_type, {2, 2}, {2, 1}",
+        "@4 = quantizelinear(x,@1) -> uint8_type, {2, 2}, {2, 1}",
+        "@5 = quantizelinear(y,@1) -> uint8_type, {2, 2}, {2, 1}",
+        "@6 = concat[axis=1](@4,@5) -> uint8_type, {2, 4}, {4, 1}",
+        "@7 = @return(@6)",
+    ),
+    # slices on axis 1 concatenated on axis 0 are not x
+    "split_concat_needs_the_concat_along_the_split_axis": module(
+        "x = @param:x -> float_type, {2, 4}, {4, 1}",
+        "@1 = slice[axes={1},starts={0},ends={2}](x) -> float_type, {2, 2}, {4, 1}",
+        "@2 = slice[axes={1},starts={2},ends={4}](x) -> float_type, {2, 2}, {4, 1}",
+        "@3 = concat[axis=0](@1,@2) -> float_type, {4, 2}, {2, 1}",
+        "@4 = @return(@3)",
+    ),
+    "split_transpose_leaves_slices_on_two_axes": module(
+        "x = @param:x -> float_type, {4, 4}, {4, 1}",
+        "@1 = slice[axes={0, 1},starts={0, 0},ends={2, 2}](x) -> float_type, {2, 2}, {4, 1}",
+        "@2 = slice[axes={0, 1},starts={2, 2},ends={4, 4}](x) -> float_type, {2, 2}, {4, 1}",
+        "@3 = transpose[permutation={1, 0}](@1) -> float_type, {2, 2}, {1, 4}",
+        "@4 = transpose[permutation={1, 0}](@2) -> float_type, {2, 2}, {1, 4}",
+        "@5 = @return(@3,@4)",
+    ),
+    # reshape(contiguous(transpose(x))): nothing to do, nothing counted
+    "split_reshape_needs_a_slice": module(
+        "x = @param:x -> float_type, {2, 4}, {4, 1}",
+        "@1 = transpose[permutation={1, 0}](x) -> float_type, {4, 2}, {1, 4}",
+        "@2 = contiguous(@1) -> float_type, {4, 2}, {2, 1}",
+        "@3 = reshape[dims={8}](@2) -> float_type, {8}, {1}",
+        "@4 = @return(@3)",
+    ),
 }
 
 
@@ -563,6 +598,69 @@ REWRITTEN = {
             "main:pointwise1:@3 = @return(main:pointwise1:@2)",
         ),
         {"find_splits": 1},
+    ),
+    # the concat axis moves to the inputs' own axes
+    "concat_op_merges_multibroadcasts_that_add_axes": (
+        module(
+            "a = @param:a -> float_type, {3}, {1}",
+            "b = @param:b -> float_type, {3}, {1}",
+            "@2 = multibroadcast[out_lens={2, 3},out_dyn_dims={}](a) -> float_type, {2, 3}, {0, 1}",
+            "@3 = multibroadcast[out_lens={2, 3},out_dyn_dims={}](b) -> float_type, {2, 3}, {0, 1}",
+            "@4 = concat[axis=1](@2,@3) -> float_type, {2, 6}, {6, 1}",
+            "@5 = @return(@4)",
+        ),
+        module(
+            "a = @param:a -> float_type, {3}, {1}",
+            "b = @param:b -> float_type, {3}, {1}",
+            "@2 = concat[axis=0](a,b) -> float_type, {6}, {1}",
+            "@3 = multibroadcast[out_lens={2, 6},out_dyn_dims={}](@2) -> float_type, {2, 6}, {0, 1}",
+            "@4 = @return(@3)",
+        ),
+        {"find_concat_op": 1},
+    ),
+    "split_reshape_reshapes_x_once_and_slices_it": (
+        module(
+            "x = @param:x -> float_type, {2, 12, 4}, {48, 4, 1}",
+            "@1 = slice[axes={1},starts={0},ends={4}](x) -> float_type, {2, 4, 4}, {48, 4, 1}",
+            "@2 = slice[axes={1},starts={4},ends={8}](x) -> float_type, {2, 4, 4}, {48, 4, 1}",
+            "@3 = slice[axes={1},starts={8},ends={12}](x) -> float_type, {2, 4, 4}, {48, 4, 1}",
+            "@4 = contiguous(@1) -> float_type, {2, 4, 4}, {16, 4, 1}",
+            "@5 = contiguous(@2) -> float_type, {2, 4, 4}, {16, 4, 1}",
+            "@6 = contiguous(@3) -> float_type, {2, 4, 4}, {16, 4, 1}",
+            "@7 = reshape[dims={2, 2, 2, 4}](@4) -> float_type, {2, 2, 2, 4}, {16, 8, 4, 1}",
+            "@8 = reshape[dims={2, 2, 2, 4}](@5) -> float_type, {2, 2, 2, 4}, {16, 8, 4, 1}",
+            "@9 = reshape[dims={2, 2, 2, 4}](@6) -> float_type, {2, 2, 2, 4}, {16, 8, 4, 1}",
+            "@10 = @return(@7,@8,@9)",
+        ),
+        module(
+            "x = @param:x -> float_type, {2, 12, 4}, {48, 4, 1}",
+            "@1 = reshape[dims={2, 6, 2, 4}](x) -> float_type, {2, 6, 2, 4}, {48, 8, 4, 1}",
+            "@2 = slice[axes={1},starts={0},ends={2}](@1) -> float_type, {2, 2, 2, 4}, {48, 8, 4, 1}",
+            "@3 = slice[axes={1},starts={2},ends={4}](@1) -> float_type, {2, 2, 2, 4}, {48, 8, 4, 1}",
+            "@4 = slice[axes={1},starts={4},ends={6}](@1) -> float_type, {2, 2, 2, 4}, {48, 8, 4, 1}",
+            "@5 = @return(@2,@3,@4)",
+        ),
+        {"find_split_reshape": 1},
+    ),
+    "split_reshape_of_a_vector": (
+        module(
+            "x = @param:x -> float_type, {8}, {1}",
+            "@1 = slice[axes={0},starts={0},ends={4}](x) -> float_type, {4}, {1}",
+            "@2 = slice[axes={0},starts={4},ends={8}](x) -> float_type, {4}, {1}",
+            "@3 = contiguous(@1) -> float_type, {4}, {1}",
+            "@4 = contiguous(@2) -> float_type, {4}, {1}",
+            "@5 = reshape[dims={2, 2}](@3) -> float_type, {2, 2}, {2, 1}",
+            "@6 = reshape[dims={2, 2}](@4) -> float_type, {2, 2}, {2, 1}",
+            "@7 = @return(@5,@6)",
+        ),
+        module(
+            "x = @param:x -> float_type, {8}, {1}",
+            "@1 = reshape[dims={4, 2}](x) -> float_type, {4, 2}, {2, 1}",
+            "@2 = slice[axes={0},starts={0},ends={2}](@1) -> float_type, {2, 2}, {2, 1}",
+            "@3 = slice[axes={0},starts={2},ends={4}](@1) -> float_type, {2, 2}, {2, 1}",
+            "@4 = @return(@2,@3)",
+        ),
+        {"find_split_reshape": 1},
     ),
 }
 
