@@ -252,6 +252,15 @@ def test_values_just_off_zero_or_two_are_not_simplified(body: str) -> None:
         "@1 = @literal{0.5} -> float_type, {1}, {0}\n@2 = multibroadcast[out_lens={2, 3}](@1)\n"
         "@3 = @literal{1} -> int8_type, {1}, {0}\n@4 = multibroadcast[out_lens={2, 3}](@3)\n"
         "@5 = quantizelinear(x,@2,@4)\n@6 = @return(@5)\n",
+        # find_log_div checks its own root: sin of a quotient of positives is no log
+        "y = @param:y -> float_type, {2, 3}, {3, 1}\n@2 = exp(x)\n@3 = exp(y)\n@4 = div(@2,@3)\n@5 = sin(@4)\n"
+        "@6 = @return(@5)\n",
+        # find_split_transpose and find_split_reshape check their own root: an add of two slices of x, a neg of
+        # each contiguous slice
+        "@1 = slice[axes={0},starts={0},ends={1}](x)\n@2 = slice[axes={0},starts={1},ends={2}](x)\n@3 = add(@1,@2)\n"
+        "@4 = @return(@3)\n",
+        "@1 = slice[axes={0},starts={0},ends={1}](x)\n@2 = slice[axes={0},starts={1},ends={2}](x)\n"
+        "@3 = contiguous(@1)\n@4 = contiguous(@2)\n@5 = neg(@3)\n@6 = neg(@4)\n@7 = @return(@5,@6)\n",
         # the constant-add and multiply-add rewrites check their own root: a sub or a max is neither
         "y = @param:y -> float_type, {2, 3}, {3, 1}\n@2 = @literal{1} -> float_type, {1}, {0}\n"
         "@3 = multibroadcast[out_lens={2, 3}](@2)\n@4 = add(x,@3)\n@5 = add(y,@3)\n@6 = sub(@4,@5)\n@7 = @return(@6)\n",
