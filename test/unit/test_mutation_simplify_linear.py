@@ -236,3 +236,24 @@ def test_padded_convolution_of_a_broadcast_input_keeps_results_without_empty_sli
     for ins in b.main:
         if ins.op.defn.name == "slice":
             assert all(end > start for start, end in zip(ins.op["starts"], ins.op["ends"], strict=True)), ins.op
+
+
+def test_from_int4_follows_views_reshapes_dequantizelinear_and_all_int4_concats() -> None:
+    """MIGraphX's from_int4, which keeps find_dot_mul and find_mul_dot from folding into int4 weights."""
+    c = Chain()
+    packed = c.main.add_parameter("w", Shape.make(DType.uint8, (4, 2)))
+    unpacked = c.op("unpack_int4", packed)
+    reshaped = c.op("reshape", unpacked, dims=[2, 8])
+    scale = c.param("s", 2, 8)
+    dequantized = c.op("dequantizelinear", reshaped, scale)
+    viewed = c.op("transpose", dequantized, permutation=[1, 0])
+    other = c.param("x", 2, 8)
+    assert linear._from_int4(unpacked)
+    assert linear._from_int4(reshaped)
+    assert linear._from_int4(dequantized)
+    assert linear._from_int4(viewed)
+    assert linear._from_int4(c.op("concat", dequantized, dequantized, axis=0))
+    assert not linear._from_int4(c.op("concat", dequantized, other, axis=0))
+    assert not linear._from_int4(c.op("neg", dequantized))
+    assert not linear._from_int4(c.op("add", dequantized, other))
+    assert not linear._from_int4(other)
