@@ -261,6 +261,16 @@ def test_values_just_off_zero_or_two_are_not_simplified(body: str) -> None:
         "@4 = @return(@3)\n",
         "@1 = slice[axes={0},starts={0},ends={1}](x)\n@2 = slice[axes={0},starts={1},ends={2}](x)\n"
         "@3 = contiguous(@1)\n@4 = contiguous(@2)\n@5 = neg(@3)\n@6 = neg(@4)\n@7 = @return(@5,@6)\n",
+        # the linear rewrites check their own roots: a relu of a dot is no slice, a max of a broadcast and a
+        # constant no convolution, a sub of two convolutions no add
+        "y = @param:y -> float_type, {3, 2}, {2, 1}\n@2 = dot(x,y)\n@3 = relu(@2)\n@4 = @return(@3)\n",
+        "y = @param:y -> float_type, {3}, {1}\n@2 = multibroadcast[out_lens={2, 3}](y)\n"
+        "@3 = @literal{1, 2, 3, 4, 5, 6} -> float_type, {2, 3}, {3, 1}\n@4 = max(@2,@3)\n@5 = @return(@4)\n",
+        "y = @param:y -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}\n"
+        "z = @param:z -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}\n"
+        "@3 = @literal{2} -> float_type, {1, 1, 1, 1}, {1, 1, 1, 1}\n"
+        "@4 = @literal{3} -> float_type, {1, 1, 1, 1}, {1, 1, 1, 1}\n"
+        "@5 = convolution(y,@3)\n@6 = convolution(z,@4)\n@7 = sub(@5,@6)\n@8 = @return(@7)\n",
         # the constant-add and multiply-add rewrites check their own root: a sub or a max is neither
         "y = @param:y -> float_type, {2, 3}, {3, 1}\n@2 = @literal{1} -> float_type, {1}, {0}\n"
         "@3 = multibroadcast[out_lens={2, 3}](@2)\n@4 = add(x,@3)\n@5 = add(y,@3)\n@6 = sub(@4,@5)\n@7 = @return(@6)\n",
