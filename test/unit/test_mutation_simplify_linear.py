@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from simplify_cases import module, reprinted, simplified
 from test_pass_differential import rms_ok
 from test_simplify_algebra_linear import Builder
 
@@ -257,3 +258,81 @@ def test_from_int4_follows_views_reshapes_dequantizelinear_and_all_int4_concats(
     assert not linear._from_int4(c.op("neg", dequantized))
     assert not linear._from_int4(c.op("add", dequantized, other))
     assert not linear._from_int4(other)
+
+
+CONV_1X1 = "convolution[padding={0, 0, 0, 0},stride={1, 1},dilation={1, 1},group=1,padding_mode=0]"
+
+KEPT = {
+    "find_conv_add_leaves_a_convolution_used_twice": module(
+        "@0 = @literal{2} -> float_type, {1, 1, 1, 1}, {1, 1, 1, 1}",
+        "@1 = @literal{1, 2, 3, 4, 5, 6, 7, 8, 9} -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
+        "x = @param:x -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
+        "@3 = add(x,@1) -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
+        "@4 = " + CONV_1X1 + "(@3,@0) -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
+        "@5 = relu(@4) -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
+        "@6 = @return(@4,@5)",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", KEPT)
+def test_simplify_algebra_keeps(name: str) -> None:
+    text = KEPT[name]
+    assert simplified(text) == (reprinted(text), {})
+
+
+REWRITTEN = {
+    # a batch axis of length 1 need not have stride 0
+    "find_mul_conv_scales_the_weights_by_a_channel_constant": (
+        module(
+            "@0 = @literal{1, 2, 3, 4} -> float_type, {2, 2, 1, 1}, {2, 1, 1, 1}",
+            "@1 = @literal{2, 3} -> float_type, {1, 2, 1, 1}, {2, 1, 1, 1}",
+            "x = @param:x -> float_type, {1, 2, 3, 3}, {18, 9, 3, 1}",
+            "@3 = " + CONV_1X1 + "(x,@0) -> float_type, {1, 2, 3, 3}, {18, 9, 3, 1}",
+            "@4 = multibroadcast[out_lens={1, 2, 3, 3},out_dyn_dims={}](@1) -> float_type, {1, 2, 3, 3}, {2, 1, 0, 0}",
+            "@5 = mul(@3,@4) -> float_type, {1, 2, 3, 3}, {18, 9, 3, 1}",
+            "@6 = @return(@5)",
+        ),
+        module(
+            "@0 = @literal{1, 2, 3, 4} -> float_type, {2, 2, 1, 1}, {2, 1, 1, 1}",
+            "@1 = @literal{2, 3} -> float_type, {1, 2, 1, 1}, {2, 1, 1, 1}",
+            "x = @param:x -> float_type, {1, 2, 3, 3}, {18, 9, 3, 1}",
+            "@3 = squeeze[axes={}](@1) -> float_type, {2}, {1}",
+            "@4 = broadcast[axis=0,out_lens={2, 2, 1, 1},out_dyn_dims={}](@3)"
+            " -> float_type, {2, 2, 1, 1}, {1, 0, 0, 0}",
+            "@5 = mul(@4,@0) -> float_type, {2, 2, 1, 1}, {2, 1, 1, 1}",
+            "@6 = " + CONV_1X1 + "(x,@5) -> float_type, {1, 2, 3, 3}, {18, 9, 3, 1}",
+            "@7 = @return(@6)",
+        ),
+        {"find_mul_conv": 1},
+    ),
+    "find_mul_conv_takes_spatial_axes_of_length_1": (
+        module(
+            "@0 = @literal{1, 2, 3, 4} -> float_type, {2, 2, 1, 1}, {2, 1, 1, 1}",
+            "@1 = @literal{2, 3} -> float_type, {1, 2, 1, 1}, {2, 1, 1, 1}",
+            "x = @param:x -> float_type, {1, 2, 1, 1}, {2, 1, 1, 1}",
+            "@3 = " + CONV_1X1 + "(x,@0) -> float_type, {1, 2, 1, 1}, {2, 1, 1, 1}",
+            "@4 = multibroadcast[out_lens={1, 2, 1, 1},out_dyn_dims={}](@1) -> float_type, {1, 2, 1, 1}, {2, 1, 1, 1}",
+            "@5 = mul(@3,@4) -> float_type, {1, 2, 1, 1}, {2, 1, 1, 1}",
+            "@6 = @return(@5)",
+        ),
+        module(
+            "@0 = @literal{1, 2, 3, 4} -> float_type, {2, 2, 1, 1}, {2, 1, 1, 1}",
+            "@1 = @literal{2, 3} -> float_type, {1, 2, 1, 1}, {2, 1, 1, 1}",
+            "x = @param:x -> float_type, {1, 2, 1, 1}, {2, 1, 1, 1}",
+            "@3 = squeeze[axes={}](@1) -> float_type, {2}, {1}",
+            "@4 = broadcast[axis=0,out_lens={2, 2, 1, 1},out_dyn_dims={}](@3)"
+            " -> float_type, {2, 2, 1, 1}, {1, 0, 0, 0}",
+            "@5 = mul(@4,@0) -> float_type, {2, 2, 1, 1}, {2, 1, 1, 1}",
+            "@6 = " + CONV_1X1 + "(x,@5) -> float_type, {1, 2, 1, 1}, {2, 1, 1, 1}",
+            "@7 = @return(@6)",
+        ),
+        {"find_mul_conv": 1},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", REWRITTEN)
+def test_simplify_algebra_rewrites(name: str) -> None:
+    text, expected, applied = REWRITTEN[name]
+    assert simplified(text) == (reprinted(expected), applied)
