@@ -77,6 +77,12 @@ class Selection:
 U = "test/unit/"
 # the passes package's tests: every pass module's row starts with them, so a row of its own keeps their kills
 PASS_TESTS = (U + "test_pass_differential.py", U + "test_mutation_passes.py")
+TEXT_TESTS = (
+    U + "test_text_roundtrip.py",
+    U + "test_parser_line_reader.py",
+    U + "test_text_literals_and_files.py",
+    U + "test_mutation_text.py",
+)
 # module (or package directory, for every module under it without its own row) -> its tests
 TEST_SELECTIONS: dict[str, Selection] = {
     "mgxir/passes/eliminate_identity.py": Selection((U + "test_eliminate_identity.py",), "eliminate_identity"),
@@ -121,15 +127,11 @@ TEST_SELECTIONS: dict[str, Selection] = {
         ),
         "run/ or text/",
     ),
-    "mgxir/text/": Selection(
-        (
-            U + "test_text_roundtrip.py",
-            U + "test_parser_line_reader.py",
-            U + "test_text_literals_and_files.py",
-            U + "test_mutation_text.py",
-        ),
-        "text/",
-    ),
+    "mgxir/text/": Selection(TEXT_TESTS, "text/"),
+    # the LALR tables: built fresh into a scratch cache folder and compared with lark (the session's
+    # parsers come from a cache written before mutmut runs, so only these tests reach lalr.py's writer)
+    "mgxir/text/lalr.py": Selection((*TEXT_TESTS, U + "test_lalr_runtime.py"), "text/"),
+    "mgxir/text/lalr_runtime.py": Selection((*TEXT_TESTS, U + "test_lalr_runtime.py"), "text/"),
     "mgxir/interp/": Selection((U + "test_ops_compute_last.py", U + "test_mutation_interp.py"), "run/"),
     "mgxir/drivers/": Selection(
         (

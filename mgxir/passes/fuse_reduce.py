@@ -266,6 +266,16 @@ class ReduceReshape(ReshapeFusion):
         self.fusion.replaced.append(old_body)
         return rewriter.insert(ins, make_op("fused_reduce", axes=axes), inputs, [body])
 
+    def can_rebuild(self, ins: Instruction, axes_map: AxesMap) -> bool:
+        """Not when the module holds an argmin/argmax whose one axis would become several (or none):
+        MIGraphX's reduce_reshape then keeps the first new axis, which changes the result (argmax
+        over a {2, 12} reshape of {2, 3, 4} is not argmax over axis 1 of {2, 3, 4}); mgxir leaves the
+        reshape outside the module instead."""
+        if ins.op.defn.name != "fused_reduce":
+            return True
+        has_arg_reduction = any(inner.op.defn.has(ArgReduction) for inner in ins.module_args[0])
+        return not has_arg_reduction or all(len(axes_map[axis]) == 1 for axis in ins.op["axes"])
+
     @staticmethod
     def input_dims(inputs: list[Instruction]) -> list[int]:
         """The lens of the input with the most elements (the first of them)."""

@@ -37,6 +37,10 @@ class ReshapeFusion:
     def base_dims(self, ins: Instruction) -> list[int]:
         return list(ins.shape.lens)
 
+    def can_rebuild(self, ins: Instruction, axes_map: AxesMap) -> bool:
+        """Whether `ins` can be rebuilt on the common dimensions that `axes_map` maps its axes to."""
+        return True
+
 
 PointwiseReshape = ReshapeFusion
 
@@ -104,6 +108,11 @@ class FindOpReshapeOp(Pattern):
         if desc.empty() or desc.elements() != math.prod(dims2):
             return False
         common_dims = desc.common_dims()
+        if not (
+            self.fusion.can_rebuild(x_ins, desc.common_axes_map_from_src())
+            and self.fusion.can_rebuild(ins, desc.common_axes_map_from_dst())
+        ):
+            return False
 
         def reshape_input(
             position: Instruction, transform: ShapeTransformDescriptor

@@ -88,6 +88,29 @@ def test_reduce_reshape_moves_the_argmax_axis() -> None:
     assert argmax.op["axis"] == 2
 
 
+MERGED_ARGMAX = """module: "main"
+x = @param:x -> float_type, {2, 3, 4}, {12, 4, 1}
+@1 = exp(x) -> float_type, {2, 3, 4}, {12, 4, 1}
+@2 = reshape[dims={2, 12}](@1) -> float_type, {2, 12}, {12, 1}
+@3 = argmax[axis=1](@2) -> int64_type, {2, 1}, {1, 1}
+@4 = @return(@3)
+"""
+
+
+def test_reduce_reshape_leaves_an_argmax_whose_axis_the_reshape_merged() -> None:
+    """A deliberate difference from MIGraphX, whose reduce_reshape would rebuild this argmax over
+    axis 1 of {2, 3, 4} (the first of the two axes that {2, 12}'s axis 1 came from), a {2, 1, 4}
+    result instead of {2, 1}: the reshape stays outside the fused_reduce."""
+    program = parse_program(MERGED_ARGMAX)
+    check_pipeline(parse_program(MERGED_ARGMAX), PIPELINE, 0)
+    for p in parse_pipeline(PIPELINE):
+        p.apply(program, PassContext())
+    main = print_module(program.modules["main"])
+    assert "reshape[dims={2, 12}]" in main
+    assert "fused_reduce[axes={1}](@2), [main:argmax0] -> int64_type, {2, 1}, {1, 1}" in main
+    assert not any(name.endswith("_reshape") for name in program.modules)
+
+
 def test_fuse_reduce_on_one_module_wraps_and_reshapes() -> None:
     """FuseReduce.apply_module on main alone: the reduction is wrapped, the pointwise fused in and
     the reshape moved below the fused_reduce."""

@@ -3,7 +3,10 @@ leave does not stop them at those after it."""
 
 from __future__ import annotations
 
+from mgxir.ir.dtype import DType
 from mgxir.ir.program import Program
+from mgxir.ir.registry import make_op
+from mgxir.ir.shape import Shape
 from mgxir.passes.base import PassContext
 from mgxir.passes.registry import parse_pipeline
 from mgxir.text.parser import parse_program
@@ -69,3 +72,24 @@ def test_eliminate_convert_counts() -> None:
     program, context = rewritten(CONVERTS, "eliminate_convert")
     assert context.statistics["nested converts folded"] == 2, print_program(program)
     assert context.statistics["converts removed"] == 1
+
+
+def test_only_if_is_inlined_not_another_op_with_two_modules() -> None:
+    """A select_module over the constant, with the same two modules and read by get_tuple_elem, stays."""
+    program = parse_program(IFS)
+    main = program.main
+    select_shapes = Shape.tuple_of([Shape.make(DType.float, (2,))])
+    flag = next(iter(main))  # the constant condition
+    branches = [program.modules["then"], program.modules["else"]]
+    select = main.insert(
+        main.last,
+        make_op("select_module", output_dyn_shapes=select_shapes),
+        [flag],
+        branches,
+    )
+    element = main.insert(main.last, make_op("get_tuple_elem", index=0), [select])
+    main.last.set_args([*main.last.args, element])
+    context = PassContext()
+    parse_pipeline("inline_module")[0].apply(program, context)
+    assert context.statistics["if inlined"] == 1
+    assert select.parent is main and element.args == [select]

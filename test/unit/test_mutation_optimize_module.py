@@ -51,8 +51,26 @@ def test_run_and_report_change_says_whether_any_pass_counted() -> None:
     passes = [EliminateCommonSubexpression(), DeadCodeElimination()]
     program = parse_program(NEG_X)
     context = PassContext()
+    assert run_and_report_change([], program.main, context) is False
     assert run_and_report_change(passes, program.main, context) is False
     assert dict(context.statistics) == {}
     program = parse_program(NEG_X.replace("@2 = @return(@1)", "@2 = tanh(x) -> float_type, {2}, {1}\n@3 = @return(@1)"))
     assert run_and_report_change([*passes, EliminateCommonSubexpression()], program.main, context) is True
     assert dict(context.statistics) == {"dead_code_elimination: instructions removed": 1}
+
+
+def test_the_inner_loop_repeats_while_it_changes() -> None:
+    # simplify_algebra drops the multiplication by one only after simplify_reshapes ran; the transposes
+    # it leaves back to back cancel in the next iteration
+    source = (
+        'module: "main"\nx = @param:x -> float_type, {2, 3}, {3, 1}\n'
+        "@1 = transpose[permutation={1, 0}](x) -> float_type, {3, 2}, {1, 3}\n"
+        "@2 = @literal{1} -> float_type, {1}, {0}\n"
+        "@3 = multibroadcast[out_lens={3, 2},out_dyn_dims={}](@2) -> float_type, {3, 2}, {0, 0}\n"
+        "@4 = mul(@1,@3) -> float_type, {3, 2}, {1, 3}\n"
+        "@5 = transpose[permutation={1, 0}](@4) -> float_type, {2, 3}, {3, 1}\n"
+        "@6 = neg(@5) -> float_type, {2, 3}, {3, 1}\n@7 = @return(@6)\n"
+    )
+    program = parse_program(source)
+    OptimizeModule().apply(program, PassContext())
+    assert [i.op.name for i in program.main] == ["@param", "neg", "@return"]

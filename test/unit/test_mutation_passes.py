@@ -325,6 +325,57 @@ def test_cse_leaves_equal_literals_and_parameters_apart() -> None:
     assert not context.statistics
 
 
+# a dead `if` whose branch T reads main's @2 and calls `if`s over E (shared with a live `if`) and
+# U (named only in T, twice)
+DEAD_BRANCHES = """module: "main"
+x = @param:x -> float_type, {2}, {1}
+c = @param:c -> bool_type, {1}, {0}
+@2 = neg(x) -> float_type, {2}, {1}
+@3 = if(c), [T, E] -> [float_type, {2}, {1}]
+@4 = if(c), [E, E] -> [float_type, {2}, {1}]
+@5 = get_tuple_elem[index=0](@4) -> float_type, {2}, {1}
+@6 = @return(@5)
+
+module: "T"
+T:@0 = tanh(@2) -> float_type, {2}, {1}
+T:@1 = if(c), [E, U] -> [float_type, {2}, {1}]
+T:@2 = if(c), [U, U] -> [float_type, {2}, {1}]
+T:@3 = @return(T:@0)
+
+module: "E"
+E:@0 = exp(x) -> float_type, {2}, {1}
+E:@1 = @return(E:@0)
+
+module: "U"
+U:@0 = abs(x) -> float_type, {2}, {1}
+U:@1 = @return(U:@0)
+"""
+
+
+def test_dce_drops_a_dead_ifs_branches_with_the_values_they_read_and_keeps_shared_ones() -> None:
+    program = parse_text(DEAD_BRANCHES)
+    verify(program)
+    context = PassContext()
+    assert eliminate_dead_code(program.main, context) == 2  # the dead `if`, then the neg only T read
+    assert list(program.modules) == ["main", "E"]
+    assert [ins.op.name for ins in program.main] == ["@param", "@param", "if", "get_tuple_elem", "@return"]
+    assert context.statistics == {"instructions removed": 2, "modules removed": 2}
+    verify(program)
+
+
+def test_cse_goes_on_past_instructions_with_side_effects() -> None:
+    program = parse_program(
+        'module: "main"\nx = @param:x -> float_type, {2}, {1}\n'
+        "@1 = capture[ins_index=0](x) -> float_type, {2}, {1}\n@2 = foo(x) -> float_type, {2}, {1}\n"
+        "@3 = neg(x) -> float_type, {2}, {1}\n@4 = neg(x) -> float_type, {2}, {1}\n"
+        "@5 = add(@3,@4) -> float_type, {2}, {1}\n@6 = @return(@5,@1,@2)\n"
+    )
+    context = PassContext()
+    EliminateCommonSubexpression().apply(program, context)
+    assert [i.op.name for i in program.main].count("neg") == 1
+    assert context.statistics["instructions merged"] == 1
+
+
 # -- simplify_algebra's broadcast and constant-add rewrites, whole pass: output text, statistics, results
 
 

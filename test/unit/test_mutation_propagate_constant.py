@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mgxir.passes.base import PassContext
-from mgxir.passes.propagate_constant import PropagateConstant
+from mgxir.passes.propagate_constant import ConstantAnalysis, PropagateConstant
 from mgxir.text.parser import parse_program
 from mgxir.verifier import verify
 
@@ -87,3 +87,96 @@ def test_main_only_leaves_the_branches_alone() -> None:
         context = PassContext(main_only=main_only)
         PropagateConstant().apply(program, context)
         assert context.statistics["instructions folded"] == folded
+
+
+SIX = "@1 = @literal{1, 2, 3, 4, 5, 6} -> float_type, {2, 3}, {3, 1}\n"
+NEG_ABS = "@2 = neg(@1) -> float_type, {2, 3}, {3, 1}\n@8 = abs(@2) -> float_type, {2, 3}, {3, 1}\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "skip_ops", "folded"),
+    [
+        # an elided literal has no values to fold
+        ("@1 = @literal{ ... } -> float_type, {2, 3}, {3, 1}\n@8 = neg(@1) -> float_type, {2, 3}, {3, 1}\n", "", 0),
+        # capture has a side effect
+        (SIX + "@8 = capture[ins_index=0](@1) -> float_type, {2, 3}, {3, 1}\n", "", 0),
+        # skip_ops is a comma-separated list
+        (SIX + "@2 = neg(@1) -> float_type, {2, 3}, {3, 1}\n@8 = abs(@2) -> float_type, {2, 3}, {3, 1}\n", "abs", 1),
+        (
+            SIX + "@2 = neg(@1) -> float_type, {2, 3}, {3, 1}\n@8 = abs(@2) -> float_type, {2, 3}, {3, 1}\n",
+            "abs,neg",
+            0,
+        ),
+    ],
+)
+def test_what_is_not_folded(body: str, skip_ops: str, folded: int) -> None:
+    program = parse_program(PARAMS + body + ADD_X)
+    context = PassContext()
+    PropagateConstant(skip_ops=skip_ops).apply(program, context)
+    verify(program)
+    assert context.statistics["instructions folded"] == folded
+
+
+def test_a_folded_slice_becomes_a_standard_literal() -> None:
+    program = parse_program(
+        PARAMS
+        + "@1 = @literal{1, 2, 3, 4, 5, 6, 7, 8} -> float_type, {2, 4}, {4, 1}\n"
+        + "@8 = slice[axes={1},starts={1},ends={4}](@1) -> float_type, {2, 3}, {4, 1}\n"
+        + ADD_X
+    )
+    PropagateConstant().apply(program, PassContext())
+    verify(program)
+    folded = next(ins for ins in program.main if ins.is_literal and ins.shape.lens == (2, 3))
+    assert folded.shape.strides == (3, 1)
+    assert folded.literal.data.tolist() == [[2, 3, 4], [6, 7, 8]]
+
+
+POINTWISE_OVER_A_LITERAL = """module: "main"
+x = @param:x -> float_type, {2}, {1}
+@1 = @literal{1, 2} -> float_type, {2}, {1}
+@2 = pointwise(@1), [main:pointwise0] -> float_type, {2}, {1}
+@3 = add(x,@2) -> float_type, {2}, {1}
+@4 = @return(@3)
+
+module: "main:pointwise0"
+main:pointwise0:x0 = @param:x0 -> float_type, {1}, {0}
+main:pointwise0:@1 = neg(main:pointwise0:x0) -> float_type, {1}, {0}
+main:pointwise0:@2 = @return(main:pointwise0:@1)
+"""
+
+
+def test_module_calls_are_not_constants() -> None:
+    program = parse_program(POINTWISE_OVER_A_LITERAL)
+    context = PassContext()
+    PropagateConstant().apply(program, context)
+    assert "instructions folded" not in context.statistics
+    assert [ins.op.name for ins in program.main][2] == "pointwise"
+
+
+def test_constant_analysis_answers_true_or_false() -> None:
+    program = parse_program(
+        PARAMS
+        + SIX
+        + "@2 = neg(@1) -> float_type, {2, 3}, {3, 1}\n"
+        + "@3 = neg(x) -> float_type, {2, 3}, {3, 1}\n"
+        + "@4 = capture[ins_index=0](@1) -> float_type, {2, 3}, {3, 1}\n"
+        + "@5 = undefined -> float_type, {2, 3}, {3, 1}\n"
+        + "@6 = add(@2,@3) -> float_type, {2, 3}, {3, 1}\n"
+        + "@7 = @return(@6)\n"
+    )
+    x, _, literal, neg_literal, neg_x, capture, undefined, add, _ = list(program.main)
+    constant = ConstantAnalysis()
+    assert constant(add) is False  # asked first: its inputs are answered on the way
+    assert constant(neg_literal) is True and constant(literal) is True
+    for ins in (x, neg_x, capture, undefined):
+        assert constant(ins) is False
+
+
+def test_a_dynamic_result_is_constant_but_has_no_value_to_fold() -> None:
+    program = parse_program(
+        'module: "main"\n@0 = @literal{1, 2, 3} -> float_type, {3}, {1}\n'
+        "@1 = neg(@0) -> dynamic, float_type, {[1..4]}\n@2 = @return(@1)\n"
+    )
+    _, dynamic, _ = list(program.main)
+    assert ConstantAnalysis()(dynamic) is False
+    assert ConstantAnalysis(need_values=False)(dynamic) is True

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from mgxir.ir.dtype import DType
+from mgxir.ir.shape import Shape
 from mgxir.ops import register_all_ops
 from mgxir.translate.mxr.values import EMPTY_OBJECT, ValueError_, operation_from_value, operation_to_value
 
@@ -80,3 +82,12 @@ def test_an_unknown_operator_prints_as_migraphx_and_reads_back() -> None:
     assert value["g"]["lens"] == [2] and value["g"]["strides"] == [1]
     assert value["k"] == {"type": "bogus", "lens": [2]}
     assert operation_to_value(operation_from_value("my_op", {})) is EMPTY_OBJECT
+
+
+def test_a_load_read_from_values_takes_its_instructions_shape() -> None:
+    """MIGraphX's load value holds the offset; the .mxr reader completes it with the instruction's shape."""
+    op = operation_from_value("load", {"offset": 8})
+    shape = Shape.make(DType.float, (2, 3), (1, 2))
+    done = op.defn.complete(op, shape)
+    assert done.values == (shape, 8)
+    assert done.defn.format(done) == "load[offset=8,end=32]"

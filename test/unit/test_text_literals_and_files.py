@@ -13,7 +13,7 @@ import pytest
 from mgxir.diagnostics import MgxError
 from mgxir.ir.values import Braces, Brackets, OpNode, Seq, atoms_of
 from mgxir.text.parser import parse_program
-from mgxir.text.writer import write_atomically, write_output, write_program
+from mgxir.text.writer import render, write_atomically, write_output, write_program
 
 LITERAL_ERRORS = [
     ("{1.5} -> int32_type, {1}, {1}", "bad int32_type literal value: invalid literal for int() with base 10: '1.5'"),
@@ -90,3 +90,14 @@ def test_parsed_values_compare_by_kind_and_items() -> None:
     assert hash(node) == hash(OpNode("relu", (("k", "1"),)))
     assert repr(node) == "OpNode(name='relu', attributes=(('k', '1'),))"
     assert atoms_of(Braces(("1", "2"))) == ("1", "2") and atoms_of("x") == ("x",)
+
+
+def test_render_prints_as_migraphx_unless_asked_for_lossless_text() -> None:
+    values = ", ".join(str(i / 10) for i in range(20))
+    program = parse_program(
+        f'module: "main"\n@0 = @literal{{{values}}} -> float_type, {{20}}, {{1}}\n@1 = @return(@0)\n'
+    )
+    text, arrays = render(program)
+    assert text == 'module: "main"\n@0 = @literal{ ... } -> float_type, {20}, {1}\n@1 = @return(@0)\n\n\n'
+    assert arrays == {}
+    assert render(program, lossless=True)[0].startswith(f'module: "main"\n@0 = @literal{{{values}}}')

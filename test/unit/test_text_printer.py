@@ -129,3 +129,29 @@ def test_sidecar_keys_of_submodule_literals() -> None:
     printed = print_program(parse_program(text), options)
     assert sorted(options.sidecar) == ["else_@0", "then_@0"]
     assert "then:@0 = @literal{npz:s.npz:then_@0} -> float_type, {20}, {1}\n" in printed
+
+
+def test_a_shape_without_its_text_prints_as_migraphx_does_unless_lossless() -> None:
+    program = parse_program(
+        'module: "main"\n@0 = @param:y -> dynamic, float_type, {[1, 4, {2, 3}]}\n@1 = @return(@0)\n'
+    )
+    for ins in program.main:
+        ins.shape.text = None  # as a pass makes a shape: no text from the input
+    assert (
+        print_program(program) == 'module: "main"\ny = @param:y -> dynamic, float_type, {[1..4]}\n@1 = @return(y)\n\n\n'
+    )
+    for ins in program.main:
+        ins.shape.text = None
+    assert "{[ 1, 4, {2, 3} ]}" in print_program(program, PrintOptions(lossless=True))
+
+
+def test_the_caller_s_sidecar_dict_collects_the_arrays() -> None:
+    values = ", ".join(str(i) for i in range(20))
+    program = parse_program(
+        f'module: "main"\n@0 = @literal{{{values}}} -> float_type, {{20}}, {{1}}\n@1 = @return(@0)\n'
+    )
+    arrays: dict[str, np.ndarray] = {}
+    options = PrintOptions(lossless=True, sidecar_name="p.npz", sidecar=arrays)
+    assert "@literal{npz:p.npz:@0}" in print_program(program, options)
+    assert options.sidecar is arrays and list(arrays) == ["@0"]
+    np.testing.assert_array_equal(arrays["@0"], np.arange(20, dtype=np.float32))
