@@ -262,6 +262,15 @@ def test_from_int4_follows_views_reshapes_dequantizelinear_and_all_int4_concats(
 
 CONV_1X1 = "convolution[padding={0, 0, 0, 0},stride={1, 1},dilation={1, 1},group=1,padding_mode=0]"
 
+
+def _conv_line(result: str, args: str, padding: str, stride: str, out: str) -> str:
+    dilation = ", ".join(["1"] * (stride.count(",") + 1))
+    return (
+        f"{result} = convolution[padding={{{padding}}},stride={{{stride}}},dilation={{{dilation}}},group=1,"
+        f"padding_mode=0]({args}) -> float_type, {out}"
+    )
+
+
 KEPT = {
     "find_conv_add_leaves_a_convolution_used_twice": module(
         "@0 = @literal{2} -> float_type, {1, 1, 1, 1}, {1, 1, 1, 1}",
@@ -271,6 +280,58 @@ KEPT = {
         "@4 = " + CONV_1X1 + "(@3,@0) -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
         "@5 = relu(@4) -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
         "@6 = @return(@4,@5)",
+    ),
+    # 1x1 convolutions of different strides fuse only without padding, with 1x1 two-dimensional kernels
+    # and strides that divide
+    "find_add_convs_leaves_padded_1x1_convolutions_of_different_strides": module(
+        "@0 = @literal{2} -> float_type, {1, 1, 1, 1}, {1, 1, 1, 1}",
+        "@1 = @literal{3} -> float_type, {1, 1, 1, 1}, {1, 1, 1, 1}",
+        "x = @param:x -> float_type, {1, 1, 4, 4}, {16, 16, 4, 1}",
+        "y = @param:y -> float_type, {1, 1, 10, 10}, {100, 100, 10, 1}",
+        _conv_line("@4", "x,@0", "1, 1, 1, 1", "1, 1", "{1, 1, 6, 6}, {36, 36, 6, 1}"),
+        _conv_line("@5", "y,@1", "1, 1, 1, 1", "2, 2", "{1, 1, 6, 6}, {36, 36, 6, 1}"),
+        "@6 = add(@4,@5) -> float_type, {1, 1, 6, 6}, {36, 36, 6, 1}",
+        "@7 = @return(@6)",
+    ),
+    "find_add_convs_leaves_1x3_convolutions_of_different_strides": module(
+        "@0 = @literal{1, 2, 3} -> float_type, {1, 1, 1, 3}, {3, 3, 3, 1}",
+        "@1 = @literal{4, 5, 6} -> float_type, {1, 1, 1, 3}, {3, 3, 3, 1}",
+        "x = @param:x -> float_type, {1, 1, 4, 6}, {24, 24, 6, 1}",
+        "y = @param:y -> float_type, {1, 1, 7, 9}, {63, 63, 9, 1}",
+        _conv_line("@4", "x,@0", "0, 0, 0, 0", "1, 1", "{1, 1, 4, 4}, {16, 16, 4, 1}"),
+        _conv_line("@5", "y,@1", "0, 0, 0, 0", "2, 2", "{1, 1, 4, 4}, {16, 16, 4, 1}"),
+        "@6 = add(@4,@5) -> float_type, {1, 1, 4, 4}, {16, 16, 4, 1}",
+        "@7 = @return(@6)",
+    ),
+    "find_add_convs_leaves_3x1_convolutions_of_different_strides": module(
+        "@0 = @literal{1, 2, 3} -> float_type, {1, 1, 3, 1}, {3, 3, 1, 1}",
+        "@1 = @literal{4, 5, 6} -> float_type, {1, 1, 3, 1}, {3, 3, 1, 1}",
+        "x = @param:x -> float_type, {1, 1, 6, 4}, {24, 24, 4, 1}",
+        "y = @param:y -> float_type, {1, 1, 9, 7}, {63, 63, 7, 1}",
+        _conv_line("@4", "x,@0", "0, 0, 0, 0", "1, 1", "{1, 1, 4, 4}, {16, 16, 4, 1}"),
+        _conv_line("@5", "y,@1", "0, 0, 0, 0", "2, 2", "{1, 1, 4, 4}, {16, 16, 4, 1}"),
+        "@6 = add(@4,@5) -> float_type, {1, 1, 4, 4}, {16, 16, 4, 1}",
+        "@7 = @return(@6)",
+    ),
+    "find_add_convs_leaves_one_dimensional_convolutions_of_different_strides": module(
+        "@0 = @literal{2} -> float_type, {1, 1, 1}, {1, 1, 1}",
+        "@1 = @literal{3} -> float_type, {1, 1, 1}, {1, 1, 1}",
+        "x = @param:x -> float_type, {1, 1, 4}, {4, 4, 1}",
+        "y = @param:y -> float_type, {1, 1, 7}, {7, 7, 1}",
+        _conv_line("@4", "x,@0", "0, 0", "1", "{1, 1, 4}, {4, 4, 1}"),
+        _conv_line("@5", "y,@1", "0, 0", "2", "{1, 1, 4}, {4, 4, 1}"),
+        "@6 = add(@4,@5) -> float_type, {1, 1, 4}, {4, 4, 1}",
+        "@7 = @return(@6)",
+    ),
+    "find_add_convs_leaves_strides_that_do_not_divide": module(
+        "@0 = @literal{2} -> float_type, {1, 1, 1, 1}, {1, 1, 1, 1}",
+        "@1 = @literal{3} -> float_type, {1, 1, 1, 1}, {1, 1, 1, 1}",
+        "x = @param:x -> float_type, {1, 1, 6, 6}, {36, 36, 6, 1}",
+        "y = @param:y -> float_type, {1, 1, 9, 9}, {81, 81, 9, 1}",
+        _conv_line("@4", "x,@0", "0, 0, 0, 0", "2, 2", "{1, 1, 3, 3}, {9, 9, 3, 1}"),
+        _conv_line("@5", "y,@1", "0, 0, 0, 0", "3, 3", "{1, 1, 3, 3}, {9, 9, 3, 1}"),
+        "@6 = add(@4,@5) -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
+        "@7 = @return(@6)",
     ),
 }
 
