@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from simplify_cases import module, params, reprinted, simplified
 
 from mgxir.ir.program import Program
 from mgxir.passes import simplify_algebra
@@ -251,6 +252,30 @@ def test_values_just_off_zero_or_two_are_not_simplified(body: str) -> None:
         "@1 = @literal{0.5} -> float_type, {1}, {0}\n@2 = multibroadcast[out_lens={2, 3}](@1)\n"
         "@3 = @literal{1} -> int8_type, {1}, {0}\n@4 = multibroadcast[out_lens={2, 3}](@3)\n"
         "@5 = quantizelinear(x,@2,@4)\n@6 = @return(@5)\n",
+        # find_log_div checks its own root: sin of a quotient of positives is no log
+        "y = @param:y -> float_type, {2, 3}, {3, 1}\n@2 = exp(x)\n@3 = exp(y)\n@4 = div(@2,@3)\n@5 = sin(@4)\n"
+        "@6 = @return(@5)\n",
+        # find_split_transpose and find_split_reshape check their own root: an add of two slices of x, a neg of
+        # each contiguous slice
+        "@1 = slice[axes={0},starts={0},ends={1}](x)\n@2 = slice[axes={0},starts={1},ends={2}](x)\n@3 = add(@1,@2)\n"
+        "@4 = @return(@3)\n",
+        "@1 = slice[axes={0},starts={0},ends={1}](x)\n@2 = slice[axes={0},starts={1},ends={2}](x)\n"
+        "@3 = contiguous(@1)\n@4 = contiguous(@2)\n@5 = neg(@3)\n@6 = neg(@4)\n@7 = @return(@5,@6)\n",
+        # the linear rewrites check their own roots: a relu of a dot is no slice, a max of a broadcast and a
+        # constant no convolution, a sub of two convolutions no add
+        "y = @param:y -> float_type, {3, 2}, {2, 1}\n@2 = dot(x,y)\n@3 = relu(@2)\n@4 = @return(@3)\n",
+        "y = @param:y -> float_type, {3}, {1}\n@2 = multibroadcast[out_lens={2, 3}](y)\n"
+        "@3 = @literal{1, 2, 3, 4, 5, 6} -> float_type, {2, 3}, {3, 1}\n@4 = max(@2,@3)\n@5 = @return(@4)\n",
+        "y = @param:y -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}\n"
+        "z = @param:z -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}\n"
+        "@3 = @literal{2} -> float_type, {1, 1, 1, 1}, {1, 1, 1, 1}\n"
+        "@4 = @literal{3} -> float_type, {1, 1, 1, 1}, {1, 1, 1, 1}\n"
+        "@5 = convolution(y,@3)\n@6 = convolution(z,@4)\n@7 = sub(@5,@6)\n@8 = @return(@7)\n",
+        # the constant-add and multiply-add rewrites check their own root: a sub or a max is neither
+        "y = @param:y -> float_type, {2, 3}, {3, 1}\n@2 = @literal{1} -> float_type, {1}, {0}\n"
+        "@3 = multibroadcast[out_lens={2, 3}](@2)\n@4 = add(x,@3)\n@5 = add(y,@3)\n@6 = sub(@4,@5)\n@7 = @return(@6)\n",
+        "@1 = @literal{1} -> float_type, {1}, {0}\n@2 = multibroadcast[out_lens={2, 3}](@1)\n@3 = add(x,@2)\n"
+        "@4 = max(@3,@2)\n@5 = @return(@4)\n",
     ],
 )
 @pytest.mark.parametrize("by_root", [True, False])
@@ -349,3 +374,337 @@ def test_cse_goes_on_past_instructions_with_side_effects() -> None:
     EliminateCommonSubexpression().apply(program, context)
     assert [i.op.name for i in program.main].count("neg") == 1
     assert context.statistics["instructions merged"] == 1
+
+
+# -- simplify_algebra's broadcast and constant-add rewrites, whole pass: output text, statistics, results
+
+
+CONV_Q = (
+    "@4 = convolution[padding={0, 0, 0, 0},stride={1, 1},dilation={1, 1},group=1,padding_mode=0](q,@1)"
+    " -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}"
+)
+
+KEPT_BROADCAST = {
+    # the convolution is used elsewhere too
+    "find_mul_add_leaves_a_convolution_used_twice": module(
+        "@0 = @literal{1, 2, 3, 4, 5, 6, 7, 8, 9} -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
+        "@1 = @literal{2} -> float_type, {1, 1, 1, 1}, {1, 1, 1, 1}",
+        "p = @param:p -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
+        "q = @param:q -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
+        CONV_Q,
+        "@5 = add(p,@4) -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
+        "@6 = mul(@0,@5) -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
+        "@7 = @return(@6,@4)",
+    ),
+    # b = y * c is neither constant nor a convolution
+    "find_mul_add_leaves_a_sum_of_a_non_constant_product": module(
+        "@0 = @literal{1, 2, 3, 4} -> float_type, {2, 2}, {2, 1}",
+        "@1 = @literal{5, 6, 7, 8} -> float_type, {2, 2}, {2, 1}",
+        "p = @param:p -> float_type, {2, 2}, {2, 1}",
+        "q = @param:q -> float_type, {2, 2}, {2, 1}",
+        "@4 = mul(q,@1) -> float_type, {2, 2}, {2, 1}",
+        "@5 = add(p,@4) -> float_type, {2, 2}, {2, 1}",
+        "@6 = mul(@0,@5) -> float_type, {2, 2}, {2, 1}",
+        "@7 = @return(@6)",
+    ),
+    # layout of a broadcast matches and is left alone
+    "find_inner_broadcast_leaves_layout": module(
+        "x = @param:x -> float_type, {3}, {1}",
+        "@1 = multibroadcast[out_lens={2, 3},out_dyn_dims={}](x) -> float_type, {2, 3}, {0, 1}",
+        "@2 = layout[permutation={1, 0}](@1) -> float_type, {2, 3}, {1, 2}",
+        "@3 = @return(@2)",
+    ),
+    # every axis is some input's own: matched, left alone
+    "find_inner_broadcast_leaves_broadcasts_with_no_common_outer_axis": module(
+        "a = @param:a -> float_type, {2, 1}, {1, 1}",
+        "b = @param:b -> float_type, {1, 3}, {3, 1}",
+        "@2 = multibroadcast[out_lens={2, 3},out_dyn_dims={}](a) -> float_type, {2, 3}, {1, 0}",
+        "@3 = multibroadcast[out_lens={2, 3},out_dyn_dims={}](b) -> float_type, {2, 3}, {0, 1}",
+        "@4 = add(@2,@3) -> float_type, {2, 3}, {3, 1}",
+        "@5 = @return(@4)",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", KEPT_BROADCAST)
+def test_broadcast_rewrites_keep(name: str) -> None:
+    text = KEPT_BROADCAST[name]
+    assert simplified(text) == (reprinted(text), {})
+
+
+REWRITTEN_BROADCAST = {
+    # a * (x + conv(y, w)) = a * x + a * conv(y, w) for constant a and w
+    "find_mul_add_distributes_over_a_convolution_with_constant_weights": (
+        module(
+            "@0 = @literal{1, 2, 3, 4, 5, 6, 7, 8, 9} -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
+            "@1 = @literal{2} -> float_type, {1, 1, 1, 1}, {1, 1, 1, 1}",
+            "p = @param:p -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
+            "q = @param:q -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
+            CONV_Q,
+            "@5 = add(p,@4) -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
+            "@6 = mul(@0,@5) -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
+            "@7 = @return(@6)",
+        ),
+        module(
+            "@0 = @literal{1, 2, 3, 4, 5, 6, 7, 8, 9} -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
+            "@1 = @literal{2} -> float_type, {1, 1, 1, 1}, {1, 1, 1, 1}",
+            "p = @param:p -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
+            "q = @param:q -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
+            CONV_Q,
+            "@5 = mul(@0,p) -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
+            "@6 = mul(@0,@4) -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
+            "@7 = add(@5,@6) -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
+            "@8 = @return(@7)",
+        ),
+        {"find_mul_add": 1},
+    ),
+    "find_mul_add_takes_the_sum_as_either_argument": (
+        module(
+            "@0 = @literal{1, 2, 3, 4} -> float_type, {2, 2}, {2, 1}",
+            "@1 = @literal{5, 6, 7, 8} -> float_type, {2, 2}, {2, 1}",
+            "p = @param:p -> float_type, {2, 2}, {2, 1}",
+            "@3 = add(p,@1) -> float_type, {2, 2}, {2, 1}",
+            "@4 = mul(@0,@3) -> float_type, {2, 2}, {2, 1}",
+            "@5 = @return(@4)",
+        ),
+        module(
+            "@0 = @literal{1, 2, 3, 4} -> float_type, {2, 2}, {2, 1}",
+            "@1 = @literal{5, 6, 7, 8} -> float_type, {2, 2}, {2, 1}",
+            "p = @param:p -> float_type, {2, 2}, {2, 1}",
+            "@3 = mul(@0,p) -> float_type, {2, 2}, {2, 1}",
+            "@4 = mul(@0,@1) -> float_type, {2, 2}, {2, 1}",
+            "@5 = add(@3,@4) -> float_type, {2, 2}, {2, 1}",
+            "@6 = @return(@5)",
+        ),
+        {"find_mul_add": 1},
+    ),
+    # the first sum is of two constants: the second argument is the one distributed over
+    "find_mul_add_skips_a_sum_of_constants_and_takes_the_other": (
+        module(
+            "@0 = @literal{1, 2, 3, 4} -> float_type, {2, 2}, {2, 1}",
+            "@1 = @literal{5, 6, 7, 8} -> float_type, {2, 2}, {2, 1}",
+            "@2 = @literal{1, 3, 5, 7} -> float_type, {2, 2}, {2, 1}",
+            "p = @param:p -> float_type, {2, 2}, {2, 1}",
+            "@4 = add(@0,@1) -> float_type, {2, 2}, {2, 1}",
+            "@5 = add(p,@2) -> float_type, {2, 2}, {2, 1}",
+            "@6 = mul(@4,@5) -> float_type, {2, 2}, {2, 1}",
+            "@7 = @return(@6)",
+        ),
+        module(
+            "@0 = @literal{1, 2, 3, 4} -> float_type, {2, 2}, {2, 1}",
+            "@1 = @literal{5, 6, 7, 8} -> float_type, {2, 2}, {2, 1}",
+            "@2 = @literal{1, 3, 5, 7} -> float_type, {2, 2}, {2, 1}",
+            "p = @param:p -> float_type, {2, 2}, {2, 1}",
+            "@4 = add(@0,@1) -> float_type, {2, 2}, {2, 1}",
+            "@5 = mul(@4,p) -> float_type, {2, 2}, {2, 1}",
+            "@6 = mul(@4,@2) -> float_type, {2, 2}, {2, 1}",
+            "@7 = add(@5,@6) -> float_type, {2, 2}, {2, 1}",
+            "@8 = @return(@7)",
+        ),
+        {"find_mul_add": 1},
+    ),
+    "find_add_lit_broadcast_takes_the_inner_sum_as_either_argument": (
+        module(
+            "@0 = @literal{1, 2, 3, 4} -> float_type, {2, 2}, {2, 1}",
+            "@1 = @literal{5, 6, 7, 8} -> float_type, {2, 2}, {2, 1}",
+            "x = @param:x -> float_type, {2, 2}, {2, 1}",
+            "@3 = add(x,@1) -> float_type, {2, 2}, {2, 1}",
+            "@4 = add(@0,@3) -> float_type, {2, 2}, {2, 1}",
+            "@5 = @return(@4)",
+        ),
+        module(
+            "@0 = @literal{1, 2, 3, 4} -> float_type, {2, 2}, {2, 1}",
+            "@1 = @literal{5, 6, 7, 8} -> float_type, {2, 2}, {2, 1}",
+            "x = @param:x -> float_type, {2, 2}, {2, 1}",
+            "@3 = add(@1,@0) -> float_type, {2, 2}, {2, 1}",
+            "@4 = add(x,@3) -> float_type, {2, 2}, {2, 1}",
+            "@5 = @return(@4)",
+        ),
+        {"find_add_lit_broadcast": 1},
+    ),
+    "find_double_add_lit_broadcast_with_one_broadcast_adds_the_constants_as_they_are": (
+        module(
+            "@0 = @literal{1, 2} -> float_type, {2}, {1}",
+            "@1 = @literal{5, 6, 7, 8} -> float_type, {2, 2}, {2, 1}",
+            "x = @param:x -> float_type, {2, 2}, {2, 1}",
+            "y = @param:y -> float_type, {2, 2}, {2, 1}",
+            "@4 = broadcast[axis=0,out_lens={2, 2}](@0) -> float_type, {2, 2}, {1, 0}",
+            "@5 = add(x,@4) -> float_type, {2, 2}, {2, 1}",
+            "@6 = add(y,@1) -> float_type, {2, 2}, {2, 1}",
+            "@7 = add(@5,@6) -> float_type, {2, 2}, {2, 1}",
+            "@8 = @return(@7)",
+        ),
+        module(
+            "@0 = @literal{1, 2} -> float_type, {2}, {1}",
+            "@1 = @literal{5, 6, 7, 8} -> float_type, {2, 2}, {2, 1}",
+            "x = @param:x -> float_type, {2, 2}, {2, 1}",
+            "y = @param:y -> float_type, {2, 2}, {2, 1}",
+            "@4 = broadcast[axis=0,out_lens={2, 2},out_dyn_dims={}](@0) -> float_type, {2, 2}, {1, 0}",
+            "@5 = add(@4,@1) -> float_type, {2, 2}, {2, 1}",
+            "@6 = add(x,y) -> float_type, {2, 2}, {2, 1}",
+            "@7 = add(@6,@5) -> float_type, {2, 2}, {2, 1}",
+            "@8 = @return(@7)",
+        ),
+        {"find_double_add_lit_broadcast": 1},
+    ),
+    # a broadcast counts as a literal broadcast though its input is not constant
+    "find_add_lit_broadcast_takes_broadcasts_of_parameters": (
+        module(
+            "x = @param:x -> float_type, {2, 2}, {2, 1}",
+            "p = @param:p -> float_type, {2}, {1}",
+            "q = @param:q -> float_type, {2}, {1}",
+            "@3 = broadcast[axis=0,out_lens={2, 2}](p) -> float_type, {2, 2}, {1, 0}",
+            "@4 = broadcast[axis=0,out_lens={2, 2}](q) -> float_type, {2, 2}, {1, 0}",
+            "@5 = add(x,@3) -> float_type, {2, 2}, {2, 1}",
+            "@6 = add(@5,@4) -> float_type, {2, 2}, {2, 1}",
+            "@7 = @return(@6)",
+        ),
+        module(
+            "x = @param:x -> float_type, {2, 2}, {2, 1}",
+            "p = @param:p -> float_type, {2}, {1}",
+            "q = @param:q -> float_type, {2}, {1}",
+            "@3 = add(p,q) -> float_type, {2}, {1}",
+            "@4 = broadcast[axis=0,out_lens={2, 2},out_dyn_dims={}](@3) -> float_type, {2, 2}, {1, 0}",
+            "@5 = add(x,@4) -> float_type, {2, 2}, {2, 1}",
+            "@6 = @return(@5)",
+        ),
+        {"find_add_lit_broadcast": 1, "find_inner_broadcast": 1},
+    ),
+    "find_inner_broadcast_squeezes_a_single_element_input_of_another_rank": (
+        module(
+            "a = @param:a -> float_type, {1, 1}, {1, 1}",
+            "b = @param:b -> float_type, {3, 4}, {4, 1}",
+            "@2 = multibroadcast[out_lens={2, 3, 4},out_dyn_dims={}](a) -> float_type, {2, 3, 4}, {0, 0, 0}",
+            "@3 = multibroadcast[out_lens={2, 3, 4},out_dyn_dims={}](b) -> float_type, {2, 3, 4}, {0, 4, 1}",
+            "@4 = add(@2,@3) -> float_type, {2, 3, 4}, {12, 4, 1}",
+            "@5 = @return(@4)",
+        ),
+        module(
+            "a = @param:a -> float_type, {1, 1}, {1, 1}",
+            "b = @param:b -> float_type, {3, 4}, {4, 1}",
+            "@2 = squeeze[axes={}](a) -> float_type, {1}, {0}",
+            "@3 = multibroadcast[out_lens={3, 4},out_dyn_dims={}](@2) -> float_type, {3, 4}, {0, 0}",
+            "@4 = add(@3,b) -> float_type, {3, 4}, {4, 1}",
+            "@5 = multibroadcast[out_lens={2, 3, 4},out_dyn_dims={}](@4) -> float_type, {2, 3, 4}, {0, 4, 1}",
+            "@6 = @return(@5)",
+        ),
+        {"find_inner_broadcast": 1},
+    ),
+    "find_inner_broadcast_computes_different_broadcasts_on_the_inner_axis": (
+        module(
+            "a = @param:a -> float_type, {3}, {1}",
+            "b = @param:b -> float_type, {3, 1}, {1, 1}",
+            "@2 = broadcast[axis=1,out_lens={2, 3, 4}](a) -> float_type, {2, 3, 4}, {0, 1, 0}",
+            "@3 = multibroadcast[out_lens={2, 3, 4},out_dyn_dims={}](b) -> float_type, {2, 3, 4}, {0, 1, 0}",
+            "@4 = add(@2,@3) -> float_type, {2, 3, 4}, {12, 4, 1}",
+            "@5 = @return(@4)",
+        ),
+        module(
+            "a = @param:a -> float_type, {3}, {1}",
+            "b = @param:b -> float_type, {3, 1}, {1, 1}",
+            "@2 = squeeze[axes={1}](b) -> float_type, {3}, {1}",
+            "@3 = add(a,@2) -> float_type, {3}, {1}",
+            "@4 = broadcast[axis=1,out_lens={2, 3, 4},out_dyn_dims={}](@3) -> float_type, {2, 3, 4}, {0, 1, 0}",
+            "@5 = @return(@4)",
+        ),
+        {"find_inner_broadcast": 1},
+    ),
+    "find_inner_broadcast_broadcasts_a_single_element_input_to_the_inner_axes": (
+        module(
+            "a = @param:a -> float_type, {1, 1}, {1, 1}",
+            "b = @param:b -> float_type, {3, 1}, {1, 1}",
+            "@2 = multibroadcast[out_lens={2, 3, 4},out_dyn_dims={}](a) -> float_type, {2, 3, 4}, {0, 0, 0}",
+            "@3 = multibroadcast[out_lens={2, 3, 4},out_dyn_dims={}](b) -> float_type, {2, 3, 4}, {0, 1, 0}",
+            "@4 = mul(@2,@3) -> float_type, {2, 3, 4}, {12, 4, 1}",
+            "@5 = @return(@4)",
+        ),
+        module(
+            "a = @param:a -> float_type, {1, 1}, {1, 1}",
+            "b = @param:b -> float_type, {3, 1}, {1, 1}",
+            "@2 = squeeze[axes={}](a) -> float_type, {1}, {0}",
+            "@3 = multibroadcast[out_lens={3, 1},out_dyn_dims={}](@2) -> float_type, {3, 1}, {0, 0}",
+            "@4 = mul(@3,b) -> float_type, {3, 1}, {1, 1}",
+            "@5 = multibroadcast[out_lens={2, 3, 4},out_dyn_dims={}](@4) -> float_type, {2, 3, 4}, {0, 1, 0}",
+            "@6 = @return(@5)",
+        ),
+        {"find_inner_broadcast": 1},
+    ),
+    "find_inner_broadcast_same_broadcasts_of_equal_inputs": (
+        module(
+            "a = @param:a -> float_type, {1, 4}, {4, 1}",
+            "b = @param:b -> float_type, {1, 4}, {4, 1}",
+            "@2 = multibroadcast[out_lens={3, 4},out_dyn_dims={}](a) -> float_type, {3, 4}, {0, 1}",
+            "@3 = multibroadcast[out_lens={3, 4},out_dyn_dims={}](b) -> float_type, {3, 4}, {0, 1}",
+            "@4 = add(@2,@3) -> float_type, {3, 4}, {4, 1}",
+            "@5 = @return(@4)",
+        ),
+        module(
+            "a = @param:a -> float_type, {1, 4}, {4, 1}",
+            "b = @param:b -> float_type, {1, 4}, {4, 1}",
+            "@2 = add(a,b) -> float_type, {1, 4}, {4, 1}",
+            "@3 = multibroadcast[out_lens={3, 4},out_dyn_dims={}](@2) -> float_type, {3, 4}, {0, 1}",
+            "@4 = @return(@3)",
+        ),
+        {"find_inner_broadcast": 1},
+    ),
+    "find_inner_broadcast_squeezes_a_single_element_input_of_different_broadcasts": (
+        module(
+            "a = @param:a -> float_type, {1, 1}, {1, 1}",
+            "b = @param:b -> float_type, {3}, {1}",
+            "@2 = broadcast[axis=1,out_lens={2, 3, 4}](b) -> float_type, {2, 3, 4}, {0, 1, 0}",
+            "@3 = multibroadcast[out_lens={2, 3, 4},out_dyn_dims={}](a) -> float_type, {2, 3, 4}, {0, 0, 0}",
+            "@4 = add(@2,@3) -> float_type, {2, 3, 4}, {12, 4, 1}",
+            "@5 = @return(@4)",
+        ),
+        module(
+            "a = @param:a -> float_type, {1, 1}, {1, 1}",
+            "b = @param:b -> float_type, {3}, {1}",
+            "@2 = squeeze[axes={}](a) -> float_type, {1}, {0}",
+            "@3 = multibroadcast[out_lens={3},out_dyn_dims={}](@2) -> float_type, {3}, {0}",
+            "@4 = add(b,@3) -> float_type, {3}, {1}",
+            "@5 = broadcast[axis=1,out_lens={2, 3, 4},out_dyn_dims={}](@4) -> float_type, {2, 3, 4}, {0, 1, 0}",
+            "@6 = @return(@5)",
+        ),
+        {"find_inner_broadcast": 1},
+    ),
+    "find_inner_broadcast_takes_a_one_element_vector_as_it_is": (
+        module(
+            "a = @param:a -> float_type, {1}, {1}",
+            "b = @param:b -> float_type, {3}, {1}",
+            "@2 = broadcast[axis=1,out_lens={2, 3, 4}](b) -> float_type, {2, 3, 4}, {0, 1, 0}",
+            "@3 = multibroadcast[out_lens={2, 3, 4},out_dyn_dims={}](a) -> float_type, {2, 3, 4}, {0, 0, 0}",
+            "@4 = add(@2,@3) -> float_type, {2, 3, 4}, {12, 4, 1}",
+            "@5 = @return(@4)",
+        ),
+        module(
+            "a = @param:a -> float_type, {1}, {1}",
+            "b = @param:b -> float_type, {3}, {1}",
+            "@2 = multibroadcast[out_lens={3},out_dyn_dims={}](a) -> float_type, {3}, {0}",
+            "@3 = add(b,@2) -> float_type, {3}, {1}",
+            "@4 = broadcast[axis=1,out_lens={2, 3, 4},out_dyn_dims={}](@3) -> float_type, {2, 3, 4}, {0, 1, 0}",
+            "@5 = @return(@4)",
+        ),
+        {"find_inner_broadcast": 1},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", REWRITTEN_BROADCAST)
+def test_broadcast_rewrites_rewrite(name: str) -> None:
+    text, expected, applied = REWRITTEN_BROADCAST[name]
+    assert simplified(text) == (reprinted(expected), applied)
+
+
+def test_simplify_algebra_counts_the_dead_instructions_it_removes() -> None:
+    """pow(x, 2) becomes x * x: the pow and its literal are removed, and counted."""
+    program = parse_program(
+        module(
+            "@0 = @literal{2, 2} -> float_type, {2}, {1}",
+            *params("x 2"),
+            "@2 = pow(x,@0) -> float_type, {2}, {1}",
+            "@3 = @return(@2)",
+        )
+    )
+    context = PassContext()
+    SimplifyAlgebra().apply(program, context)
+    assert context.statistics["instructions removed"] == 2

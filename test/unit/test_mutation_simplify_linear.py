@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from simplify_cases import module, reprinted, simplified
 from test_pass_differential import rms_ok
 from test_simplify_algebra_linear import Builder
 
@@ -236,3 +237,163 @@ def test_padded_convolution_of_a_broadcast_input_keeps_results_without_empty_sli
     for ins in b.main:
         if ins.op.defn.name == "slice":
             assert all(end > start for start, end in zip(ins.op["starts"], ins.op["ends"], strict=True)), ins.op
+
+
+def test_from_int4_follows_views_reshapes_dequantizelinear_and_all_int4_concats() -> None:
+    """MIGraphX's from_int4, which keeps find_dot_mul and find_mul_dot from folding into int4 weights."""
+    c = Chain()
+    packed = c.main.add_parameter("w", Shape.make(DType.uint8, (4, 2)))
+    unpacked = c.op("unpack_int4", packed)
+    reshaped = c.op("reshape", unpacked, dims=[2, 8])
+    scale = c.param("s", 2, 8)
+    dequantized = c.op("dequantizelinear", reshaped, scale)
+    viewed = c.op("transpose", dequantized, permutation=[1, 0])
+    other = c.param("x", 2, 8)
+    assert linear._from_int4(unpacked)
+    assert linear._from_int4(reshaped)
+    assert linear._from_int4(dequantized)
+    assert linear._from_int4(viewed)
+    assert linear._from_int4(c.op("concat", dequantized, dequantized, axis=0))
+    assert not linear._from_int4(c.op("concat", dequantized, other, axis=0))
+    assert not linear._from_int4(c.op("neg", dequantized))
+    assert not linear._from_int4(c.op("add", dequantized, other))
+    assert not linear._from_int4(other)
+
+
+CONV_1X1 = "convolution[padding={0, 0, 0, 0},stride={1, 1},dilation={1, 1},group=1,padding_mode=0]"
+
+
+def _conv_line(result: str, args: str, padding: str, stride: str, out: str) -> str:
+    dilation = ", ".join(["1"] * (stride.count(",") + 1))
+    return (
+        f"{result} = convolution[padding={{{padding}}},stride={{{stride}}},dilation={{{dilation}}},group=1,"
+        f"padding_mode=0]({args}) -> float_type, {out}"
+    )
+
+
+KEPT = {
+    "find_conv_add_leaves_a_convolution_used_twice": module(
+        "@0 = @literal{2} -> float_type, {1, 1, 1, 1}, {1, 1, 1, 1}",
+        "@1 = @literal{1, 2, 3, 4, 5, 6, 7, 8, 9} -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
+        "x = @param:x -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
+        "@3 = add(x,@1) -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
+        "@4 = " + CONV_1X1 + "(@3,@0) -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
+        "@5 = relu(@4) -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
+        "@6 = @return(@4,@5)",
+    ),
+    # 1x1 convolutions of different strides fuse only without padding, with 1x1 two-dimensional kernels
+    # and strides that divide
+    "find_add_convs_leaves_padded_1x1_convolutions_of_different_strides": module(
+        "@0 = @literal{2} -> float_type, {1, 1, 1, 1}, {1, 1, 1, 1}",
+        "@1 = @literal{3} -> float_type, {1, 1, 1, 1}, {1, 1, 1, 1}",
+        "x = @param:x -> float_type, {1, 1, 4, 4}, {16, 16, 4, 1}",
+        "y = @param:y -> float_type, {1, 1, 10, 10}, {100, 100, 10, 1}",
+        _conv_line("@4", "x,@0", "1, 1, 1, 1", "1, 1", "{1, 1, 6, 6}, {36, 36, 6, 1}"),
+        _conv_line("@5", "y,@1", "1, 1, 1, 1", "2, 2", "{1, 1, 6, 6}, {36, 36, 6, 1}"),
+        "@6 = add(@4,@5) -> float_type, {1, 1, 6, 6}, {36, 36, 6, 1}",
+        "@7 = @return(@6)",
+    ),
+    "find_add_convs_leaves_1x3_convolutions_of_different_strides": module(
+        "@0 = @literal{1, 2, 3} -> float_type, {1, 1, 1, 3}, {3, 3, 3, 1}",
+        "@1 = @literal{4, 5, 6} -> float_type, {1, 1, 1, 3}, {3, 3, 3, 1}",
+        "x = @param:x -> float_type, {1, 1, 4, 6}, {24, 24, 6, 1}",
+        "y = @param:y -> float_type, {1, 1, 7, 9}, {63, 63, 9, 1}",
+        _conv_line("@4", "x,@0", "0, 0, 0, 0", "1, 1", "{1, 1, 4, 4}, {16, 16, 4, 1}"),
+        _conv_line("@5", "y,@1", "0, 0, 0, 0", "2, 2", "{1, 1, 4, 4}, {16, 16, 4, 1}"),
+        "@6 = add(@4,@5) -> float_type, {1, 1, 4, 4}, {16, 16, 4, 1}",
+        "@7 = @return(@6)",
+    ),
+    "find_add_convs_leaves_3x1_convolutions_of_different_strides": module(
+        "@0 = @literal{1, 2, 3} -> float_type, {1, 1, 3, 1}, {3, 3, 1, 1}",
+        "@1 = @literal{4, 5, 6} -> float_type, {1, 1, 3, 1}, {3, 3, 1, 1}",
+        "x = @param:x -> float_type, {1, 1, 6, 4}, {24, 24, 4, 1}",
+        "y = @param:y -> float_type, {1, 1, 9, 7}, {63, 63, 7, 1}",
+        _conv_line("@4", "x,@0", "0, 0, 0, 0", "1, 1", "{1, 1, 4, 4}, {16, 16, 4, 1}"),
+        _conv_line("@5", "y,@1", "0, 0, 0, 0", "2, 2", "{1, 1, 4, 4}, {16, 16, 4, 1}"),
+        "@6 = add(@4,@5) -> float_type, {1, 1, 4, 4}, {16, 16, 4, 1}",
+        "@7 = @return(@6)",
+    ),
+    "find_add_convs_leaves_one_dimensional_convolutions_of_different_strides": module(
+        "@0 = @literal{2} -> float_type, {1, 1, 1}, {1, 1, 1}",
+        "@1 = @literal{3} -> float_type, {1, 1, 1}, {1, 1, 1}",
+        "x = @param:x -> float_type, {1, 1, 4}, {4, 4, 1}",
+        "y = @param:y -> float_type, {1, 1, 7}, {7, 7, 1}",
+        _conv_line("@4", "x,@0", "0, 0", "1", "{1, 1, 4}, {4, 4, 1}"),
+        _conv_line("@5", "y,@1", "0, 0", "2", "{1, 1, 4}, {4, 4, 1}"),
+        "@6 = add(@4,@5) -> float_type, {1, 1, 4}, {4, 4, 1}",
+        "@7 = @return(@6)",
+    ),
+    "find_add_convs_leaves_strides_that_do_not_divide": module(
+        "@0 = @literal{2} -> float_type, {1, 1, 1, 1}, {1, 1, 1, 1}",
+        "@1 = @literal{3} -> float_type, {1, 1, 1, 1}, {1, 1, 1, 1}",
+        "x = @param:x -> float_type, {1, 1, 6, 6}, {36, 36, 6, 1}",
+        "y = @param:y -> float_type, {1, 1, 9, 9}, {81, 81, 9, 1}",
+        _conv_line("@4", "x,@0", "0, 0, 0, 0", "2, 2", "{1, 1, 3, 3}, {9, 9, 3, 1}"),
+        _conv_line("@5", "y,@1", "0, 0, 0, 0", "3, 3", "{1, 1, 3, 3}, {9, 9, 3, 1}"),
+        "@6 = add(@4,@5) -> float_type, {1, 1, 3, 3}, {9, 9, 3, 1}",
+        "@7 = @return(@6)",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", KEPT)
+def test_simplify_algebra_keeps(name: str) -> None:
+    text = KEPT[name]
+    assert simplified(text) == (reprinted(text), {})
+
+
+REWRITTEN = {
+    # a batch axis of length 1 need not have stride 0
+    "find_mul_conv_scales_the_weights_by_a_channel_constant": (
+        module(
+            "@0 = @literal{1, 2, 3, 4} -> float_type, {2, 2, 1, 1}, {2, 1, 1, 1}",
+            "@1 = @literal{2, 3} -> float_type, {1, 2, 1, 1}, {2, 1, 1, 1}",
+            "x = @param:x -> float_type, {1, 2, 3, 3}, {18, 9, 3, 1}",
+            "@3 = " + CONV_1X1 + "(x,@0) -> float_type, {1, 2, 3, 3}, {18, 9, 3, 1}",
+            "@4 = multibroadcast[out_lens={1, 2, 3, 3},out_dyn_dims={}](@1) -> float_type, {1, 2, 3, 3}, {2, 1, 0, 0}",
+            "@5 = mul(@3,@4) -> float_type, {1, 2, 3, 3}, {18, 9, 3, 1}",
+            "@6 = @return(@5)",
+        ),
+        module(
+            "@0 = @literal{1, 2, 3, 4} -> float_type, {2, 2, 1, 1}, {2, 1, 1, 1}",
+            "@1 = @literal{2, 3} -> float_type, {1, 2, 1, 1}, {2, 1, 1, 1}",
+            "x = @param:x -> float_type, {1, 2, 3, 3}, {18, 9, 3, 1}",
+            "@3 = squeeze[axes={}](@1) -> float_type, {2}, {1}",
+            "@4 = broadcast[axis=0,out_lens={2, 2, 1, 1},out_dyn_dims={}](@3)"
+            " -> float_type, {2, 2, 1, 1}, {1, 0, 0, 0}",
+            "@5 = mul(@4,@0) -> float_type, {2, 2, 1, 1}, {2, 1, 1, 1}",
+            "@6 = " + CONV_1X1 + "(x,@5) -> float_type, {1, 2, 3, 3}, {18, 9, 3, 1}",
+            "@7 = @return(@6)",
+        ),
+        {"find_mul_conv": 1},
+    ),
+    "find_mul_conv_takes_spatial_axes_of_length_1": (
+        module(
+            "@0 = @literal{1, 2, 3, 4} -> float_type, {2, 2, 1, 1}, {2, 1, 1, 1}",
+            "@1 = @literal{2, 3} -> float_type, {1, 2, 1, 1}, {2, 1, 1, 1}",
+            "x = @param:x -> float_type, {1, 2, 1, 1}, {2, 1, 1, 1}",
+            "@3 = " + CONV_1X1 + "(x,@0) -> float_type, {1, 2, 1, 1}, {2, 1, 1, 1}",
+            "@4 = multibroadcast[out_lens={1, 2, 1, 1},out_dyn_dims={}](@1) -> float_type, {1, 2, 1, 1}, {2, 1, 1, 1}",
+            "@5 = mul(@3,@4) -> float_type, {1, 2, 1, 1}, {2, 1, 1, 1}",
+            "@6 = @return(@5)",
+        ),
+        module(
+            "@0 = @literal{1, 2, 3, 4} -> float_type, {2, 2, 1, 1}, {2, 1, 1, 1}",
+            "@1 = @literal{2, 3} -> float_type, {1, 2, 1, 1}, {2, 1, 1, 1}",
+            "x = @param:x -> float_type, {1, 2, 1, 1}, {2, 1, 1, 1}",
+            "@3 = squeeze[axes={}](@1) -> float_type, {2}, {1}",
+            "@4 = broadcast[axis=0,out_lens={2, 2, 1, 1},out_dyn_dims={}](@3)"
+            " -> float_type, {2, 2, 1, 1}, {1, 0, 0, 0}",
+            "@5 = mul(@4,@0) -> float_type, {2, 2, 1, 1}, {2, 1, 1, 1}",
+            "@6 = " + CONV_1X1 + "(x,@5) -> float_type, {1, 2, 1, 1}, {2, 1, 1, 1}",
+            "@7 = @return(@6)",
+        ),
+        {"find_mul_conv": 1},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", REWRITTEN)
+def test_simplify_algebra_rewrites(name: str) -> None:
+    text, expected, applied = REWRITTEN[name]
+    assert simplified(text) == (reprinted(expected), applied)

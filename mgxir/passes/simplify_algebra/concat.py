@@ -166,7 +166,9 @@ def _concat_group(
         op = op.replace(out_lens=out_lens)
         inner_axis = 0
     elif _name(first) == "multibroadcast":
-        if first.shape.strides[axis] == 0:
+        # MIGraphX looks at the first input only, and then throws where another one is broadcast
+        # along the axis (its input too short to concatenate)
+        if any(x.shape.strides[axis] == 0 for x in group):
             return None
         op = op.replace(out_lens=out_lens)
         inner_axis -= first.shape.ndim - first.args[0].shape.ndim
