@@ -619,9 +619,9 @@ def test_scatter_elements_leaves_its_input_alone_and_names_bad_indices() -> None
     got = run("scatter_add", [x, np.array([[1, 0, 1], [1, 1, 0]], np.int64), updates], axis=0)
     np.testing.assert_array_equal(got, [[0, 1, 1], [2, 1, 1]])
     assert not x.any()
-    at_size = np.array([[2, 0, 1]], np.int64)  # one past the end: skipped when asked, else an error
+    at_size = np.array([[0, 2, 1]], np.int64)  # one past the end: skipped when asked, else an error
     skipped = run("scatter_none", [x, at_size, updates[:1]], axis=0, skip_out_of_bounds=True)
-    np.testing.assert_array_equal(skipped, [[0, 1, 0], [0, 0, 1]])
+    np.testing.assert_array_equal(skipped, [[1, 0, 0], [0, 0, 1]])
     with pytest.raises(ComputeError, match=r"^scatter_none: index 2 is out of range for dimension 0 of size 2$"):
         run("scatter_none", [x, at_size, updates[:1]], axis=0)
     with pytest.raises(ComputeError, match=r"^scatter_mul: data, indices and updates must have the same rank$"):
