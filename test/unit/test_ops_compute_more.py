@@ -639,6 +639,13 @@ def test_scatternd_writes_at_offset_zero_into_a_copy_of_any_layout() -> None:
     got = run("scatternd_none", [data_t, np.array([[0, 0], [1, 2]], np.int64), np.array([-1, -2], np.float32)])
     np.testing.assert_array_equal(got, [[-1, 2, 4], [1, 3, -2]])
     np.testing.assert_array_equal(data_t, np.arange(6, dtype=np.float32).reshape(3, 2).T)
+    plain = np.zeros((2, 3), np.float32)
+    np.testing.assert_array_equal(
+        run("scatternd_mul", [plain, np.array([[1, 1]], np.int64), np.ones(1, np.float32)]), plain
+    )
+    assert not plain.any()
+    written = run("scatternd_max", [plain, np.array([[1, 1]], np.int64), np.ones(1, np.float32)])
+    assert written[1, 1] == 1 and not plain.any()
     for index in ([[2, 0]], [[-1, 0]]):
         with pytest.raises(ComputeError, match=r"^scatternd_add: index \{-?\d, 0\} addresses offset -?\d, outside"):
             run("scatternd_add", [data_t, np.array(index, np.int64), np.ones(1, np.float32)])
