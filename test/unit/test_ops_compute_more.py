@@ -1,5 +1,6 @@
 """Reference compute of scatter, onehot, unique, recurrent, vision and resize ops against onnxruntime
-one-node models (or numpy written another way where ONNX has no such op)."""
+one-node models (or numpy written another way where ONNX has no such op); then the elementwise,
+tensor, indexing and recurrent ops' edge cases, shape rules and refusals."""
 
 from __future__ import annotations
 
