@@ -179,3 +179,189 @@ DYNAMIC_RESULTS = [
 )
 def test_dynamic_shape_rules(name: str, attributes: dict, inputs: list[Shape], want: Shape) -> None:
     assert shape_of(name, inputs, **attributes) == want
+
+
+def refusal(name: str, inputs: list[Shape], **attributes) -> str:
+    with pytest.raises(ShapeError) as raised:
+        shape_of(name, inputs, **attributes)
+    return str(raised.value)
+
+
+def static(*lens: int, dtype: DType = F) -> Shape:
+    return Shape.make(dtype, lens)
+
+
+WINDOW_SHAPES = [
+    # convolution: MIGraphX's calc_conv_lens on each range end: (x + pads - dilated kernel) / stride + 1
+    (
+        "convolution",
+        {"padding": (1, 1, 1, 1), "stride": (2, 1)},
+        [dyn((1, 4), (3, 3), (6, 10), (6, 6)), static(2, 3, 3, 3)],
+        dyn((1, 4), (2, 2), (3, 5), (6, 6)),
+    ),
+    # a static input with dynamic weights: the kernel's range widens the output's (dilation 2: 2w - 1)
+    (
+        "convolution",
+        {"padding": (1,), "stride": (1,), "dilation": (2,)},
+        [static(1, 3, 7), dyn((2, 2), (3, 3), (2, 4))],
+        dyn((1, 1), (2, 2), (3, 7)),
+    ),
+    # a range smaller than the kernel saturates at 0 before the division
+    (
+        "convolution",
+        {"padding": (0,), "stride": (1,), "dilation": (1,)},
+        [dyn((1, 1), (1, 1), (1, 2)), static(1, 1, 3)],
+        dyn((1, 1), (1, 1), (1, 1)),
+    ),
+    (
+        "convolution",
+        {"padding": (0,), "stride": (1,), "dilation": (1,)},
+        [dyn((1, 2), (1, 1), (1, 1)), static(1, 1, 1)],
+        dyn((1, 2), (1, 1), (1, 1)),
+    ),
+    # a zero-length spatial input gives 0 whatever the padding; the next axis goes on
+    (
+        "convolution",
+        {"padding": (1, 0)},
+        [dyn((1, 1), (1, 1), (0, 0), (4, 4)), static(1, 1, 2, 2)],
+        dyn((1, 1), (1, 1), (0, 0), (3, 3)),
+    ),
+    # fixed ranges whose padded input is shorter than the kernel give 0; equal to it gives 1
+    (
+        "convolution",
+        {"padding": (0,), "stride": (1,), "dilation": (1,)},
+        [dyn((1, 2), (1, 1), (2, 2)), static(1, 1, 3)],
+        dyn((1, 2), (1, 1), (0, 0)),
+    ),
+    (
+        "convolution",
+        {"padding": (0,), "stride": (1,), "dilation": (1,)},
+        [dyn((1, 2), (1, 1), (3, 3)), static(1, 1, 3)],
+        dyn((1, 2), (1, 1), (1, 1)),
+    ),
+    (
+        "convolution",
+        {"padding": (1,), "stride": (1,), "dilation": (1,)},
+        [dyn((1, 2), (1, 1), (3, 3)), static(1, 1, 3)],
+        dyn((1, 2), (1, 1), (3, 3)),
+    ),
+    # a SAME padding mode: ceil(x / stride) on each end
+    (
+        "convolution",
+        {"padding": (0,), "stride": (2,), "dilation": (1,), "padding_mode": 1},
+        [dyn((1, 1), (1, 1), (5, 7)), static(1, 1, 3)],
+        dyn((1, 1), (1, 1), (3, 4)),
+    ),
+    (
+        "convolution",
+        {"padding": (1,), "stride": (2,), "dilation": (1,)},
+        [static(1, 4, 7), static(2, 4, 3)],
+        static(1, 2, 4),
+    ),
+    ("convolution", {}, [static(1, 1, 3, 5), static(1, 1, 3, 5)], static(1, 1, 1, 1)),
+    (
+        "quant_convolution",
+        {},
+        [static(1, 1, 3, 3, dtype=DType.int8), static(1, 1, 2, 2, dtype=DType.int8)],
+        static(1, 1, 2, 2, dtype=DType.int32),
+    ),
+    (
+        "quant_convolution",
+        {},
+        [static(1, 1, 3, 3, dtype=DType.fp8e4m3fn), static(1, 1, 2, 2, dtype=DType.fp8e4m3fn)],
+        static(1, 1, 2, 2),
+    ),
+    # pooling: each range end through the window rule, ceil_mode rounding up
+    (
+        "pooling",
+        {"lengths": (2,), "stride": (2,), "dilations": (1,), "ceil_mode": True},
+        [dyn((1, 1), (2, 2), (5, 8))],
+        dyn((1, 1), (2, 2), (3, 4)),
+    ),
+    (
+        "pooling",
+        {"lengths": (2,), "stride": (2,), "dilations": (1,), "padding_mode": 2},
+        [dyn((1, 1), (2, 2), (5, 8))],
+        dyn((1, 1), (2, 2), (3, 4)),
+    ),
+    (
+        "pooling",
+        {"lengths": (2,), "stride": (1,), "dilations": (1,), "padding": (1,)},
+        [static(1, 2, 5)],
+        static(1, 2, 6),
+    ),
+    (
+        "pooling",
+        {"lengths": (2, 3), "stride": (1, 2), "padding": (1, 0, 0, 1)},
+        [static(1, 2, 5, 6)],
+        static(1, 2, 5, 3),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "attributes", "inputs", "want"), WINDOW_SHAPES, ids=lambda v: v if isinstance(v, str) else None
+)
+def test_window_shape_rules_follow_migraphx(name: str, attributes: dict, inputs: list[Shape], want: Shape) -> None:
+    assert shape_of(name, inputs, **attributes) == want
+
+
+WINDOW_REFUSALS = [
+    (
+        "convolution",
+        {},
+        [dyn((1, 2), (3, 3)), dyn((1, 2), (3, 3))],
+        "input rank 2 and weights rank 2 do not fit a convolution",
+    ),
+    (
+        "convolution",
+        {"stride": (1,)},
+        [dyn((1, 2), (1, 1), (4, 4), (4, 4)), static(1, 1, 2, 2)],
+        "padding, stride and dilation do not fit 2 spatial dimensions",
+    ),
+    (
+        "convolution",
+        {"dilation": (1,)},
+        [dyn((1, 2), (1, 1), (4, 4), (4, 4)), static(1, 1, 2, 2)],
+        "padding, stride and dilation do not fit 2 spatial dimensions",
+    ),
+    (
+        "convolution",
+        {},
+        [static(1, 4, 5, 6), static(2, 3, 6, 7)],
+        "input has 4 channels (dimension 1) but weights expect 3 x group 1",
+    ),
+    (
+        "convolution",
+        {"padding": (0, 1)},
+        [static(1, 1, 4, 2), static(1, 1, 2, 5)],
+        "kernel size 5 (dilated 5) is larger than padded input dimension 3 (4)",
+    ),
+    (
+        "convolution",
+        {},
+        [static(1, 1, 4, 4), static(1, 1, 2, 2, dtype=DType.half)],
+        "input 1 has type half_type, input 0 has float_type",
+    ),
+    (
+        "pooling",
+        {"lengths": (3,), "stride": (1,), "dilations": (1,)},
+        [dyn((1, 1), (1, 1), (1, 4))],
+        "kernel size 3 (dilated 3) is larger than padded input dimension 2 (1)",
+    ),
+    (
+        "pooling",
+        {"lengths": (2, 5), "padding": (0, 1)},
+        [static(1, 1, 4, 2)],
+        "kernel size 5 (dilated 5) is larger than padded input dimension 3 (4)",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "attributes", "inputs", "message"), WINDOW_REFUSALS, ids=lambda v: v if isinstance(v, str) else None
+)
+def test_window_shape_rules_refuse_with_the_dimension(
+    name: str, attributes: dict, inputs: list[Shape], message: str
+) -> None:
+    assert refusal(name, inputs, **attributes) == f"{name}: {message}"
