@@ -365,3 +365,96 @@ def test_window_shape_rules_refuse_with_the_dimension(
     name: str, attributes: dict, inputs: list[Shape], message: str
 ) -> None:
     assert refusal(name, inputs, **attributes) == f"{name}: {message}"
+
+
+I64 = DType.int64
+SIZE_MAX = 2**64 - 1
+
+NN_SHAPES = [
+    # dot of dynamic shapes: each batch dimension is the intersection of A's and B's ranges
+    (
+        "dot",
+        {},
+        [dyn((1, 3), (2, 2), (3, 3), (4, 5), (6, 6)), static(2, 2, 3, 6, 7)],
+        dyn((2, 2), (2, 2), (3, 3), (4, 5), (7, 7)),
+    ),
+    ("gathernd", {}, [F234, static(5, 4, 2, dtype=I64)], static(5, 4, 4)),
+    ("gathernd", {}, [F23, static(4, 2, dtype=I64)], static(4)),
+    ("gathernd", {}, [F23, static(2, dtype=I64)], static(1)),
+    ("gathernd", {"batch_dims": 1}, [F234, static(2, 5, 1, dtype=I64)], static(2, 5, 4)),
+    ("gathernd", {"batch_dims": 1}, [F234, static(2, 2, dtype=I64)], static(2)),
+    # resize with its sizes or scales as an input: each output dimension in [0, max], or the scaled
+    # bounds where a scales attribute is given too (a bound at max stays at max)
+    ("resize", {}, [F23, static(2, dtype=I64)], dyn((0, SIZE_MAX), (0, SIZE_MAX))),
+    ("resize", {"scales": (1.0, 2.0, 0.5)}, [F234, static(3)], dyn((2, 2), (6, 6), (2, 2))),
+    (
+        "resize",
+        {"scales": (1.0, 2.5, 2.0)},
+        [dyn((1, 4), (2, 6), (5, SIZE_MAX)), static(3)],
+        dyn((1, 4), (5, 15), (10, SIZE_MAX)),
+    ),
+    # reductions: the reduced axes become {1, 1}; with the axes as an input any axis may go
+    ("reduce_sum", {"axes": (1,)}, [dyn((1, 4), (3, 3), (2, 5))], dyn((1, 4), (1, 1), (2, 5))),
+    ("reduce_max", {}, [F23, static(1, dtype=I64)], dyn((1, 2), (1, 3))),
+    ("reduce_max", {}, [dyn((2, 4), (3, 3)), static(1, dtype=I64)], dyn((1, 4), (1, 3))),
+    # softmax keeps a packed or dynamic input's shape; any other gets packed strides in the same
+    # order (MIGraphX's with_lens: a broadcast axis, stride 0, becomes the innermost)
+    ("softmax", {"axis": 1}, [DYN], DYN),
+    ("logsoftmax", {"axis": 0}, [Shape.make(F, (2, 3), (0, 1))], Shape.make(F, (2, 3), (1, 2))),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "attributes", "inputs", "want"), NN_SHAPES, ids=lambda v: v if isinstance(v, str) else None
+)
+def test_nn_shape_rules_follow_migraphx(name: str, attributes: dict, inputs: list[Shape], want: Shape) -> None:
+    got = shape_of(name, inputs, **attributes)
+    assert got == want and got.strides == want.strides
+
+
+def dd(lo: int, hi: int) -> str:
+    return str(D(lo, hi))
+
+
+STATIC_ONLY = "dynamic input shapes are not supported by this operator's shape rule here"
+NN_REFUSALS = [
+    (
+        "dot",
+        {},
+        [dyn((1, 2), (2, 3), (3, 3)), dyn((3, 4), (3, 3), (4, 4))],
+        f"batch dimension 0 of A and B are not compatible: {dd(1, 2)} vs {dd(3, 4)}",
+    ),
+    (
+        "dot",
+        {},
+        [dyn((2, 2), (5, 5), (3, 3)), dyn((2, 2), (4, 4), (6, 6))],
+        f"inner dimensions are not compatible: {dd(3, 3)} vs {dd(4, 4)}",
+    ),
+    ("gathernd", {}, [DYN, static(2, 1, dtype=I64)], STATIC_ONLY),
+    ("gathernd", {}, [F23, dyn((1, 2), (1, 1), dtype=I64)], STATIC_ONLY),
+    (
+        "gathernd",
+        {"batch_dims": 1},
+        [F234, static(2, 3, dtype=I64)],
+        "index depth 3 is larger than data rank 3 minus batch_dims 1",
+    ),
+    ("resize", {"sizes": (2, 3)}, [DYN], STATIC_ONLY),
+    ("resize", {"sizes": (2, 3), "mode": "area"}, [F23], "Only 'nearest', 'linear', and 'cubic' modes are supported"),
+    ("resize", {}, [F23], "One and only one of sizes or scales attributes must be given"),
+    ("resize", {}, [F23, static(3)], "size/scale input's size must match rank of input X"),
+    ("resize", {}, [F23, I64_23], "size/scale input must have rank 1"),
+    ("resize", {}, [F23, dyn((1, 2), dtype=I64)], "size/scale input must have static shape"),
+    ("reduce_sum", {"axes": (2,)}, [F23], "axis 2 is out of range for rank 2"),
+    ("reduce_sum", {"axes": (1,)}, [F23, static(1, dtype=I64)], "takes an axes attribute or an axes input, not both"),
+    ("softmax", {"axis": 2}, [F23], "axis 2 is out of range for rank 2"),
+    ("argmax", {"axis": -3}, [F23], "axis -3 is out of range for rank 2"),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "attributes", "inputs", "message"), NN_REFUSALS, ids=lambda v: v if isinstance(v, str) else None
+)
+def test_nn_shape_rules_refuse_with_exact_messages(
+    name: str, attributes: dict, inputs: list[Shape], message: str
+) -> None:
+    assert refusal(name, inputs, **attributes) == f"{name}: {message}"
