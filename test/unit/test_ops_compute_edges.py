@@ -132,9 +132,9 @@ def test_resize_compute_refuses_what_it_has_no_reference_for(attributes: dict, m
 
 
 def test_reductions_accumulate_wide_and_round_once() -> None:
-    # float16 and bfloat16 sums that a narrow accumulator would lose: 2048 + 4 x 1 in half
-    half = np.array([2048, 1, 1, 1, 1], np.float16)
-    assert run("reduce_sum", [half], axes=(0,))[0] == 2052
+    # float and bfloat16 sums that a narrow accumulator would lose: 2**24 + 4 x 1 in float
+    single = np.array([2**24, 1, 1, 1, 1], np.float32)
+    assert run("reduce_sum", [single], axes=(0,))[0] == 2**24 + 4
     bf16 = DType.bf16.numpy
     wide = np.array([256, 1, 1, 1, 1], bf16)
     assert float(run("reduce_sum", [wide], axes=(0,))[0]) == 260
