@@ -191,3 +191,154 @@ def test_cubic_resize_of_rank_three_agrees_with_rank_four() -> None:
 def test_cubic_resize_from_an_empty_leading_axis_gives_zeros() -> None:
     got = run("resize", [np.zeros((0, 2), np.float32)], sizes=(3, 2), mode="cubic")
     np.testing.assert_array_equal(got, np.zeros((3, 2), np.float32))
+
+
+def test_broadcast_computes_a_read_only_view_shaped_by_the_second_input() -> None:
+    x = data(3)
+    got = run("broadcast", [x, data(2, 3, 4)], axis=1)
+    np.testing.assert_array_equal(got, np.broadcast_to(x[None, :, None], (2, 3, 4)))
+    assert not got.flags.writeable and np.shares_memory(got, x)
+    got = run("broadcast", [x], axis=0, out_lens=(3, 2))
+    np.testing.assert_array_equal(got, np.broadcast_to(x[:, None], (3, 2)))
+
+
+def test_multibroadcast_of_several_inputs_takes_their_common_shape() -> None:
+    x = data(3, 1)
+    np.testing.assert_array_equal(run("multibroadcast", [x, data(2, 1, 4)]), np.broadcast_to(x, (2, 3, 4)))
+
+
+def test_contiguous_gives_a_row_major_copy() -> None:
+    x = data(3, 4)
+    for given in (x, x.T):
+        got = run("contiguous", [given])
+        np.testing.assert_array_equal(got, given)
+        assert got.flags.c_contiguous and not np.shares_memory(got, given)
+
+
+def test_reshape_squeeze_unsqueeze_and_flatten_compute() -> None:
+    x = data(2, 1, 3)
+    np.testing.assert_array_equal(run("reshape", [x], dims=(0, 3, 1)), x.reshape(2, 3, 1))
+    np.testing.assert_array_equal(run("reshape", [x, data(3, 2)]), x.reshape(3, 2))
+    np.testing.assert_array_equal(run("squeeze", [x]), x.reshape(2, 3))
+    np.testing.assert_array_equal(run("squeeze", [x], axes=(-2,)), x.reshape(2, 3))
+    one = data(1, 1)
+    np.testing.assert_array_equal(run("squeeze", [one]), one.reshape(1))
+    op = make_op("squeeze", axes=(3,))
+    with pytest.raises(Exception, match=r"^squeeze: axis 3 is out of range for rank 3$"):
+        op.defn.compute(op, [x], [], None)
+    np.testing.assert_array_equal(run("unsqueeze", [x.T], axes=(0, 4)), x.T.reshape(1, 3, 1, 2, 1))
+    np.testing.assert_array_equal(run("unsqueeze", [data(6)], axes=(0,), steps=(2,)).shape, (2, 3))
+    # a 0-d value unsqueezes to {1}, as MIGraphX's scalar
+    assert run("unsqueeze", [np.array(2.0, np.float32)], axes=(0,)).shape == (1,)
+    np.testing.assert_array_equal(run("flatten", [data(2, 3, 4)], axis=-1).shape, (6, 4))
+    np.testing.assert_array_equal(run("flatten", [data(2, 3, 4)], axis=0).shape, (1, 24))
+    np.testing.assert_array_equal(run("flatten", [data(2, 3, 4)], axis=-2).shape, (2, 12))
+
+
+def test_slice_compute_clamps_and_counts_negative_bounds_from_the_end() -> None:
+    x = data(5, 6)
+    np.testing.assert_array_equal(run("slice", [x], axes=(0, -1), starts=(-9, 1), ends=(9, -1)), x[:, 1:5])
+    np.testing.assert_array_equal(run("slice", [x], axes=(1,), starts=(0,), ends=(0,)), x[:, 0:0])
+    np.testing.assert_array_equal(run("slice", [x], axes=(1,), starts=(-1,), ends=(6,)), x[:, 5:6])
+    np.testing.assert_array_equal(run("slice", [x], axes=(1,), starts=(4,), ends=(-9,)), x[:, 4:4])
+    starts, ends = np.array([1, -2], np.int64), np.array([3, 6], np.int64)
+    np.testing.assert_array_equal(run("slice", [x, starts, ends], axes=(0, 1)), x[1:3, 4:6])
+    axes = np.array([1], np.int64)
+    got = run("slice", [x, np.array([2], np.int64), np.array([-1], np.int64), axes])
+    np.testing.assert_array_equal(got, x[:, 2:5])
+    op = make_op("slice", axes=(2,), starts=(0,), ends=(1,))
+    with pytest.raises(Exception, match=r"^slice: axis 2 is out of range for rank 2$"):
+        op.defn.compute(op, [x], [], None)
+
+
+def test_concat_identity_and_undefined_compute() -> None:
+    a, b = data(2, 3), data(2, 2)
+    np.testing.assert_array_equal(run("concat", [a, b], axis=1), np.concatenate([a, b], axis=1))
+    np.testing.assert_array_equal(run("identity", [a]), a)
+    undefined = run("undefined", [])
+    assert undefined.dtype == np.float32 and undefined.shape == ()
+
+
+def nms_inputs() -> tuple[np.ndarray, np.ndarray]:
+    # boxes in the unit square (unions below 1), some with their corners given high-to-low
+    rng = np.random.default_rng(7)
+    corners = rng.uniform(0, 1, (2, 8, 4)).astype(np.float32)
+    scores = rng.uniform(0, 1, (2, 3, 8)).astype(np.float32)
+    scores[0, 0, 3] = 0.25  # exactly the score threshold: not selected
+    return corners, scores
+
+
+@pytest.mark.parametrize("center_point_box", [0, 1])
+@pytest.mark.parametrize("given", [3, 4, 5])
+def test_nonmaxsuppression_matches_onnxruntime(center_point_box: int, given: int) -> None:
+    boxes, scores = nms_inputs()
+    extra = [np.array([3], np.int64), np.array([0.2], np.float32), np.array([0.25], np.float32)][: given - 2]
+    (want,) = onnx_node("NonMaxSuppression", [boxes, scores, *extra], center_point_box=center_point_box)
+    attributes = {"center_point_box": bool(center_point_box)}
+    got = run("nonmaxsuppression", [boxes, scores, *extra], use_dyn_output=True, **attributes)
+    np.testing.assert_array_equal(got, want)
+    padded = run("nonmaxsuppression", [boxes, scores, *extra], **attributes)
+    assert padded.shape == (2 * 3 * 8, 3)
+    np.testing.assert_array_equal(padded[: len(want)], want)
+    assert not padded[len(want) :].any()
+
+
+def test_nonmaxsuppression_without_a_box_count_selects_nothing() -> None:
+    boxes, scores = nms_inputs()
+    assert run("nonmaxsuppression", [boxes, scores], use_dyn_output=True).shape == (0, 3)
+    assert not run("nonmaxsuppression", [boxes, scores]).any()
+
+
+ROIS = np.array(
+    [[0.5, 1.0, 5.5, 4.0], [-2.0, -1.5, 9.0, 10.0], [3.0, 2.0, 3.2, 2.1], [6.5, 5.0, 13.0, 12.0]], np.float32
+)
+
+
+@pytest.mark.parametrize("mode", ["avg", "max"])
+@pytest.mark.parametrize("transform", ["half_pixel", "output_half_pixel"])
+@pytest.mark.parametrize("sampling_ratio", [0, 2])
+def test_roialign_matches_onnxruntime(mode: str, transform: str, sampling_ratio: int) -> None:
+    x = data(2, 3, 6, 7)
+    index = np.array([0, 1, 1, 0], np.int64)
+    attributes = {"output_height": 3, "output_width": 2, "sampling_ratio": sampling_ratio, "spatial_scale": 0.9}
+    (want,) = onnx_node("RoiAlign", [x, ROIS, index], mode=mode, coordinate_transformation_mode=transform, **attributes)
+    got = run(
+        "roialign", [x, ROIS, index], mode=int(mode == "max"), coordinate_transformation_mode=transform, **attributes
+    )
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    ("x_lens", "w_lens", "attributes"),
+    [
+        ((1, 4, 3, 5), (4, 3, 2, 3), {"stride": (2, 1), "dilation": (1, 2), "padding": (1, 0, 0, 2), "group": 2}),
+        ((2, 3, 4), (3, 2, 3), {"stride": (3,), "dilation": (2,), "padding": (1, 2)}),
+    ],
+)
+def test_convolution_backwards_matches_onnxruntime(x_lens: tuple, w_lens: tuple, attributes: dict) -> None:
+    x, w = data(*x_lens), data(*w_lens)
+    k = len(x_lens) - 2
+    pads = list(attributes["padding"]) if len(attributes["padding"]) == 2 * k else list(attributes["padding"]) * 2
+    (want,) = onnx_node(
+        "ConvTranspose",
+        [x, w],
+        strides=list(attributes["stride"]),
+        dilations=list(attributes["dilation"]),
+        pads=pads,
+        group=attributes.get("group", 1),
+    )
+    np.testing.assert_allclose(run("convolution_backwards", [x, w], **attributes), want, rtol=1e-4, atol=1e-5)
+
+
+def test_im2col_rows_are_the_padded_dilated_windows() -> None:
+    x, w = data(1, 2, 5, 6), data(3, 2, 2, 3)
+    got = run("im2col", [x, w], padding=(1, 0, 2, 1), stride=(2, 1), dilation=(1, 2))
+    padded = np.pad(x[0], [(0, 0), (1, 2), (0, 1)])
+    rows = [
+        padded[:, i : i + 2, j : j + 5 : 2].reshape(-1)
+        for i in range(0, padded.shape[1] - 1, 2)
+        for j in range(padded.shape[2] - 4)
+    ]
+    np.testing.assert_array_equal(got, np.array(rows))
+    # a kernel exactly as large as the padded image gives one row
+    assert run("im2col", [data(1, 1, 2, 3), data(1, 1, 2, 3)]).shape == (1, 6)

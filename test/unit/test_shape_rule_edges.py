@@ -458,3 +458,254 @@ def test_nn_shape_rules_refuse_with_exact_messages(
     name: str, attributes: dict, inputs: list[Shape], message: str
 ) -> None:
     assert refusal(name, inputs, **attributes) == f"{name}: {message}"
+
+
+def strided(lens: tuple[int, ...], strides: tuple[int, ...], dtype: DType = F) -> Shape:
+    return Shape.make(dtype, lens, strides)
+
+
+LAYOUT_SHAPES = [
+    # broadcast: the second input gives the output lens (its type is the first input's)
+    ("broadcast", {"axis": 1}, [static(3, dtype=I64), F23], strided((2, 3), (0, 1), I64)),
+    ("broadcast", {"axis": 1}, [static(3, dtype=I64), DYN], Shape.dynamic(I64, DYN.dyn_dims)),
+    ("broadcast", {"axis": 0}, [dyn((1, 4), (3, 3), dtype=I64), F23], static(2, 3, dtype=I64)),
+    # the input's strides land at the axis, 0 elsewhere
+    (
+        "broadcast",
+        {"axis": 1, "out_lens": (5, 2, 3, 4)},
+        [strided((2, 3), (1, 2))],
+        strided((5, 2, 3, 4), (0, 1, 2, 0)),
+    ),
+    ("multibroadcast", {"out_lens": (4, 2, 3)}, [strided((2, 3), (1, 2))], strided((4, 2, 3), (0, 1, 2))),
+    # dynamic multibroadcast (MIGraphX's compute_common_dyn_dims, right-aligned)
+    ("multibroadcast", {}, [dyn((3, 3)), dyn((1, 4), (3, 3))], dyn((1, 4), (3, 3))),
+    ("multibroadcast", {}, [dyn((2, 5), (3, 3)), dyn((1, 1), (3, 3))], dyn((2, 5), (3, 3))),
+    (
+        "multibroadcast",
+        {},
+        [Shape.dynamic(F, [D(1, 4, (2,))]), Shape.dynamic(F, [D(1, 4, (2,))])],
+        Shape.dynamic(F, [D(1, 4, (2,))]),
+    ),
+    ("multibroadcast", {}, [dyn((2, 6)), dyn((1, 4))], dyn((2, 4))),
+    ("multibroadcast", {}, [dyn((2, 6)), dyn((1, 2))], dyn((2, 2))),
+    ("multibroadcast", {}, [dyn((2, 4)), dyn((4, 6))], dyn((4, 4))),
+    ("multibroadcast", {}, [dyn((2, 3), (2, 4)), dyn((5, 5), (1, 1), (3, 6))], dyn((5, 5), (2, 3), (3, 4))),
+    ("multibroadcast", {}, [dyn((1, 1), (2, 4)), dyn((5, 5), (3, 6), (2, 4))], dyn((5, 5), (3, 6), (2, 4))),
+    ("multibroadcast", {}, [dyn((2, 4), (1, 1)), dyn((5, 5), (2, 4), (3, 6))], dyn((5, 5), (2, 4), (3, 6))),
+    # reshape of a non-standard input (MIGraphX's reshape_dims): strides carried where axes merge
+    # or split, else a standard result; reshape_lazy refuses where they do not
+    ("reshape", {"dims": (3, 2)}, [strided((2, 3), (1, 2))], strided((3, 2), (2, 1))),
+    ("reshape", {"dims": (2, 12)}, [strided((2, 3, 4), (1, 8, 2))], strided((2, 12), (1, 2))),
+    ("reshape_lazy", {"dims": (2, 12)}, [strided((2, 3, 4), (1, 8, 2))], strided((2, 12), (1, 2))),
+    ("reshape", {"dims": (12,)}, [strided((3, 4), (1, 3))], static(12)),
+    ("reshape", {"dims": (2, 3)}, [strided((6,), (2,))], static(2, 3)),
+    ("reshape_lazy", {"dims": (2, 3)}, [strided((6,), (2,))], strided((2, 3), (6, 2))),
+    ("reshape_lazy", {"dims": (2, 3, 1)}, [strided((2, 3), (1, 2))], strided((2, 3, 1), (1, 2, 2))),
+    ("reshape", {"dims": (2, 3, 1)}, [strided((2, 3), (1, 2))], strided((2, 3, 1), (1, 2, 2))),
+    ("reshape", {"dims": (3, 2)}, [strided((2, 3), (0, 1))], static(3, 2)),
+    ("reshape_lazy", {"dims": (2, 3, 1)}, [strided((2, 3), (0, 1))], strided((2, 3, 1), (0, 1, 1))),
+    ("reshape_lazy", {"dims": (2, 2, 3)}, [strided((4, 3), (0, 1))], strided((2, 2, 3), (0, 0, 1))),
+    ("reshape_lazy", {"dims": (4, 3)}, [strided((2, 2, 3), (0, 0, 1))], strided((4, 3), (0, 1))),
+    ("reshape_lazy", {"dims": (4, 3)}, [strided((2, 2, 3), (12, 6, 1))], strided((4, 3), (6, 1))),
+    ("reshape", {"dims": (0, 3)}, [F23], F23),
+    ("reshape_lazy", {"dims": (5, 12)}, [strided((5, 2, 2, 3), (24, 6, 3, 1))], strided((5, 12), (24, 1))),
+    # a broadcast input reshapes to a standard result
+    ("reshape", {"dims": (2, 3, 1)}, [strided((2, 3), (0, 1))], static(2, 3, 1)),
+    ("reshape", {"dims": (-1,)}, [F23], F6),
+    # squeeze and unsqueeze keep the input's strides; squeezing every axis gives a scalar
+    ("squeeze", {"axes": (1,)}, [strided((2, 1, 3), (1, 6, 2))], strided((2, 3), (1, 2))),
+    ("squeeze", {}, [strided((1, 2, 1, 3), (9, 1, 7, 2))], strided((2, 3), (1, 2))),
+    ("squeeze", {}, [strided((1, 1), (1, 1))], strided((1,), (0,))),
+    ("squeeze", {"axes": (-1,)}, [strided((2, 1), (1, 1))], strided((2,), (1,))),
+    ("squeeze", {"axes": (0,)}, [dyn((1, 4), (1, 1), (3, 3))], dyn((1, 1), (3, 3))),
+    ("squeeze", {}, [dyn((1, 1), (1, 4), (1, 1))], dyn((1, 4))),
+    ("unsqueeze", {"axes": (1,)}, [strided((2, 3), (1, 2))], strided((2, 1, 3), (1, 6, 2))),
+    ("unsqueeze", {"axes": (0, 3)}, [strided((2, 3), (1, 2))], strided((1, 2, 3, 1), (2, 1, 2, 1))),
+    ("unsqueeze", {"axes": (0,), "steps": (2,)}, [strided((6,), (2,))], strided((2, 3), (6, 2))),
+    ("unsqueeze", {"axes": (0,)}, [strided((1,), (0,))], static(1)),
+    ("unsqueeze", {"axes": (0,)}, [strided((1,), (1,))], static(1, 1)),
+    ("unsqueeze", {"axes": (1, 2)}, [static(2)], static(2, 1, 1)),
+    ("unsqueeze", {"axes": (-1,)}, [DYN], dyn((1, 4), (3, 3), (1, 1))),
+    ("flatten", {"axis": -1}, [F234], static(6, 4)),
+    ("flatten", {"axis": -3}, [F234], static(1, 24)),
+    ("flatten", {"axis": 3}, [F234], static(24, 1)),
+    ("flatten", {"axis": 0}, [F234], static(1, 24)),
+    # slice keeps the strides; starts and ends clamp, negative ones count from the end
+    ("slice", {"axes": (1,), "starts": (-4,), "ends": (-1,)}, [strided((5, 6), (1, 5))], strided((5, 3), (1, 5))),
+    ("slice", {"axes": (0, 1), "starts": (-9, 0), "ends": (9, -9)}, [static(5, 6)], strided((5, 0), (6, 1))),
+    ("slice", {"axes": (0,), "starts": (0,), "ends": (0,)}, [static(5, 6)], strided((0, 6), (6, 1))),
+    ("slice", {"axes": (1,), "starts": (4,), "ends": (2,)}, [static(5, 6)], strided((5, 0), (6, 1))),
+    ("slice", {"axes": (1,), "starts": (1,), "ends": (6,)}, [static(5, 6)], strided((5, 5), (6, 1))),
+    ("slice", {"axes": (0,), "starts": (0,), "ends": (3,)}, [static(5, 6)], strided((3, 6), (6, 1))),
+    ("slice", {"axes": (-1,), "starts": (1,), "ends": (2,)}, [static(5, 6)], strided((5, 1), (6, 1))),
+    ("slice", {"axes": (1,)}, [static(5, 6), static(1, dtype=I64), static(1, dtype=I64)], dyn((5, 5), (0, 6))),
+    ("slice", {"axes": (1,)}, [DYN, static(1, dtype=I64), static(1, dtype=I64)], dyn((1, 4), (0, 3))),
+    ("slice", {}, [static(5, 6), *[static(2, dtype=I64)] * 3], dyn((0, 5), (0, 6))),
+    ("concat", {"axis": 0}, [strided((2, 3), (1, 2)), strided((4, 3), (1, 4))], strided((6, 3), (1, 6))),
+    ("transpose", {"permutation": (1, 0)}, [dyn((1, 4), (3, 3), dtype=I64)], Shape.dynamic(I64, [D(3, 3), D(1, 4)])),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "attributes", "inputs", "want"), LAYOUT_SHAPES, ids=lambda v: v if isinstance(v, str) else None
+)
+def test_layout_shape_rules_keep_migraphx_strides(
+    name: str, attributes: dict, inputs: list[Shape], want: Shape
+) -> None:
+    got = shape_of(name, inputs, **attributes)
+    assert got == want and got.dtype == want.dtype, got
+    if not want.is_dynamic:
+        assert got.strides == want.strides and all(type(n) is int for n in (*got.lens, *got.strides)), got
+    else:
+        assert got.dyn_dims == want.dyn_dims, got
+
+
+LAYOUT_REFUSALS = [
+    ("broadcast", {"axis": 0, "out_lens": (2, 3)}, [DYN], STATIC_ONLY),
+    ("broadcast", {"axis": 2, "out_lens": (2, 3, 4)}, [F23], "input rank 2 does not fit output {2, 3, 4} from axis 2"),
+    ("broadcast", {"axis": 1, "out_lens": (5, 2, 4)}, [F23], "input dimension 1 is 3 but output dimension 2 is 4"),
+    ("multibroadcast", {"out_lens": (2, 3)}, [DYN], STATIC_ONLY),
+    ("multibroadcast", {}, [Shape.make(F, ())], "input rank must be at least 1"),
+    (
+        "multibroadcast",
+        {"out_lens": (2, 4)},
+        [static(3)],
+        "input shape {3} cannot be broadcast to {2, 4} (dimension 1: 3 vs 4)",
+    ),
+    (
+        "multibroadcast",
+        {},
+        [dyn((2, 3), (2, 4)), dyn((5, 5), (1, 1), (5, 6))],
+        "dynamic dimension 2 does not broadcast",
+    ),
+    ("reshape", {"dims": (-1, -1)}, [F23], "at most one dimension may be -1"),
+    ("reshape", {"dims": (3, 3)}, [DYN], "dynamic input shapes need the two-input form here"),
+    ("reshape_lazy", {"dims": (12,)}, [strided((3, 4), (1, 3))], "reshape_lazy on axis that is not packed."),
+    ("reshape_lazy", {"dims": (3, 2)}, [strided((2, 3), (0, 1))], "reshape_lazy on axis that is not packed."),
+    ("reshape_lazy", {"dims": (4, 3)}, [strided((2, 2, 3), (6, 0, 1))], "reshape_lazy on axis that is not packed."),
+    ("squeeze", {"axes": (2,)}, [F23], "axis 2 is out of range for rank 2"),
+    ("unsqueeze", {"axes": (3,)}, [F23], "axis 3 is out of range for rank 3"),
+    (
+        "unsqueeze",
+        {"axes": (1,), "steps": (3,)},
+        [strided((6, 4), (1, 6))],
+        "dimension 1 (4) is not divisible by step 3",
+    ),
+    ("unsqueeze", {"axes": (0,), "steps": (1, 1)}, [F6], "steps given for axes that do not exist"),
+    ("unsqueeze", {"axes": (0,), "steps": (0,)}, [F6], "a step must be non-zero"),
+    ("unsqueeze", {"axes": (1,), "steps": (2,)}, [F6], "a step must be 1 for an axis past the input's rank"),
+    ("flatten", {"axis": -4}, [F234], "axis -4 is out of range for rank 3"),
+    ("flatten", {"axis": 1}, [DYN], STATIC_ONLY),
+    ("slice", {"axes": (2,), "starts": (1,), "ends": (2,)}, [static(5, 6)], "axis 2 is out of range for rank 2"),
+    (
+        "slice",
+        {"axes": (0,), "starts": (1, 2), "ends": (2,)},
+        [static(5, 6)],
+        "axes, starts and ends must have the same length",
+    ),
+    ("slice", {"axes": (0,), "starts": (0,), "ends": (1,)}, [DYN], "cannot slice non-fixed dynamic axis 0"),
+    (
+        "slice",
+        {"axes": (1,)},
+        [static(5, 6), dyn((1, 2), dtype=I64), static(1, dtype=I64)],
+        "inputs (starts, ends, and input_axes) must be static, 1-D and of one length",
+    ),
+    (
+        "slice",
+        {"axes": (1,)},
+        [static(5, 6), static(2, 1, dtype=I64), static(2, 1, dtype=I64)],
+        "inputs (starts, ends, and input_axes) must be static, 1-D and of one length",
+    ),
+    (
+        "slice",
+        {"axes": (1,)},
+        [static(5, 6), static(2, dtype=I64), static(2, dtype=I64)],
+        "3 input and attributes mismatch",
+    ),
+    (
+        "slice",
+        {"axes": (3,)},
+        [static(5, 6), static(1, dtype=I64), static(1, dtype=I64)],
+        "axis 3 is out of range for rank 2",
+    ),
+    ("concat", {"axis": 0}, [F23, static(2, 3, dtype=I64)], "input 1 has type int64_type, input 0 has float_type"),
+    ("concat", {"axis": 2}, [F23, F23], "axis 2 is out of range for rank 2"),
+    ("concat", {"axis": 0}, [F23, DYN], STATIC_ONLY),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "attributes", "inputs", "message"), LAYOUT_REFUSALS, ids=lambda v: v if isinstance(v, str) else None
+)
+def test_layout_shape_rules_refuse_with_exact_messages(
+    name: str, attributes: dict, inputs: list[Shape], message: str
+) -> None:
+    assert refusal(name, inputs, **attributes) == f"{name}: {message}"
+
+
+CB = {"stride": (1,), "dilation": (1,)}
+VISION_SHAPES = [
+    # convolution_backwards: stride * (x - 1) + dilation * (k - 1) + 1 - begin - end, 1 at the least
+    ("convolution_backwards", {"padding": (1, 2), **CB}, [static(1, 2, 3), static(2, 1, 3)], static(1, 1, 2)),
+    ("convolution_backwards", {"padding": (2, 2), **CB}, [static(1, 2, 3), static(2, 1, 3)], static(1, 1, 1)),
+    # a dynamic box input gives a dynamic result even without use_dyn_output
+    ("nonmaxsuppression", {}, [dyn((1, 2), (5, 5), (4, 4)), static(1, 2, 5)], Shape.dynamic(I64, [D(0, 20), D(3, 3)])),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "attributes", "inputs", "want"), VISION_SHAPES, ids=lambda v: v if isinstance(v, str) else None
+)
+def test_vision_shape_rules(name: str, attributes: dict, inputs: list[Shape], want: Shape) -> None:
+    assert shape_of(name, inputs, **attributes) == want
+
+
+VISION_REFUSALS = [
+    (
+        "convolution_backwards",
+        {"padding": (2, 3), **CB},
+        [static(1, 2, 3), static(2, 1, 3)],
+        "spatial dimension 2 would have size 0",
+    ),
+    (
+        "convolution_backwards",
+        {"padding": (0, 0), "stride": (1,), "dilation": (1, 2)},
+        [static(1, 2, 3), static(2, 1, 3)],
+        "padding, stride and dilation do not fit 1 spatial dimensions",
+    ),
+    (
+        "convolution_backwards",
+        {"padding": (0,), **CB},
+        [static(1, 2, 3), static(2, 1, 3, dtype=DType.half)],
+        "input 1 has type half_type, input 0 has float_type",
+    ),
+    ("convolution_backwards", {"padding": (0,), **CB}, [dyn((1, 2), (2, 2), (3, 3)), static(2, 1, 3)], STATIC_ONLY),
+    ("convolution_backwards", {"padding": (0,), **CB}, [static(1, 2, 3), dyn((2, 2), (1, 1), (3, 3))], STATIC_ONLY),
+    (
+        "im2col",
+        {"padding": (0, 1)},
+        [static(1, 1, 4, 2), static(1, 1, 2, 5)],
+        "kernel dimension 3 does not fit the padded image",
+    ),
+    ("im2col", {}, [dyn((1, 1), (1, 1), (4, 4), (2, 2)), static(1, 1, 2, 5)], STATIC_ONLY),
+    ("im2col", {}, [static(1, 1, 4, 2), dyn((1, 1), (1, 1), (2, 2), (5, 5))], STATIC_ONLY),
+    (
+        "im2col",
+        {},
+        [static(1, 1, 4, 2), static(1, 2, 5)],
+        "needs rank-4 image and weights, got {1, 1, 4, 2} and {1, 2, 5}",
+    ),
+    ("roialign", {}, [dyn((1, 1), (1, 1), (4, 4), (2, 2)), static(2, 4), static(2, dtype=I64)], STATIC_ONLY),
+    ("roialign", {}, [NCHW, dyn((2, 2), (4, 4)), static(2, dtype=I64)], STATIC_ONLY),
+    ("roialign", {}, [NCHW, static(2, 4), dyn((2, 2), dtype=I64)], STATIC_ONLY),
+    ("nonmaxsuppression", {}, [static(1, 5, 4), static(2, 3, 5)], "boxes have 1 batches, scores 2"),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "attributes", "inputs", "message"), VISION_REFUSALS, ids=lambda v: v if isinstance(v, str) else None
+)
+def test_vision_shape_rules_refuse_with_exact_messages(
+    name: str, attributes: dict, inputs: list[Shape], message: str
+) -> None:
+    assert refusal(name, inputs, **attributes) == f"{name}: {message}"
