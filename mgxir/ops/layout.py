@@ -367,6 +367,9 @@ class Squeeze(OpDef):
         s = inputs[0]
         axes = normalize_axes(self.name, op["axes"], s.ndim)
         if s.is_dynamic:
+            for a in axes:  # MIGraphX: the range must hold 1
+                if not s.dyn_dims[a].min <= 1 <= s.dyn_dims[a].max:
+                    raise fail(self.name, f"dynamic axis {a} ({lens_text(s.dyn_dims[a][:2])}) cannot have size 1")
             dims = [d for i, d in enumerate(s.dyn_dims) if (i not in axes if axes else not (d.min == d.max == 1))]
             return Shape.dynamic(s.dtype, dims)
         for a in axes:
