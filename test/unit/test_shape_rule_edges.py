@@ -508,6 +508,9 @@ LAYOUT_SHAPES = [
     ("reshape_lazy", {"dims": (4, 3)}, [strided((2, 2, 3), (0, 0, 1))], strided((4, 3), (0, 1))),
     ("reshape_lazy", {"dims": (4, 3)}, [strided((2, 2, 3), (12, 6, 1))], strided((4, 3), (6, 1))),
     ("reshape", {"dims": (0, 3)}, [F23], F23),
+    ("reshape", {"dims": (2, 3)}, [strided((2, 3, 1), (1, 2, 1))], strided((2, 3), (1, 2))),
+    ("reshape", {"dims": (4, 3)}, [strided((6, 2), (2, 12))], static(4, 3)),
+    ("reshape_lazy", {"dims": (2, 3, 4, 1)}, [strided((2, 3, 4), (1, 8, 2))], strided((2, 3, 4, 1), (1, 8, 2, 2))),
     ("reshape_lazy", {"dims": (5, 12)}, [strided((5, 2, 2, 3), (24, 6, 3, 1))], strided((5, 12), (24, 1))),
     # a broadcast input reshapes to a standard result
     ("reshape", {"dims": (2, 3, 1)}, [strided((2, 3), (0, 1))], static(2, 3, 1)),
