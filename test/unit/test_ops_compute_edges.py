@@ -221,6 +221,8 @@ def test_reshape_squeeze_unsqueeze_and_flatten_compute() -> None:
     np.testing.assert_array_equal(run("reshape", [x, data(3, 2)]), x.reshape(3, 2))
     np.testing.assert_array_equal(run("squeeze", [x]), x.reshape(2, 3))
     np.testing.assert_array_equal(run("squeeze", [x], axes=(-2,)), x.reshape(2, 3))
+    ones = data(2, 1, 3, 1)
+    np.testing.assert_array_equal(run("squeeze", [ones], axes=(1,)), ones.reshape(2, 3, 1))
     one = data(1, 1)
     np.testing.assert_array_equal(run("squeeze", [one]), one.reshape(1))
     op = make_op("squeeze", axes=(3,))
@@ -243,6 +245,7 @@ def test_slice_compute_clamps_and_counts_negative_bounds_from_the_end() -> None:
     np.testing.assert_array_equal(run("slice", [x], axes=(1,), starts=(4,), ends=(-9,)), x[:, 4:4])
     starts, ends = np.array([1, -2], np.int64), np.array([3, 6], np.int64)
     np.testing.assert_array_equal(run("slice", [x, starts, ends], axes=(0, 1)), x[1:3, 4:6])
+    np.testing.assert_array_equal(run("slice", [x, np.array([2], np.int64)], axes=(1,), ends=(4,)), x[:, 2:4])
     axes = np.array([1], np.int64)
     got = run("slice", [x, np.array([2], np.int64), np.array([-1], np.int64), axes])
     np.testing.assert_array_equal(got, x[:, 2:5])
@@ -260,11 +263,14 @@ def test_concat_identity_and_undefined_compute() -> None:
 
 
 def nms_inputs() -> tuple[np.ndarray, np.ndarray]:
-    # boxes in the unit square (unions below 1), some with their corners given high-to-low
+    # 20 boxes in the unit square (unions below 1), some with their corners given high-to-low
     rng = np.random.default_rng(7)
-    corners = rng.uniform(0, 1, (2, 8, 4)).astype(np.float32)
-    scores = rng.uniform(0, 1, (2, 3, 8)).astype(np.float32)
+    corners = rng.uniform(0, 1, (2, 20, 4)).astype(np.float32)
+    scores = rng.uniform(0, 1, (2, 3, 20)).astype(np.float32)
     scores[0, 0, 3] = 0.25  # exactly the score threshold: not selected
+    # two empty boxes at one point (their union is 0): neither suppresses the other
+    corners[1, :2] = 0.5
+    scores[1, 1, :2] = [0.99, 0.98]
     return corners, scores
 
 
@@ -272,13 +278,13 @@ def nms_inputs() -> tuple[np.ndarray, np.ndarray]:
 @pytest.mark.parametrize("given", [3, 4, 5])
 def test_nonmaxsuppression_matches_onnxruntime(center_point_box: int, given: int) -> None:
     boxes, scores = nms_inputs()
-    extra = [np.array([3], np.int64), np.array([0.2], np.float32), np.array([0.25], np.float32)][: given - 2]
+    extra = [np.array([20], np.int64), np.array([0.3], np.float32), np.array([0.25], np.float32)][: given - 2]
     (want,) = onnx_node("NonMaxSuppression", [boxes, scores, *extra], center_point_box=center_point_box)
     attributes = {"center_point_box": bool(center_point_box)}
     got = run("nonmaxsuppression", [boxes, scores, *extra], use_dyn_output=True, **attributes)
     np.testing.assert_array_equal(got, want)
     padded = run("nonmaxsuppression", [boxes, scores, *extra], **attributes)
-    assert padded.shape == (2 * 3 * 8, 3)
+    assert padded.shape == (2 * 3 * 20, 3)
     np.testing.assert_array_equal(padded[: len(want)], want)
     assert not padded[len(want) :].any()
 
@@ -292,6 +298,19 @@ def test_nonmaxsuppression_without_a_box_count_selects_nothing() -> None:
 ROIS = np.array(
     [[0.5, 1.0, 5.5, 4.0], [-2.0, -1.5, 9.0, 10.0], [3.0, 2.0, 3.2, 2.1], [6.5, 5.0, 13.0, 12.0]], np.float32
 )
+
+
+def test_roialign_samples_exactly_on_the_border_of_the_image() -> None:
+    # one sample per bin, at (-1, -1) and at (height, width): both still inside, as onnxruntime
+    x = data(1, 2, 6, 7)
+    rois = np.array([[-1.5, -1.5, -0.5, -0.5], [6.5, 5.5, 7.5, 6.5]], np.float32)
+    index = np.zeros(2, np.int64)
+    attributes = {"output_height": 1, "output_width": 1, "sampling_ratio": 1}
+    transform = "output_half_pixel"
+    (want,) = onnx_node("RoiAlign", [x, rois, index], coordinate_transformation_mode=transform, **attributes)
+    got = run("roialign", [x, rois, index], coordinate_transformation_mode=transform, **attributes)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert got.all()
 
 
 @pytest.mark.parametrize("mode", ["avg", "max"])
