@@ -421,6 +421,8 @@ class Unsqueeze(OpDef):
                 step = steps[j] if j < len(steps) else 1
                 if step == 0:
                     raise fail(self.name, "a step must be non-zero")
+                if is_scalar and step != 1:
+                    raise fail(self.name, "a step must be 1 when the input is a scalar")
                 lens[i] = step
                 if p < len(old_lens):
                     if old_lens[p] % step:

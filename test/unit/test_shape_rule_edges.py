@@ -528,6 +528,8 @@ LAYOUT_SHAPES = [
     ("unsqueeze", {"axes": (0,)}, [strided((1,), (0,))], static(1)),
     ("unsqueeze", {"axes": (0,)}, [strided((1,), (1,))], static(1, 1)),
     ("unsqueeze", {"axes": (1, 2)}, [static(2)], static(2, 1, 1)),
+    # a scalar (every stride 0) gets stride 1 on the new axes
+    ("unsqueeze", {"axes": (1,)}, [strided((2, 3), (0, 0))], strided((2, 1, 3), (0, 1, 0))),
     ("unsqueeze", {"axes": (-1,)}, [DYN], dyn((1, 4), (3, 3), (1, 1))),
     ("flatten", {"axis": -1}, [F234], static(6, 4)),
     ("flatten", {"axis": -3}, [F234], static(1, 24)),
@@ -598,6 +600,8 @@ LAYOUT_REFUSALS = [
     ),
     ("unsqueeze", {"axes": (0,), "steps": (1, 1)}, [F6], "steps given for axes that do not exist"),
     ("unsqueeze", {"axes": (0,), "steps": (0,)}, [F6], "a step must be non-zero"),
+    # MIGraphX: "step must be 1 when input is scalar" (a stride-0 input of 4 would otherwise split)
+    ("unsqueeze", {"axes": (0,), "steps": (2,)}, [strided((4,), (0,))], "a step must be 1 when the input is a scalar"),
     ("unsqueeze", {"axes": (1,), "steps": (2,)}, [F6], "a step must be 1 for an axis past the input's rank"),
     ("flatten", {"axis": -4}, [F234], "axis -4 is out of range for rank 3"),
     ("flatten", {"axis": 1}, [DYN], STATIC_ONLY),
