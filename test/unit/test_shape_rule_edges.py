@@ -588,6 +588,8 @@ LAYOUT_REFUSALS = [
     ("reshape_lazy", {"dims": (12,)}, [strided((3, 4), (1, 3))], "reshape_lazy on axis that is not packed."),
     ("reshape_lazy", {"dims": (3, 2)}, [strided((2, 3), (0, 1))], "reshape_lazy on axis that is not packed."),
     ("reshape_lazy", {"dims": (4, 3)}, [strided((2, 2, 3), (6, 0, 1))], "reshape_lazy on axis that is not packed."),
+    # offsets 0, 2, 5, 7: the span fits 4 elements, but 5 is no multiple of 2
+    ("reshape_lazy", {"dims": (4,)}, [strided((2, 2), (5, 2))], "reshape_lazy on axis that is not packed."),
     ("squeeze", {"axes": (2,)}, [F23], "axis 2 is out of range for rank 2"),
     # MIGraphX refuses to squeeze a dynamic axis whose range does not hold 1
     ("squeeze", {"axes": (1,)}, [dyn((1, 4), (2, 4))], "dynamic axis 1 ({2, 4}) cannot have size 1"),
