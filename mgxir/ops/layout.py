@@ -367,6 +367,9 @@ class Squeeze(OpDef):
         s = inputs[0]
         axes = normalize_axes(self.name, op["axes"], s.ndim)
         if s.is_dynamic:
+            for a in axes:  # MIGraphX: the range must hold 1
+                if not s.dyn_dims[a].min <= 1 <= s.dyn_dims[a].max:
+                    raise fail(self.name, f"dynamic axis {a} ({lens_text(s.dyn_dims[a][:2])}) cannot have size 1")
             dims = [d for i, d in enumerate(s.dyn_dims) if (i not in axes if axes else not (d.min == d.max == 1))]
             return Shape.dynamic(s.dtype, dims)
         for a in axes:
@@ -418,6 +421,8 @@ class Unsqueeze(OpDef):
                 step = steps[j] if j < len(steps) else 1
                 if step == 0:
                     raise fail(self.name, "a step must be non-zero")
+                if is_scalar and step != 1:
+                    raise fail(self.name, "a step must be 1 when the input is a scalar")
                 lens[i] = step
                 if p < len(old_lens):
                     if old_lens[p] % step:
