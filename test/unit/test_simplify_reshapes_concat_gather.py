@@ -9,14 +9,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from filecheck.matcher import Matcher
+from filecheck.options import parse_argv_options
 from lit_cases import lit_cases
 from test_pass_differential import copy_of, fill_elided_literals, parameter_values, rms_ok
 
+from mgxir.drivers.opt import OptOptions, opt_main
 from mgxir.interp.interpreter import run_program
 from mgxir.ir.dtype import DType
 from mgxir.ir.literal import Literal
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
+from mgxir.passes import simplify_reshapes
 from mgxir.passes.base import PassContext
 from mgxir.passes.registry import parse_pipeline
 from mgxir.passes.simplify_reshapes import concat, gather
@@ -133,3 +137,169 @@ d = @param:d -> dynamic, float_type, {[1..4], 3}
     transformed, context = _run(program, "simplify_reshapes")
     assert print_program(transformed) == print_program(program)
     assert not context.statistics
+
+
+def _run_lines(name: str) -> list[tuple[str, str]]:
+    """(pipeline, FileCheck prefix) of each RUN line of a lit file in test/opt."""
+    found = []
+    for line in (LIT_TESTS / name).read_text().splitlines():
+        if line.startswith("// RUN:"):
+            prefix = re.search(r"--check-prefix=(\S+)", line)
+            found.append((re.search(r"-p (\S+)", line).group(1).strip("'"), prefix.group(1) if prefix else "CHECK"))
+    return found
+
+
+EXPECTED_OUTPUT_FILES = (
+    "simplify_reshapes.mgx",
+    "simplify_reshapes_concat.mgx",
+    "simplify_reshapes_gather.mgx",
+    "simplify_reshapes_options.mgx",
+    "simplify_reshapes_views.mgx",
+)
+RUNS = [(name, *run) for name in EXPECTED_OUTPUT_FILES for run in _run_lines(name)]
+
+
+@pytest.mark.parametrize(("name", "pipeline", "prefix"), RUNS, ids=[f"{n}-{p}" for n, _, p in RUNS])
+def test_lit_expected_outputs_in_process(name: str, pipeline: str, prefix: str, tmp_path: Path) -> None:
+    """The pass prints, for every case of the lit files, the program MIGraphX's simplify_reshapes
+    produces (their CHECK lines): mgx-opt's driver runs here, in this process, and FileCheck reads
+    its output (lit runs the same command in a subprocess)."""
+    output = tmp_path / "out.mgx"
+    options = OptOptions(input=str(LIT_TESTS / name), output=str(output), pipeline=pipeline, split=True)
+    assert opt_main(options) == 0
+    argv = ["filecheck", str(LIT_TESTS / name), "--input-file", str(output), f"--check-prefix={prefix}"]
+    assert Matcher.from_opts(parse_argv_options(argv)).run() == 0, output.read_text()
+
+
+def test_gather_by_scalar_index_of_vector_keeps_its_scalar_shape() -> None:
+    """MIGraphX's find_gather_scalar: a gather by a scalar index becomes a gather by a one-element
+    index; a scalar result (1-d, stride 0) is squeezed back to that scalar shape."""
+    program = parse_program("""module: "main"
+x = @param:x -> float_type, {5}, {1}
+i = @param:i -> int32_type, {1}, {0}
+@2 = gather[axis=0](x,i) -> float_type, {1}, {0}
+@3 = neg(@2) -> float_type, {1}, {0}
+@4 = @return(@3)
+""")
+    transformed, context = _run(program, "simplify_reshapes")
+    assert print_program(transformed).splitlines()[3:7] == [
+        "@2 = unsqueeze[axes={0},steps={}](i) -> int32_type, {1}, {1}",
+        "@3 = gather[axis=0](x,@2) -> float_type, {1}, {1}",
+        "@4 = squeeze[axes={0}](@3) -> float_type, {1}, {0}",
+        "@5 = neg(@4) -> float_type, {1}, {0}",
+    ]
+    assert context.statistics["find_gather_scalar applied"] == 1
+
+
+def test_gather_by_scalar_index_of_pointwise_result_is_rewritten() -> None:
+    """A pointwise over a literal is not something the pass evaluates (its module argument), so a
+    gather of it by a scalar index is not constant and find_gather_scalar applies."""
+    program = parse_program("""module: "main"
+@0 = @literal{1, 2, 3} -> float_type, {3}, {1}
+@1 = pointwise(@0), [main:pointwise0] -> float_type, {3}, {1}
+@2 = @literal{2} -> int32_type, {1}, {0}
+@3 = gather[axis=0](@1,@2) -> float_type, {1}, {0}
+@4 = @return(@3)
+
+module: "main:pointwise0"
+x0 = @param:x0 -> float_type, {1}, {0}
+@1 = neg(x0) -> float_type, {1}, {0}
+@2 = @return(@1)
+""")
+    _, context = _run(program, "simplify_reshapes")
+    assert context.statistics["find_gather_scalar applied"] == 1
+
+
+def test_gather_on_axis_of_one_becomes_broadcast() -> None:
+    program = parse_program("""module: "main"
+x = @param:x -> float_type, {1, 4}, {4, 1}
+@1 = @literal{0, 0, 0} -> int32_type, {3}, {1}
+@2 = gather[axis=0](x,@1) -> float_type, {3, 4}, {4, 1}
+@3 = @return(@2)
+""")
+    transformed, _ = _run(program, GATHER_PIPELINE)
+    assert print_program(transformed).splitlines()[2] == (
+        "@1 = multibroadcast[out_lens={3, 4},out_dyn_dims={}](x) -> float_type, {3, 4}, {0, 1}"
+    )
+
+
+LEFT_ALONE = {
+    "dynamic data, scalar index": """module: "main"
+d = @param:d -> dynamic, float_type, {[1..4], 3}
+i = @param:i -> int32_type, {1}, {0}
+@2 = gather[axis=1](d,i) -> dynamic, float_type, {[1..4], 1}
+@3 = @return(@2)
+""",
+    "dynamic data, constant indices": """module: "main"
+d = @param:d -> dynamic, float_type, {[1..4], 3}
+@1 = @literal{0, 2} -> int32_type, {2}, {1}
+@2 = gather[axis=1](d,@1) -> dynamic, float_type, {[1..4], 2}
+@3 = @return(@2)
+""",
+    "indices out of range, elided or not constant": """module: "main"
+x = @param:x -> float_type, {5, 2}, {2, 1}
+@1 = @literal{1, 5} -> int32_type, {2}, {1}
+@2 = gather[axis=0](x,@1) -> float_type, {2, 2}, {2, 1}
+@3 = @literal{-6, 0} -> int32_type, {2}, {1}
+@4 = gather[axis=0](x,@3) -> float_type, {2, 2}, {2, 1}
+@5 = @literal{ ... } -> int32_type, {12}, {1}
+@6 = gather[axis=0](x,@5) -> float_type, {12, 2}, {2, 1}
+i = @param:i -> int32_type, {3}, {1}
+@8 = gather[axis=0](x,i) -> float_type, {3, 2}, {2, 1}
+@9 = @return(@2,@4,@6,@8)
+""",
+    "constant gather, index of other scalar shapes": """module: "main"
+@0 = @literal{1, 2, 3} -> float_type, {3}, {1}
+@1 = @literal{2} -> int32_type, {1}, {0}
+@2 = gather[axis=0](@0,@1) -> float_type, {1}, {0}
+x = @param:x -> float_type, {3}, {1}
+i = @param:i -> int32_type, {1, 1}, {0, 0}
+@5 = gather[axis=0](x,i) -> float_type, {1, 1}, {0, 0}
+j = @param:j -> int32_type, {2}, {0}
+@7 = gather[axis=0](x,j) -> float_type, {2}, {0}
+@8 = @return(@2,@5,@7)
+""",
+    "not a gather: an add of scalars": """module: "main"
+x = @param:x -> float_type, {1}, {0}
+y = @param:y -> float_type, {1}, {0}
+@2 = add(x,y) -> float_type, {1}, {0}
+@3 = @return(@2)
+""",
+}
+
+
+@pytest.mark.parametrize("by_root", [True, False])
+@pytest.mark.parametrize("text", LEFT_ALONE.values(), ids=LEFT_ALONE.keys())
+def test_gather_rewrites_leave_alone(text: str, by_root: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gathers of dynamic data, by indices out of range, elided or computed at run time, and ops
+    that are not gathers stay as they are, and no rewrite says it applied (tried on every op too)."""
+    monkeypatch.setattr(simplify_reshapes, "DISPATCH_BY_ROOT", by_root)
+    program = parse_program(text)
+    transformed, context = _run(program, GATHER_PIPELINE)
+    assert print_program(transformed) == print_program(program)
+    assert not context.statistics
+
+
+FIXED_POINT_CASES = [
+    (name, index, pipeline, case)
+    for name in EXPECTED_OUTPUT_FILES
+    for pipeline in sorted({run[0] for run in _run_lines(name)})
+    for index, case in enumerate(lit_cases(name))
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "index", "pipeline", "text"),
+    FIXED_POINT_CASES,
+    ids=[f"{n}-{i}-{p}" for n, i, p, _ in FIXED_POINT_CASES],
+)
+def test_rewrites_say_applied_only_when_they_change(name: str, index: int, pipeline: str, text: str) -> None:
+    """Run on its own output, the pass changes nothing and no rewrite counts itself applied (a
+    rewrite that said it changed an unchanged program would make the pass loop for nothing).
+    find_slice_shape_transforms is the exception, as in MIGraphX: where a sliced axis splits, it
+    puts back the same views again."""
+    once, _ = _run(parse_program(text), pipeline)
+    twice, context = _run(once, pipeline)
+    assert print_program(twice) == print_program(once)
+    applied = {key.removesuffix(" applied") for key in context.statistics if key.endswith(" applied")}
+    assert applied <= {"find_slice_shape_transforms"}
