@@ -18,6 +18,7 @@ from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
+from mgxir.passes import simplify_reshapes
 from mgxir.passes.rewrite import Rewriter
 from mgxir.passes.simplify_reshapes import nested, views
 from mgxir.text.parser import parse_program
@@ -186,3 +187,27 @@ def test_op_shape_transform_op_moves_a_squeeze_after_an_argmax(x: tuple[int, ...
     assert main[0].op["axis"] == positive
     assert list(main[1].op["axes"]) == [positive]
     check_values(program, pipeline, 0)
+
+
+DYNAMIC_VIEWS = """module: "main"
+d = @param:d -> dynamic, float_type, {[1..4], 3, 1}
+@1 = flatten[axis=1](d) -> dynamic, float_type, {[1..4], 3}
+@2 = transpose[permutation={1, 0}](@1) -> dynamic, float_type, {3, [1..4]}
+@3 = transpose[permutation={1, 0}](@2) -> dynamic, float_type, {[1..4], 3}
+@4 = squeeze[axes={2}](d) -> dynamic, float_type, {[1..4], 3}
+@5 = unsqueeze[axes={0},steps={}](@4) -> dynamic, float_type, {1, [1..4], 3}
+@6 = squeeze[axes={0}](@5) -> dynamic, float_type, {[1..4], 3}
+@7 = neg(@6) -> dynamic, float_type, {[1..4], 3}
+@8 = @return(@3,@7)
+"""
+
+
+@pytest.mark.parametrize("by_root", [True, False])
+def test_dynamic_views_left_alone(by_root: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As in MIGraphX, views of dynamic shapes (a flatten, transposes that cancel, a squeeze undone by
+    an unsqueeze) stay, and no rewrite says it applied, also when every rewrite is tried on every op."""
+    monkeypatch.setattr(simplify_reshapes, "DISPATCH_BY_ROOT", by_root)
+    program = parse_program(DYNAMIC_VIEWS)
+    transformed, context = _run(program, VIEWS_PIPELINE)
+    assert print_program(transformed) == print_program(program)
+    assert not context.statistics
