@@ -322,3 +322,40 @@ def test_rewrites_say_applied_only_when_they_change(name: str, index: int, pipel
     assert print_program(twice) == print_program(once)
     applied = {key.removesuffix(" applied") for key in context.statistics if key.endswith(" applied")}
     assert applied <= {"find_slice_shape_transforms"}
+
+
+# (data length, indices) -> the views find_gather makes of a vector's gather (None: it stays a gather)
+VECTOR_GATHERS: dict[tuple[int, tuple[int, ...]], list[str] | None] = {
+    (14, (0, 1, 2, 10, 11, 13)): None,  # the second run of three does not step evenly
+    (6, (3, 4, 5, 0, 1, 2)): None,  # runs that step down
+    (5, (4, 1)): None,
+    (5, (2,)): ["@1 = slice[axes={0},starts={2},ends={3}](data) -> float_type, {1}, {1}"],
+    (5, (2, 3, 4)): ["@1 = slice[axes={0},starts={2},ends={5}](data) -> float_type, {3}, {1}"],
+    (8, (1, 2, 3, 5, 6, 7)): [
+        "@1 = reshape[dims={2, 4}](data) -> float_type, {2, 4}, {4, 1}",
+        "@2 = slice[axes={1},starts={1},ends={4}](@1) -> float_type, {2, 3}, {4, 1}",
+        "@3 = reshape[dims={6}](@2) -> float_type, {6}, {1}",
+    ],
+    (12, (0, 1, 4, 5, 8, 9)): [
+        "@1 = reshape[dims={3, 4}](data) -> float_type, {3, 4}, {4, 1}",
+        "@2 = slice[axes={1},starts={0},ends={2}](@1) -> float_type, {3, 2}, {4, 1}",
+        "@3 = reshape[dims={6}](@2) -> float_type, {6}, {1}",
+    ],
+}
+
+
+@pytest.mark.parametrize(("key", "views"), VECTOR_GATHERS.items(), ids=[str(k) for k in VECTOR_GATHERS])
+def test_vector_gathers_become_views_only_when_strided(
+    key: tuple[int, tuple[int, ...]], views: list[str] | None
+) -> None:
+    """Indices that walk the data in even strided runs become slices and reshapes of it; indices that
+    almost do (a run with an uneven step, runs that step down) keep the gather. Values agree."""
+    length, indices = key
+    program = _gather_program((length,), 0, np.array(indices, dtype=np.int32))
+    check_values(copy_of(program), GATHER_PIPELINE, seed=length)
+    lines = print_program(_run(program, GATHER_PIPELINE)[0]).splitlines()
+    if views is None:
+        assert any(" = gather[axis=0](data," in line for line in lines)
+    else:
+        assert lines[2 : 2 + len(views)] == views
+        assert not any("gather" in line for line in lines)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from lit_cases import lit_cases
-from test_pass_differential import fill_elided_literals
+from test_pass_differential import copy_of, fill_elided_literals
 from test_simplify_reshapes_concat_gather import _run, check_values
 
 from mgxir.ir.dtype import DType
@@ -211,3 +211,50 @@ def test_dynamic_views_left_alone(by_root: bool, monkeypatch: pytest.MonkeyPatch
     transformed, context = _run(program, VIEWS_PIPELINE)
     assert print_program(transformed) == print_program(program)
     assert not context.statistics
+
+
+VIEWS_LEFT_ALONE = {
+    # MIGraphX's find_unary_shape_transforms leaves layout out: its strides are its point
+    "layout between views": """module: "main"
+x = @param:x -> float_type, {2, 3, 4}, {12, 4, 1}
+@1 = reshape[dims={6, 4}](x) -> float_type, {6, 4}, {4, 1}
+@2 = layout[permutation={1, 0}](@1) -> float_type, {6, 4}, {1, 6}
+@3 = transpose[permutation={1, 0}](@2) -> float_type, {4, 6}, {6, 1}
+@4 = reshape[dims={24}](@3) -> float_type, {24}, {1}
+@5 = @return(@4)
+""",
+    # find_reshape_dot wants the dot used once
+    "dot of a reshape used twice": """module: "main"
+x = @param:x -> float_type, {2, 3, 4}, {12, 4, 1}
+w = @param:w -> float_type, {4, 5}, {5, 1}
+@2 = reshape[dims={6, 4}](x) -> float_type, {6, 4}, {4, 1}
+@3 = dot(@2,w) -> float_type, {6, 5}, {5, 1}
+@4 = neg(@3) -> float_type, {6, 5}, {5, 1}
+@5 = @return(@3,@4)
+""",
+}
+
+
+@pytest.mark.parametrize("text", VIEWS_LEFT_ALONE.values(), ids=VIEWS_LEFT_ALONE.keys())
+def test_views_left_alone(text: str) -> None:
+    program = parse_program(text)
+    transformed, context = _run(program, VIEWS_PIPELINE)
+    assert print_program(transformed) == print_program(program)
+    assert not context.statistics
+
+
+def test_reshape_dot_moves_the_reshape_after_the_dot() -> None:
+    """MIGraphX's find_reshape_dot: dot(reshape(x), w) becomes reshape(dot(x, broadcast w))."""
+    program = parse_program("""module: "main"
+x = @param:x -> float_type, {2, 3, 4}, {12, 4, 1}
+w = @param:w -> float_type, {4, 5}, {5, 1}
+@2 = reshape[dims={6, 4}](x) -> float_type, {6, 4}, {4, 1}
+@3 = dot(@2,w) -> float_type, {6, 5}, {5, 1}
+@4 = @return(@3)
+""")
+    check_values(copy_of(program), VIEWS_PIPELINE, seed=0)
+    assert print_program(_run(program, VIEWS_PIPELINE)[0]).splitlines()[3:6] == [
+        "@2 = multibroadcast[out_lens={2, 4, 5},out_dyn_dims={}](w) -> float_type, {2, 4, 5}, {0, 5, 1}",
+        "@3 = dot(x,@2) -> float_type, {2, 3, 5}, {15, 5, 1}",
+        "@4 = reshape[dims={6, 5}](@3) -> float_type, {6, 5}, {5, 1}",
+    ]
