@@ -223,6 +223,17 @@ x = @param:x -> float_type, {2, 3, 4}, {12, 4, 1}
 @4 = reshape[dims={24}](@3) -> float_type, {24}, {1}
 @5 = @return(@4)
 """,
+    # find_slice_shape_transforms wants a slice of a source used once and not constant
+    "views of slices of a shared and a constant source": """module: "main"
+x = @param:x -> float_type, {4, 6}, {6, 1}
+@1 = slice[axes={1},starts={0},ends={4}](x) -> float_type, {4, 4}, {6, 1}
+@2 = transpose[permutation={1, 0}](@1) -> float_type, {4, 4}, {1, 6}
+@3 = neg(x) -> float_type, {4, 6}, {6, 1}
+@4 = @literal{ ... } -> float_type, {4, 6}, {6, 1}
+@5 = slice[axes={1},starts={0},ends={4}](@4) -> float_type, {4, 4}, {6, 1}
+@6 = transpose[permutation={1, 0}](@5) -> float_type, {4, 4}, {1, 6}
+@7 = @return(@2,@3,@6)
+""",
     # find_reshape_dot wants the dot used once
     "dot of a reshape used twice": """module: "main"
 x = @param:x -> float_type, {2, 3, 4}, {12, 4, 1}
