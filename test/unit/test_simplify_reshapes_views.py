@@ -234,6 +234,14 @@ x = @param:x -> float_type, {4, 6}, {6, 1}
 @6 = transpose[permutation={1, 0}](@5) -> float_type, {4, 4}, {1, 6}
 @7 = @return(@2,@3,@6)
 """,
+    # find_reshape_cont wants a reshape of a non-standard source
+    "pointwise of a reshape of a standard source": """module: "main"
+x = @param:x -> float_type, {3, 8}, {8, 1}
+y = @param:y -> float_type, {6, 4}, {4, 1}
+@2 = reshape[dims={6, 4}](x) -> float_type, {6, 4}, {4, 1}
+@3 = add(y,@2) -> float_type, {6, 4}, {4, 1}
+@4 = @return(@3)
+""",
     # find_reshape_dot wants the dot used once
     "dot of a reshape used twice": """module: "main"
 x = @param:x -> float_type, {2, 3, 4}, {12, 4, 1}
@@ -269,3 +277,27 @@ w = @param:w -> float_type, {4, 5}, {5, 1}
         "@3 = dot(x,@2) -> float_type, {2, 3, 5}, {15, 5, 1}",
         "@4 = reshape[dims={6, 5}](@3) -> float_type, {6, 5}, {5, 1}",
     ]
+
+
+def test_reshape_cont_as_second_input_of_same_rank() -> None:
+    """MIGraphX's find_reshape_cont on add(y, reshape(contiguous(transpose x))): the add runs on
+    the transposed view's dims (the other input reshaped to them), the result reshaped back."""
+    program = parse_program("""module: "main"
+x = @param:x -> float_type, {2, 3, 4}, {12, 4, 1}
+y = @param:y -> float_type, {6, 2, 2}, {4, 2, 1}
+@2 = transpose[permutation={1, 0, 2}](x) -> float_type, {3, 2, 4}, {4, 12, 1}
+@3 = contiguous(@2) -> float_type, {3, 2, 4}, {8, 4, 1}
+@4 = reshape[dims={6, 2, 2}](@3) -> float_type, {6, 2, 2}, {4, 2, 1}
+@5 = add(y,@4) -> float_type, {6, 2, 2}, {4, 2, 1}
+@6 = @return(@5)
+""")
+    check_values(copy_of(program), VIEWS_PIPELINE, seed=0)
+    transformed, context = _run(program, VIEWS_PIPELINE)
+    assert print_program(transformed).splitlines()[3:8] == [
+        "@2 = reshape[dims={2, 3, 2, 2}](x) -> float_type, {2, 3, 2, 2}, {12, 4, 2, 1}",
+        "@3 = transpose[permutation={1, 0, 2, 3}](@2) -> float_type, {3, 2, 2, 2}, {4, 12, 2, 1}",
+        "@4 = reshape[dims={3, 2, 2, 2}](y) -> float_type, {3, 2, 2, 2}, {8, 4, 2, 1}",
+        "@5 = add(@4,@3) -> float_type, {3, 2, 2, 2}, {8, 4, 2, 1}",
+        "@6 = reshape[dims={6, 2, 2}](@5) -> float_type, {6, 2, 2}, {4, 2, 1}",
+    ]
+    assert context.statistics["find_reshape_cont applied"] == 1
