@@ -277,3 +277,30 @@ def test_fuse_instructions_copies_members_and_makes_the_rest_parameters() -> Non
     names = [ins.op.defn.name for ins in target]
     assert names == ["@literal", "@param", "@literal", "@param", "multibroadcast", "neg"]  # copies go to the front
     assert fuse_instructions(program.create_module("u"), []) == []
+
+
+TAKEN_NAME = """module: "main"
+x = @param:x -> float_type, {2, 3}, {3, 1}
+@1 = fused_reduce[axes={1}](x), [main:reduce_sum0] -> float_type, {2, 1}, {1, 1}
+@2 = reduce_sum[axes={1}](x) -> float_type, {2, 1}, {1, 1}
+@3 = @return(@1,@2)
+
+module: "main:reduce_sum0"
+x0 = @param:x0 -> float_type, {2, 3}, {3, 1}
+@1 = exp(x0) -> float_type, {2, 3}, {3, 1}
+@2 = reduce_sum[axes={1}](@1) -> float_type, {2, 1}, {1, 1}
+@3 = @return(@2)
+"""
+
+
+@pytest.mark.parametrize(
+    ("extra", "name"),
+    [("", "main:reduce_sum0:0"), ('\nmodule: "main:reduce_sum0:0"\n@0 = @return()\n', "main:reduce_sum0:1")],
+)
+def test_fuse_reduce_names_a_module_past_the_names_taken(extra: str, name: str) -> None:
+    """A reduction whose module name (main:reduce_sum0) is taken gets the name with the first free
+    suffix :0, :1, ..."""
+    program = parse_program(TAKEN_NAME + extra)
+    FuseReduce().apply(program, PassContext())
+    wrapped = [ins for ins in program.main if ins.op.defn.name == "fused_reduce"]
+    assert [ins.module_args[0].name for ins in wrapped] == ["main:reduce_sum0", name]
