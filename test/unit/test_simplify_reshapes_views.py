@@ -254,8 +254,11 @@ w = @param:w -> float_type, {4, 5}, {5, 1}
 }
 
 
+@pytest.mark.parametrize("by_root", [True, False])
 @pytest.mark.parametrize("text", VIEWS_LEFT_ALONE.values(), ids=VIEWS_LEFT_ALONE.keys())
-def test_views_left_alone(text: str) -> None:
+def test_views_left_alone(text: str, by_root: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Left alone also when every rewrite is tried on every op (a rewrite must check its root)."""
+    monkeypatch.setattr(simplify_reshapes, "DISPATCH_BY_ROOT", by_root)
     program = parse_program(text)
     transformed, context = _run(program, VIEWS_PIPELINE)
     assert print_program(transformed) == print_program(program)
