@@ -327,6 +327,7 @@ def test_rewrites_say_applied_only_when_they_change(name: str, index: int, pipel
 # (data length, indices) -> the views find_gather makes of a vector's gather (None: it stays a gather)
 VECTOR_GATHERS: dict[tuple[int, tuple[int, ...]], list[str] | None] = {
     (14, (0, 1, 2, 10, 11, 13)): None,  # the second run of three does not step evenly
+    (15, (0, 1, 2, 10, 12, 14)): None,  # two even runs of different steps
     (6, (3, 4, 5, 0, 1, 2)): None,  # runs that step down
     (5, (4, 1)): None,
     (5, (2,)): ["@1 = slice[axes={0},starts={2},ends={3}](data) -> float_type, {1}, {1}"],
