@@ -242,6 +242,18 @@ y = @param:y -> float_type, {6, 4}, {4, 1}
 @3 = add(y,@2) -> float_type, {6, 4}, {4, 1}
 @4 = @return(@3)
 """,
+    # find_transpose_slice wants slices of one width that divides the sliced axis
+    "slices of a transpose of unequal widths or not dividing the axis": """module: "main"
+x = @param:x -> float_type, {2, 3, 6}, {18, 6, 1}
+@1 = transpose[permutation={0, 2, 1}](x) -> float_type, {2, 6, 3}, {18, 1, 6}
+@2 = slice[axes={1},starts={0},ends={2}](@1) -> float_type, {2, 2, 3}, {18, 1, 6}
+@3 = slice[axes={1},starts={2},ends={6}](@1) -> float_type, {2, 4, 3}, {18, 1, 6}
+y = @param:y -> float_type, {2, 3, 5}, {15, 5, 1}
+@5 = transpose[permutation={0, 2, 1}](y) -> float_type, {2, 5, 3}, {15, 1, 5}
+@6 = slice[axes={1},starts={0},ends={2}](@5) -> float_type, {2, 2, 3}, {15, 1, 5}
+@7 = slice[axes={1},starts={2},ends={4}](@5) -> float_type, {2, 2, 3}, {15, 1, 5}
+@8 = @return(@2,@3,@6,@7)
+""",
     # find_reshape_dot wants the dot used once
     "dot of a reshape used twice": """module: "main"
 x = @param:x -> float_type, {2, 3, 4}, {12, 4, 1}
