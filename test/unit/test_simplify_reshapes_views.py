@@ -316,3 +316,62 @@ y = @param:y -> float_type, {6, 2, 2}, {4, 2, 1}
         "@6 = reshape[dims={6, 2, 2}](@5) -> float_type, {6, 2, 2}, {4, 2, 1}",
     ]
     assert context.statistics["find_reshape_cont applied"] == 1
+
+
+SPLITS_THEN_TRANSPOSES = {
+    "three splits, two permutations": (
+        """module: "main"
+x = @param:x -> float_type, {2, 6, 4}, {24, 4, 1}
+@1 = slice[axes={1},starts={0},ends={2}](x) -> float_type, {2, 2, 4}, {24, 4, 1}
+@2 = transpose[permutation={2, 0, 1}](@1) -> float_type, {4, 2, 2}, {1, 24, 4}
+@3 = slice[axes={1},starts={2},ends={4}](x) -> float_type, {2, 2, 4}, {24, 4, 1}
+@4 = transpose[permutation={2, 0, 1}](@3) -> float_type, {4, 2, 2}, {1, 24, 4}
+@5 = slice[axes={1},starts={4},ends={6}](x) -> float_type, {2, 2, 4}, {24, 4, 1}
+@6 = transpose[permutation={0, 2, 1}](@5) -> float_type, {2, 4, 2}, {24, 1, 4}
+@7 = @return(@2,@4,@6)
+""",
+        """module: "main"
+x = @param:x -> float_type, {2, 6, 4}, {24, 4, 1}
+@1 = reshape[dims={2, 3, 2, 4}](x) -> float_type, {2, 3, 2, 4}, {24, 8, 4, 1}
+@2 = transpose[permutation={1, 3, 0, 2}](@1) -> float_type, {3, 4, 2, 2}, {8, 1, 24, 4}
+@3 = slice[axes={0},starts={0},ends={1}](@2) -> float_type, {1, 4, 2, 2}, {8, 1, 24, 4}
+@4 = squeeze[axes={0}](@3) -> float_type, {4, 2, 2}, {1, 24, 4}
+@5 = slice[axes={0},starts={1},ends={2}](@2) -> float_type, {1, 4, 2, 2}, {8, 1, 24, 4}
+@6 = squeeze[axes={0}](@5) -> float_type, {4, 2, 2}, {1, 24, 4}
+@7 = slice[axes={0},starts={2},ends={3}](@2) -> float_type, {1, 4, 2, 2}, {8, 1, 24, 4}
+@8 = transpose[permutation={2, 0, 1, 3}](@7) -> float_type, {2, 1, 4, 2}, {24, 8, 1, 4}
+@9 = squeeze[axes={1}](@8) -> float_type, {2, 4, 2}, {24, 1, 4}
+@10 = @return(@4,@6,@9)
+""",
+    ),
+    "two splits": (
+        """module: "main"
+x = @param:x -> float_type, {2, 4, 3}, {12, 3, 1}
+@1 = slice[axes={1},starts={0},ends={2}](x) -> float_type, {2, 2, 3}, {12, 3, 1}
+@2 = transpose[permutation={2, 0, 1}](@1) -> float_type, {3, 2, 2}, {1, 12, 3}
+@3 = slice[axes={1},starts={2},ends={4}](x) -> float_type, {2, 2, 3}, {12, 3, 1}
+@4 = transpose[permutation={2, 0, 1}](@3) -> float_type, {3, 2, 2}, {1, 12, 3}
+@5 = @return(@2,@4)
+""",
+        """module: "main"
+x = @param:x -> float_type, {2, 4, 3}, {12, 3, 1}
+@1 = reshape[dims={2, 2, 2, 3}](x) -> float_type, {2, 2, 2, 3}, {12, 6, 3, 1}
+@2 = transpose[permutation={1, 3, 0, 2}](@1) -> float_type, {2, 3, 2, 2}, {6, 1, 12, 3}
+@3 = slice[axes={0},starts={0},ends={1}](@2) -> float_type, {1, 3, 2, 2}, {6, 1, 12, 3}
+@4 = squeeze[axes={0}](@3) -> float_type, {3, 2, 2}, {1, 12, 3}
+@5 = slice[axes={0},starts={1},ends={2}](@2) -> float_type, {1, 3, 2, 2}, {6, 1, 12, 3}
+@6 = squeeze[axes={0}](@5) -> float_type, {3, 2, 2}, {1, 12, 3}
+@7 = @return(@4,@6)
+""",
+    ),
+}
+
+
+@pytest.mark.parametrize(("text", "expected"), SPLITS_THEN_TRANSPOSES.values(), ids=SPLITS_THEN_TRANSPOSES.keys())
+def test_slices_then_transposes_share_one_transpose(text: str, expected: str) -> None:
+    """MIGraphX's find_slice_transpose: slices of x each followed by a transpose become slices of
+    one transpose of x (the permutation most of them use; the others keep a transpose of their own),
+    which find_transpose_slice and the nested-view rewrite then turn into one reshape and transpose."""
+    program = parse_program(text)
+    check_values(copy_of(program), VIEWS_PIPELINE, seed=0)
+    assert print_program(_run(program, VIEWS_PIPELINE)[0]).split("\n\n")[0] + "\n" == expected
