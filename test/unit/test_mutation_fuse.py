@@ -10,10 +10,14 @@ from pathlib import Path
 import pytest
 from test_pass_differential import check_pipeline
 
+from mgxir.ir.dtype import DType
+from mgxir.ir.instruction import Instruction
+from mgxir.ir.module import Module
+from mgxir.ir.operation import Operation
 from mgxir.ir.shape import Shape
 from mgxir.passes.base import PassContext
 from mgxir.passes.fuse_reduce import FuseReduce
-from mgxir.passes.module_fusion import fuse_module, last_output
+from mgxir.passes.module_fusion import fuse_instructions, fuse_module, last_output
 from mgxir.passes.registry import parse_pipeline
 from mgxir.text.parser import parse_program
 from mgxir.text.printer import print_module
@@ -260,3 +264,66 @@ def test_a_reduction_used_elsewhere_is_not_fused_into_a_broadcast_consumer(text:
         p.apply(program, PassContext())
     assert [ins.op.defn.name for ins in program.main if not ins.is_param] == expected
     check_pipeline(parse_program(text), PIPELINE, 0)
+
+
+FUSE_SOURCE = """module: "main"
+a = @param:a -> float_type, {2, 3}, {3, 1}
+@1 = @literal{2} -> float_type, {1}, {0}
+@2 = multibroadcast[out_lens={2, 3}](@1) -> float_type, {2, 3}, {0, 0}
+@3 = add(a,@2) -> float_type, {2, 3}, {3, 1}
+@4 = neg(@3) -> float_type, {2, 3}, {3, 1}
+@5 = @return(@4)
+"""
+
+
+def test_fuse_instructions_copies_members_and_makes_the_rest_parameters() -> None:
+    """module::fuse: members (a literal too) are copied, outside values become parameters named
+    after those already there (a literal at the front does not end the count), of the shape
+    `shape_transform` gives, and `insert` makes every copied op."""
+    program = parse_program(FUSE_SOURCE)
+    literal, broadcast, _, neg = (ins for ins in program.main if not ins.is_param and not ins.is_return)
+    target = program.create_module("t")
+    target.add_parameter("x0", Shape.make(DType.float, [1]))
+    target.add_literal(literal.literal)
+    inserted: list[str] = []
+
+    def insert(module: Module, op: Operation, args: list[Instruction], module_args: list[Module]) -> Instruction:
+        inserted.append(op.defn.name)
+        return module.insert(None, op, args, module_args)
+
+    outputs = fuse_instructions(
+        target, [literal, broadcast, neg], insert=insert, shape_transform=lambda s: Shape.make(s.dtype, [6])
+    )
+    assert inserted == ["multibroadcast", "neg"]
+    assert sorted((p.param_name, p.shape.lens) for p in target.parameters()) == [("x0", (1,)), ("x1", (6,))]
+    assert outputs == [target.last]
+    names = [ins.op.defn.name for ins in target]
+    assert names == ["@literal", "@param", "@literal", "@param", "multibroadcast", "neg"]  # copies go to the front
+    assert fuse_instructions(program.create_module("u"), []) == []
+
+
+TAKEN_NAME = """module: "main"
+x = @param:x -> float_type, {2, 3}, {3, 1}
+@1 = fused_reduce[axes={1}](x), [main:reduce_sum0] -> float_type, {2, 1}, {1, 1}
+@2 = reduce_sum[axes={1}](x) -> float_type, {2, 1}, {1, 1}
+@3 = @return(@1,@2)
+
+module: "main:reduce_sum0"
+x0 = @param:x0 -> float_type, {2, 3}, {3, 1}
+@1 = exp(x0) -> float_type, {2, 3}, {3, 1}
+@2 = reduce_sum[axes={1}](@1) -> float_type, {2, 1}, {1, 1}
+@3 = @return(@2)
+"""
+
+
+@pytest.mark.parametrize(
+    ("extra", "name"),
+    [("", "main:reduce_sum0:0"), ('\nmodule: "main:reduce_sum0:0"\n@0 = @return()\n', "main:reduce_sum0:1")],
+)
+def test_fuse_reduce_names_a_module_past_the_names_taken(extra: str, name: str) -> None:
+    """A reduction whose module name (main:reduce_sum0) is taken gets the name with the first free
+    suffix :0, :1, ..."""
+    program = parse_program(TAKEN_NAME + extra)
+    FuseReduce().apply(program, PassContext())
+    wrapped = [ins for ins in program.main if ins.op.defn.name == "fused_reduce"]
+    assert [ins.module_args[0].name for ins in wrapped] == ["main:reduce_sum0", name]

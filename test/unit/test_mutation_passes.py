@@ -3,15 +3,24 @@ against the mutants scripts/mutation.py found surviving the lit cases and the di
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
+from filecheck.matcher import Matcher
+from filecheck.options import parse_argv_options
+from lit_cases import lit_cases
 from simplify_cases import module, params, reprinted, simplified
 
+from mgxir.drivers.opt import OptOptions, opt_main
 from mgxir.ir.program import Program
 from mgxir.passes import simplify_algebra
 from mgxir.passes.base import PassContext
 from mgxir.passes.dead_code_elimination import DeadCodeElimination, eliminate_dead_code, remove_unused_modules
 from mgxir.passes.eliminate_common_subexpression import EliminateCommonSubexpression
+from mgxir.passes.registry import parse_pipeline
 from mgxir.passes.simplify_algebra import SimplifyAlgebra
 from mgxir.text.parser import parse_program as parse_text
 from mgxir.text.printer import print_program
@@ -708,3 +717,61 @@ def test_simplify_algebra_counts_the_dead_instructions_it_removes() -> None:
     context = PassContext()
     SimplifyAlgebra().apply(program, context)
     assert context.statistics["instructions removed"] == 2
+
+
+LIT_TESTS = Path(__file__).resolve().parents[1] / "opt"
+FUSION_LIT_FILES = ("fuse_pointwise.mgx", "fuse_reduce.mgx", "split_reduce.mgx")
+
+
+def _lit_runs(name: str) -> list[tuple[str, str]]:
+    """(pipeline, FileCheck prefixes) of each `mgx-opt ... | filecheck` RUN line of a lit file."""
+    runs = []
+    for line in (LIT_TESTS / name).read_text().splitlines():
+        if line.startswith("// RUN:"):
+            pipeline = re.search(r"-p (\"[^\"]*\"|'[^']*'|\S+)", line).group(1).strip("'\"")
+            prefixes = re.search(r"--check-prefix(?:es)?=(\S+)", line)
+            runs.append((pipeline, prefixes.group(1) if prefixes else "CHECK"))
+    return runs
+
+
+FUSION_RUNS = [(name, *run) for name in FUSION_LIT_FILES for run in _lit_runs(name)]
+
+
+@pytest.mark.parametrize(("name", "pipeline", "prefixes"), FUSION_RUNS, ids=[f"{n}-{p}" for n, p, _ in FUSION_RUNS])
+def test_fusion_lit_outputs_in_process(name: str, pipeline: str, prefixes: str, tmp_path: Path) -> None:
+    """fuse_pointwise, fuse_reduce and split_reduce print, for every case of their lit files, the
+    program MIGraphX's passes produce (the CHECK lines): mgx-opt's driver runs in this process and
+    FileCheck reads its output (lit runs the same command in a subprocess)."""
+    output = tmp_path / "out.mgx"
+    options = OptOptions(input=str(LIT_TESTS / name), output=str(output), pipeline=pipeline, split=True)
+    assert opt_main(options) == 0
+    argv = ["filecheck", str(LIT_TESTS / name), "--input-file", str(output), f"--check-prefixes={prefixes}"]
+    assert Matcher.from_opts(parse_argv_options(argv)).run() == 0, output.read_text()
+
+
+def lit_statistics(name: str, pipeline: str) -> list[dict[str, int]]:
+    """What the pipeline counts (`--pass-statistics`) on each case of a lit file."""
+    found = []
+    for case in lit_cases(name):
+        context = PassContext()
+        program = parse_text(case)
+        for p in parse_pipeline(pipeline):
+            p.apply(program, context)
+        found.append(dict(sorted(context.statistics.items())))
+    return found
+
+
+RECORDED_STATISTICS = Path(__file__).with_name("data") / "fusion_lit_statistics.json"
+
+
+def test_fusion_lit_statistics_recorded() -> None:
+    """What fuse_pointwise, fuse_reduce and split_reduce count on each case of their lit files (the
+    modules created, instructions fused and removed, ...) is what was recorded when the CHECK lines
+    held: a count of a step that did not happen, or a lost count, shows here."""
+    recorded = json.loads(RECORDED_STATISTICS.read_text())
+    found = {
+        f"{name} {pipeline} {index}": statistics
+        for name, pipeline, _ in FUSION_RUNS
+        for index, statistics in enumerate(lit_statistics(name, pipeline))
+    }
+    assert found == recorded

@@ -4,19 +4,24 @@ rewrite changes at least one of those programs."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import numpy as np
 import pytest
+from filecheck.matcher import Matcher
+from filecheck.options import parse_argv_options
 from lit_cases import lit_cases
 from test_pass_differential import copy_of, fill_elided_literals, parameter_values, rms_ok
 
+from mgxir.drivers.opt import OptOptions, opt_main
 from mgxir.interp.interpreter import run_program
 from mgxir.ir.dtype import DType
 from mgxir.ir.literal import Literal
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
+from mgxir.passes import simplify_reshapes
 from mgxir.passes.base import PassContext
 from mgxir.passes.registry import parse_pipeline
 from mgxir.passes.simplify_reshapes import concat, gather
@@ -100,9 +105,7 @@ def _gather_program(data_lens: tuple[int, ...], axis: int, indices: np.ndarray) 
     return program
 
 
-@pytest.mark.parametrize("seed", range(40))
-def test_random_constant_gathers(seed: int) -> None:
-    """Gathers by constant indices of regular patterns (strided runs, repeats, tiles) and random ones."""
+def _random_constant_gather(seed: int) -> Program:
     rng = np.random.default_rng(seed)
     rank = int(rng.integers(1, 4))
     lens = tuple(int(n) for n in rng.integers(1, 7, size=rank))
@@ -114,7 +117,26 @@ def test_random_constant_gathers(seed: int) -> None:
     run = start + stride * np.arange(count)
     pattern = [run, np.tile(run, 2), np.repeat(run, 2), rng.integers(-n, n, size=count)][seed % 4]
     shape = [(pattern.size,), (1, pattern.size), (pattern.size, 1)][seed % 3]
-    check_values(_gather_program(lens, axis, pattern.reshape(shape).astype(np.int32)), GATHER_PIPELINE, seed)
+    return _gather_program(lens, axis, pattern.reshape(shape).astype(np.int32))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_constant_gathers(seed: int) -> None:
+    """Gathers by constant indices of regular patterns (strided runs, repeats, tiles) and random ones."""
+    check_values(_random_constant_gather(seed), GATHER_PIPELINE, seed)
+
+
+RECORDED_GATHERS = Path(__file__).with_name("data") / "simplify_reshapes_gathers.json"
+
+
+def test_random_constant_gathers_give_recorded_views() -> None:
+    """The views find_gather makes of 160 random constant gathers are those recorded (each checked
+    against the gather's values when recorded, and the first 40 by test_random_constant_gathers):
+    which gathers become views, and which views, is the rewrite's whole job."""
+    recorded = json.loads(RECORDED_GATHERS.read_text())
+    for seed, expected in enumerate(recorded):
+        transformed, _ = _run(_random_constant_gather(seed), GATHER_PIPELINE)
+        assert print_program(transformed) == expected, f"seed {seed}"
 
 
 def test_concats_no_rewrite_changes_count_nothing() -> None:
@@ -133,3 +155,228 @@ d = @param:d -> dynamic, float_type, {[1..4], 3}
     transformed, context = _run(program, "simplify_reshapes")
     assert print_program(transformed) == print_program(program)
     assert not context.statistics
+
+
+def _run_lines(name: str) -> list[tuple[str, str]]:
+    """(pipeline, FileCheck prefix) of each RUN line of a lit file in test/opt."""
+    found = []
+    for line in (LIT_TESTS / name).read_text().splitlines():
+        if line.startswith("// RUN:"):
+            prefix = re.search(r"--check-prefix=(\S+)", line)
+            found.append((re.search(r"-p (\S+)", line).group(1).strip("'"), prefix.group(1) if prefix else "CHECK"))
+    return found
+
+
+EXPECTED_OUTPUT_FILES = (
+    "simplify_reshapes.mgx",
+    "simplify_reshapes_concat.mgx",
+    "simplify_reshapes_gather.mgx",
+    "simplify_reshapes_options.mgx",
+    "simplify_reshapes_views.mgx",
+)
+RUNS = [(name, *run) for name in EXPECTED_OUTPUT_FILES for run in _run_lines(name)]
+
+
+@pytest.mark.parametrize(("name", "pipeline", "prefix"), RUNS, ids=[f"{n}-{p}" for n, _, p in RUNS])
+def test_lit_expected_outputs_in_process(name: str, pipeline: str, prefix: str, tmp_path: Path) -> None:
+    """The pass prints, for every case of the lit files, the program MIGraphX's simplify_reshapes
+    produces (their CHECK lines): mgx-opt's driver runs here, in this process, and FileCheck reads
+    its output (lit runs the same command in a subprocess)."""
+    output = tmp_path / "out.mgx"
+    options = OptOptions(input=str(LIT_TESTS / name), output=str(output), pipeline=pipeline, split=True)
+    assert opt_main(options) == 0
+    argv = ["filecheck", str(LIT_TESTS / name), "--input-file", str(output), f"--check-prefix={prefix}"]
+    assert Matcher.from_opts(parse_argv_options(argv)).run() == 0, output.read_text()
+
+
+def test_gather_by_scalar_index_of_vector_keeps_its_scalar_shape() -> None:
+    """MIGraphX's find_gather_scalar: a gather by a scalar index becomes a gather by a one-element
+    index; a scalar result (1-d, stride 0) is squeezed back to that scalar shape."""
+    program = parse_program("""module: "main"
+x = @param:x -> float_type, {5}, {1}
+i = @param:i -> int32_type, {1}, {0}
+@2 = gather[axis=0](x,i) -> float_type, {1}, {0}
+@3 = neg(@2) -> float_type, {1}, {0}
+@4 = @return(@3)
+""")
+    transformed, context = _run(program, "simplify_reshapes")
+    assert print_program(transformed).splitlines()[3:7] == [
+        "@2 = unsqueeze[axes={0},steps={}](i) -> int32_type, {1}, {1}",
+        "@3 = gather[axis=0](x,@2) -> float_type, {1}, {1}",
+        "@4 = squeeze[axes={0}](@3) -> float_type, {1}, {0}",
+        "@5 = neg(@4) -> float_type, {1}, {0}",
+    ]
+    # the replaced gather is removed (and counted) right after find_gather_scalar
+    assert context.statistics == {"find_gather_scalar applied": 1, "instructions removed": 1}
+
+
+def test_gather_by_scalar_index_of_pointwise_result_is_rewritten() -> None:
+    """A pointwise over a literal is not something the pass evaluates (its module argument), so a
+    gather of it by a scalar index is not constant and find_gather_scalar applies."""
+    program = parse_program("""module: "main"
+@0 = @literal{1, 2, 3} -> float_type, {3}, {1}
+@1 = pointwise(@0), [main:pointwise0] -> float_type, {3}, {1}
+@2 = @literal{2} -> int32_type, {1}, {0}
+@3 = gather[axis=0](@1,@2) -> float_type, {1}, {0}
+@4 = @return(@3)
+
+module: "main:pointwise0"
+x0 = @param:x0 -> float_type, {1}, {0}
+@1 = neg(x0) -> float_type, {1}, {0}
+@2 = @return(@1)
+""")
+    _, context = _run(program, "simplify_reshapes")
+    assert context.statistics["find_gather_scalar applied"] == 1
+
+
+def test_gather_on_axis_of_one_becomes_broadcast() -> None:
+    program = parse_program("""module: "main"
+x = @param:x -> float_type, {1, 4}, {4, 1}
+@1 = @literal{0, 0, 0} -> int32_type, {3}, {1}
+@2 = gather[axis=0](x,@1) -> float_type, {3, 4}, {4, 1}
+@3 = @return(@2)
+""")
+    transformed, _ = _run(program, GATHER_PIPELINE)
+    assert print_program(transformed).splitlines()[2] == (
+        "@1 = multibroadcast[out_lens={3, 4},out_dyn_dims={}](x) -> float_type, {3, 4}, {0, 1}"
+    )
+
+
+LEFT_ALONE = {
+    "dynamic data, scalar index": """module: "main"
+d = @param:d -> dynamic, float_type, {[1..4], 3}
+i = @param:i -> int32_type, {1}, {0}
+@2 = gather[axis=1](d,i) -> dynamic, float_type, {[1..4], 1}
+@3 = @return(@2)
+""",
+    "dynamic data, constant indices": """module: "main"
+d = @param:d -> dynamic, float_type, {[1..4], 3}
+@1 = @literal{0, 2} -> int32_type, {2}, {1}
+@2 = gather[axis=1](d,@1) -> dynamic, float_type, {[1..4], 2}
+@3 = @return(@2)
+""",
+    "indices out of range, elided or not constant": """module: "main"
+x = @param:x -> float_type, {5, 2}, {2, 1}
+@1 = @literal{1, 5} -> int32_type, {2}, {1}
+@2 = gather[axis=0](x,@1) -> float_type, {2, 2}, {2, 1}
+@3 = @literal{-6, 0} -> int32_type, {2}, {1}
+@4 = gather[axis=0](x,@3) -> float_type, {2, 2}, {2, 1}
+@5 = @literal{ ... } -> int32_type, {12}, {1}
+@6 = gather[axis=0](x,@5) -> float_type, {12, 2}, {2, 1}
+i = @param:i -> int32_type, {3}, {1}
+@8 = gather[axis=0](x,i) -> float_type, {3, 2}, {2, 1}
+@9 = @return(@2,@4,@6,@8)
+""",
+    "constant gather, index of other scalar shapes": """module: "main"
+@0 = @literal{1, 2, 3} -> float_type, {3}, {1}
+@1 = @literal{2} -> int32_type, {1}, {0}
+@2 = gather[axis=0](@0,@1) -> float_type, {1}, {0}
+x = @param:x -> float_type, {3}, {1}
+i = @param:i -> int32_type, {1, 1}, {0, 0}
+@5 = gather[axis=0](x,i) -> float_type, {1, 1}, {0, 0}
+j = @param:j -> int32_type, {2}, {0}
+@7 = gather[axis=0](x,j) -> float_type, {2}, {0}
+@8 = @return(@2,@5,@7)
+""",
+    "not a gather: an add of scalars": """module: "main"
+x = @param:x -> float_type, {1}, {0}
+y = @param:y -> float_type, {1}, {0}
+@2 = add(x,y) -> float_type, {1}, {0}
+@3 = @return(@2)
+""",
+}
+
+
+@pytest.mark.parametrize("by_root", [True, False])
+@pytest.mark.parametrize("text", LEFT_ALONE.values(), ids=LEFT_ALONE.keys())
+def test_gather_rewrites_leave_alone(text: str, by_root: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gathers of dynamic data, by indices out of range, elided or computed at run time, and ops
+    that are not gathers stay as they are, and no rewrite says it applied (tried on every op too)."""
+    monkeypatch.setattr(simplify_reshapes, "DISPATCH_BY_ROOT", by_root)
+    program = parse_program(text)
+    transformed, context = _run(program, GATHER_PIPELINE)
+    assert print_program(transformed) == print_program(program)
+    assert not context.statistics
+
+
+FIXED_POINT_CASES = [
+    (name, index, pipeline, case)
+    for name in EXPECTED_OUTPUT_FILES
+    for pipeline in sorted({run[0] for run in _run_lines(name)})
+    for index, case in enumerate(lit_cases(name))
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "index", "pipeline", "text"),
+    FIXED_POINT_CASES,
+    ids=[f"{n}-{i}-{p}" for n, i, p, _ in FIXED_POINT_CASES],
+)
+def test_rewrites_say_applied_only_when_they_change(name: str, index: int, pipeline: str, text: str) -> None:
+    """Run on its own output, the pass changes nothing and no rewrite counts itself applied (a
+    rewrite that said it changed an unchanged program would make the pass loop for nothing).
+    find_slice_shape_transforms is the exception, as in MIGraphX: where a sliced axis splits, it
+    puts back the same views again."""
+    once, _ = _run(parse_program(text), pipeline)
+    twice, context = _run(once, pipeline)
+    assert print_program(twice) == print_program(once)
+    applied = {key.removesuffix(" applied") for key in context.statistics if key.endswith(" applied")}
+    assert applied <= {"find_slice_shape_transforms"}
+
+
+# (data length, indices) -> the views find_gather makes of a vector's gather (None: it stays a gather)
+VECTOR_GATHERS: dict[tuple[int, tuple[int, ...]], list[str] | None] = {
+    (14, (0, 1, 2, 10, 11, 13)): None,  # the second run of three does not step evenly
+    (15, (0, 1, 2, 10, 12, 14)): None,  # two even runs of different steps
+    (6, (3, 4, 5, 0, 1, 2)): None,  # runs that step down
+    (5, (4, 1)): None,
+    (5, (2,)): ["@1 = slice[axes={0},starts={2},ends={3}](data) -> float_type, {1}, {1}"],
+    (5, (2, 3, 4)): ["@1 = slice[axes={0},starts={2},ends={5}](data) -> float_type, {3}, {1}"],
+    (8, (1, 2, 3, 5, 6, 7)): [
+        "@1 = reshape[dims={2, 4}](data) -> float_type, {2, 4}, {4, 1}",
+        "@2 = slice[axes={1},starts={1},ends={4}](@1) -> float_type, {2, 3}, {4, 1}",
+        "@3 = reshape[dims={6}](@2) -> float_type, {6}, {1}",
+    ],
+    (12, (0, 1, 4, 5, 8, 9)): [
+        "@1 = reshape[dims={3, 4}](data) -> float_type, {3, 4}, {4, 1}",
+        "@2 = slice[axes={1},starts={0},ends={2}](@1) -> float_type, {3, 2}, {4, 1}",
+        "@3 = reshape[dims={6}](@2) -> float_type, {6}, {1}",
+    ],
+}
+
+
+@pytest.mark.parametrize(("key", "views"), VECTOR_GATHERS.items(), ids=[str(k) for k in VECTOR_GATHERS])
+def test_vector_gathers_become_views_only_when_strided(
+    key: tuple[int, tuple[int, ...]], views: list[str] | None
+) -> None:
+    """Indices that walk the data in even strided runs become slices and reshapes of it; indices that
+    almost do (a run with an uneven step, runs that step down) keep the gather. Values agree."""
+    length, indices = key
+    program = _gather_program((length,), 0, np.array(indices, dtype=np.int32))
+    check_values(copy_of(program), GATHER_PIPELINE, seed=length)
+    lines = print_program(_run(program, GATHER_PIPELINE)[0]).splitlines()
+    if views is None:
+        assert any(" = gather[axis=0](data," in line for line in lines)
+    else:
+        assert lines[2 : 2 + len(views)] == views
+        assert not any("gather" in line for line in lines)
+
+
+def lit_statistics() -> dict[str, dict[str, int]]:
+    """What the pass counts (`--pass-statistics`: each rewrite applied, instructions removed) on each
+    case of the lit files, under each of their pipelines."""
+    found = {}
+    for name, index, pipeline, text in FIXED_POINT_CASES:
+        _, context = _run(parse_program(text), pipeline)
+        found[f"{name} {pipeline} {index}"] = dict(sorted(context.statistics.items()))
+    return found
+
+
+RECORDED_STATISTICS = Path(__file__).with_name("data") / "simplify_reshapes_lit_statistics.json"
+
+
+def test_lit_statistics_recorded() -> None:
+    """Which rewrites applied how often on each lit case is what was recorded when the CHECK lines
+    held: a rewrite that changed the program but said it did not (so the pass stops looping early),
+    or the other way round, shows here."""
+    assert lit_statistics() == json.loads(RECORDED_STATISTICS.read_text())

@@ -11,13 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 from lit_cases import lit_cases
-from test_pass_differential import fill_elided_literals
+from test_pass_differential import copy_of, fill_elided_literals
 from test_simplify_reshapes_concat_gather import _run, check_values
 
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
+from mgxir.passes import simplify_reshapes
 from mgxir.passes.rewrite import Rewriter
 from mgxir.passes.simplify_reshapes import nested, views
 from mgxir.text.parser import parse_program
@@ -186,3 +187,191 @@ def test_op_shape_transform_op_moves_a_squeeze_after_an_argmax(x: tuple[int, ...
     assert main[0].op["axis"] == positive
     assert list(main[1].op["axes"]) == [positive]
     check_values(program, pipeline, 0)
+
+
+DYNAMIC_VIEWS = """module: "main"
+d = @param:d -> dynamic, float_type, {[1..4], 3, 1}
+@1 = flatten[axis=1](d) -> dynamic, float_type, {[1..4], 3}
+@2 = transpose[permutation={1, 0}](@1) -> dynamic, float_type, {3, [1..4]}
+@3 = transpose[permutation={1, 0}](@2) -> dynamic, float_type, {[1..4], 3}
+@4 = squeeze[axes={2}](d) -> dynamic, float_type, {[1..4], 3}
+@5 = unsqueeze[axes={0},steps={}](@4) -> dynamic, float_type, {1, [1..4], 3}
+@6 = squeeze[axes={0}](@5) -> dynamic, float_type, {[1..4], 3}
+@7 = neg(@6) -> dynamic, float_type, {[1..4], 3}
+@8 = @return(@3,@7)
+"""
+
+
+@pytest.mark.parametrize("by_root", [True, False])
+def test_dynamic_views_left_alone(by_root: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As in MIGraphX, views of dynamic shapes (a flatten, transposes that cancel, a squeeze undone by
+    an unsqueeze) stay, and no rewrite says it applied, also when every rewrite is tried on every op."""
+    monkeypatch.setattr(simplify_reshapes, "DISPATCH_BY_ROOT", by_root)
+    program = parse_program(DYNAMIC_VIEWS)
+    transformed, context = _run(program, VIEWS_PIPELINE)
+    assert print_program(transformed) == print_program(program)
+    assert not context.statistics
+
+
+VIEWS_LEFT_ALONE = {
+    # MIGraphX's find_unary_shape_transforms leaves layout out: its strides are its point
+    "layout between views": """module: "main"
+x = @param:x -> float_type, {2, 3, 4}, {12, 4, 1}
+@1 = reshape[dims={6, 4}](x) -> float_type, {6, 4}, {4, 1}
+@2 = layout[permutation={1, 0}](@1) -> float_type, {6, 4}, {1, 6}
+@3 = transpose[permutation={1, 0}](@2) -> float_type, {4, 6}, {6, 1}
+@4 = reshape[dims={24}](@3) -> float_type, {24}, {1}
+@5 = @return(@4)
+""",
+    # find_slice_shape_transforms wants a slice of a source used once and not constant
+    "views of slices of a shared and a constant source": """module: "main"
+x = @param:x -> float_type, {4, 6}, {6, 1}
+@1 = slice[axes={1},starts={0},ends={4}](x) -> float_type, {4, 4}, {6, 1}
+@2 = transpose[permutation={1, 0}](@1) -> float_type, {4, 4}, {1, 6}
+@3 = neg(x) -> float_type, {4, 6}, {6, 1}
+@4 = @literal{ ... } -> float_type, {4, 6}, {6, 1}
+@5 = slice[axes={1},starts={0},ends={4}](@4) -> float_type, {4, 4}, {6, 1}
+@6 = transpose[permutation={1, 0}](@5) -> float_type, {4, 4}, {1, 6}
+@7 = @return(@2,@3,@6)
+""",
+    # find_reshape_cont wants a reshape of a non-standard source
+    "pointwise of a reshape of a standard source": """module: "main"
+x = @param:x -> float_type, {3, 8}, {8, 1}
+y = @param:y -> float_type, {6, 4}, {4, 1}
+@2 = reshape[dims={6, 4}](x) -> float_type, {6, 4}, {4, 1}
+@3 = add(y,@2) -> float_type, {6, 4}, {4, 1}
+@4 = @return(@3)
+""",
+    # find_transpose_slice wants slices of one width that divides the sliced axis
+    "slices of a transpose of unequal widths or not dividing the axis": """module: "main"
+x = @param:x -> float_type, {2, 3, 6}, {18, 6, 1}
+@1 = transpose[permutation={0, 2, 1}](x) -> float_type, {2, 6, 3}, {18, 1, 6}
+@2 = slice[axes={1},starts={0},ends={2}](@1) -> float_type, {2, 2, 3}, {18, 1, 6}
+@3 = slice[axes={1},starts={2},ends={6}](@1) -> float_type, {2, 4, 3}, {18, 1, 6}
+y = @param:y -> float_type, {2, 3, 5}, {15, 5, 1}
+@5 = transpose[permutation={0, 2, 1}](y) -> float_type, {2, 5, 3}, {15, 1, 5}
+@6 = slice[axes={1},starts={0},ends={2}](@5) -> float_type, {2, 2, 3}, {15, 1, 5}
+@7 = slice[axes={1},starts={2},ends={4}](@5) -> float_type, {2, 2, 3}, {15, 1, 5}
+@8 = @return(@2,@3,@6,@7)
+""",
+    # find_reshape_dot wants the dot used once
+    "dot of a reshape used twice": """module: "main"
+x = @param:x -> float_type, {2, 3, 4}, {12, 4, 1}
+w = @param:w -> float_type, {4, 5}, {5, 1}
+@2 = reshape[dims={6, 4}](x) -> float_type, {6, 4}, {4, 1}
+@3 = dot(@2,w) -> float_type, {6, 5}, {5, 1}
+@4 = neg(@3) -> float_type, {6, 5}, {5, 1}
+@5 = @return(@3,@4)
+""",
+}
+
+
+@pytest.mark.parametrize("by_root", [True, False])
+@pytest.mark.parametrize("text", VIEWS_LEFT_ALONE.values(), ids=VIEWS_LEFT_ALONE.keys())
+def test_views_left_alone(text: str, by_root: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Left alone also when every rewrite is tried on every op (a rewrite must check its root)."""
+    monkeypatch.setattr(simplify_reshapes, "DISPATCH_BY_ROOT", by_root)
+    program = parse_program(text)
+    transformed, context = _run(program, VIEWS_PIPELINE)
+    assert print_program(transformed) == print_program(program)
+    assert not context.statistics
+
+
+def test_reshape_dot_moves_the_reshape_after_the_dot() -> None:
+    """MIGraphX's find_reshape_dot: dot(reshape(x), w) becomes reshape(dot(x, broadcast w))."""
+    program = parse_program("""module: "main"
+x = @param:x -> float_type, {2, 3, 4}, {12, 4, 1}
+w = @param:w -> float_type, {4, 5}, {5, 1}
+@2 = reshape[dims={6, 4}](x) -> float_type, {6, 4}, {4, 1}
+@3 = dot(@2,w) -> float_type, {6, 5}, {5, 1}
+@4 = @return(@3)
+""")
+    check_values(copy_of(program), VIEWS_PIPELINE, seed=0)
+    assert print_program(_run(program, VIEWS_PIPELINE)[0]).splitlines()[3:6] == [
+        "@2 = multibroadcast[out_lens={2, 4, 5},out_dyn_dims={}](w) -> float_type, {2, 4, 5}, {0, 5, 1}",
+        "@3 = dot(x,@2) -> float_type, {2, 3, 5}, {15, 5, 1}",
+        "@4 = reshape[dims={6, 5}](@3) -> float_type, {6, 5}, {5, 1}",
+    ]
+
+
+def test_reshape_cont_as_second_input_of_same_rank() -> None:
+    """MIGraphX's find_reshape_cont on add(y, reshape(contiguous(transpose x))): the add runs on
+    the transposed view's dims (the other input reshaped to them), the result reshaped back."""
+    program = parse_program("""module: "main"
+x = @param:x -> float_type, {2, 3, 4}, {12, 4, 1}
+y = @param:y -> float_type, {6, 2, 2}, {4, 2, 1}
+@2 = transpose[permutation={1, 0, 2}](x) -> float_type, {3, 2, 4}, {4, 12, 1}
+@3 = contiguous(@2) -> float_type, {3, 2, 4}, {8, 4, 1}
+@4 = reshape[dims={6, 2, 2}](@3) -> float_type, {6, 2, 2}, {4, 2, 1}
+@5 = add(y,@4) -> float_type, {6, 2, 2}, {4, 2, 1}
+@6 = @return(@5)
+""")
+    check_values(copy_of(program), VIEWS_PIPELINE, seed=0)
+    transformed, context = _run(program, VIEWS_PIPELINE)
+    assert print_program(transformed).splitlines()[3:8] == [
+        "@2 = reshape[dims={2, 3, 2, 2}](x) -> float_type, {2, 3, 2, 2}, {12, 4, 2, 1}",
+        "@3 = transpose[permutation={1, 0, 2, 3}](@2) -> float_type, {3, 2, 2, 2}, {4, 12, 2, 1}",
+        "@4 = reshape[dims={3, 2, 2, 2}](y) -> float_type, {3, 2, 2, 2}, {8, 4, 2, 1}",
+        "@5 = add(@4,@3) -> float_type, {3, 2, 2, 2}, {8, 4, 2, 1}",
+        "@6 = reshape[dims={6, 2, 2}](@5) -> float_type, {6, 2, 2}, {4, 2, 1}",
+    ]
+    assert context.statistics["find_reshape_cont applied"] == 1
+
+
+SPLITS_THEN_TRANSPOSES = {
+    "three splits, two permutations": (
+        """module: "main"
+x = @param:x -> float_type, {2, 6, 4}, {24, 4, 1}
+@1 = slice[axes={1},starts={0},ends={2}](x) -> float_type, {2, 2, 4}, {24, 4, 1}
+@2 = transpose[permutation={2, 0, 1}](@1) -> float_type, {4, 2, 2}, {1, 24, 4}
+@3 = slice[axes={1},starts={2},ends={4}](x) -> float_type, {2, 2, 4}, {24, 4, 1}
+@4 = transpose[permutation={2, 0, 1}](@3) -> float_type, {4, 2, 2}, {1, 24, 4}
+@5 = slice[axes={1},starts={4},ends={6}](x) -> float_type, {2, 2, 4}, {24, 4, 1}
+@6 = transpose[permutation={0, 2, 1}](@5) -> float_type, {2, 4, 2}, {24, 1, 4}
+@7 = @return(@2,@4,@6)
+""",
+        """module: "main"
+x = @param:x -> float_type, {2, 6, 4}, {24, 4, 1}
+@1 = reshape[dims={2, 3, 2, 4}](x) -> float_type, {2, 3, 2, 4}, {24, 8, 4, 1}
+@2 = transpose[permutation={1, 3, 0, 2}](@1) -> float_type, {3, 4, 2, 2}, {8, 1, 24, 4}
+@3 = slice[axes={0},starts={0},ends={1}](@2) -> float_type, {1, 4, 2, 2}, {8, 1, 24, 4}
+@4 = squeeze[axes={0}](@3) -> float_type, {4, 2, 2}, {1, 24, 4}
+@5 = slice[axes={0},starts={1},ends={2}](@2) -> float_type, {1, 4, 2, 2}, {8, 1, 24, 4}
+@6 = squeeze[axes={0}](@5) -> float_type, {4, 2, 2}, {1, 24, 4}
+@7 = slice[axes={0},starts={2},ends={3}](@2) -> float_type, {1, 4, 2, 2}, {8, 1, 24, 4}
+@8 = transpose[permutation={2, 0, 1, 3}](@7) -> float_type, {2, 1, 4, 2}, {24, 8, 1, 4}
+@9 = squeeze[axes={1}](@8) -> float_type, {2, 4, 2}, {24, 1, 4}
+@10 = @return(@4,@6,@9)
+""",
+    ),
+    "two splits": (
+        """module: "main"
+x = @param:x -> float_type, {2, 4, 3}, {12, 3, 1}
+@1 = slice[axes={1},starts={0},ends={2}](x) -> float_type, {2, 2, 3}, {12, 3, 1}
+@2 = transpose[permutation={2, 0, 1}](@1) -> float_type, {3, 2, 2}, {1, 12, 3}
+@3 = slice[axes={1},starts={2},ends={4}](x) -> float_type, {2, 2, 3}, {12, 3, 1}
+@4 = transpose[permutation={2, 0, 1}](@3) -> float_type, {3, 2, 2}, {1, 12, 3}
+@5 = @return(@2,@4)
+""",
+        """module: "main"
+x = @param:x -> float_type, {2, 4, 3}, {12, 3, 1}
+@1 = reshape[dims={2, 2, 2, 3}](x) -> float_type, {2, 2, 2, 3}, {12, 6, 3, 1}
+@2 = transpose[permutation={1, 3, 0, 2}](@1) -> float_type, {2, 3, 2, 2}, {6, 1, 12, 3}
+@3 = slice[axes={0},starts={0},ends={1}](@2) -> float_type, {1, 3, 2, 2}, {6, 1, 12, 3}
+@4 = squeeze[axes={0}](@3) -> float_type, {3, 2, 2}, {1, 12, 3}
+@5 = slice[axes={0},starts={1},ends={2}](@2) -> float_type, {1, 3, 2, 2}, {6, 1, 12, 3}
+@6 = squeeze[axes={0}](@5) -> float_type, {3, 2, 2}, {1, 12, 3}
+@7 = @return(@4,@6)
+""",
+    ),
+}
+
+
+@pytest.mark.parametrize(("text", "expected"), SPLITS_THEN_TRANSPOSES.values(), ids=SPLITS_THEN_TRANSPOSES.keys())
+def test_slices_then_transposes_share_one_transpose(text: str, expected: str) -> None:
+    """MIGraphX's find_slice_transpose: slices of x each followed by a transpose become slices of
+    one transpose of x (the permutation most of them use; the others keep a transpose of their own),
+    which find_transpose_slice and the nested-view rewrite then turn into one reshape and transpose."""
+    program = parse_program(text)
+    check_values(copy_of(program), VIEWS_PIPELINE, seed=0)
+    assert print_program(_run(program, VIEWS_PIPELINE)[0]).split("\n\n")[0] + "\n" == expected
