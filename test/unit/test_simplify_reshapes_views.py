@@ -375,3 +375,29 @@ def test_slices_then_transposes_share_one_transpose(text: str, expected: str) ->
     program = parse_program(text)
     check_values(copy_of(program), VIEWS_PIPELINE, seed=0)
     assert print_program(_run(program, VIEWS_PIPELINE)[0]).split("\n\n")[0] + "\n" == expected
+
+
+def _flipped_reshape_dot(x_lens: str, x_strides: str, dims: str) -> str:
+    return f"""module: "main"
+w = @param:w -> float_type, {{5, 4}}, {{4, 1}}
+x = @param:x -> float_type, {x_lens}, {x_strides}
+@2 = reshape[dims={dims}](x) -> float_type, {{4, 6}}, {{6, 1}}
+@3 = dot(w,@2) -> float_type, {{5, 6}}, {{6, 1}}
+@4 = @return(@3)
+"""
+
+
+def test_reshape_dot_leaves_columns_that_mix_the_batch() -> None:
+    """A deliberate difference from MIGraphX: in dot(w{5, 4}, reshape(x{2, 4, 3} -> {4, 6})) the
+    columns hold x's batch, which a batched dot over x cannot give, so the reshape stays (MIGraphX's
+    find_reshape_dot checks only the kept rows and rewrites it, with other values). A reshape that
+    keeps the batch's size as well, x{1, 4, 6} -> {4, 6}, still moves below the dot."""
+    mixed = parse_program(_flipped_reshape_dot("{2, 4, 3}", "{12, 3, 1}", "{4, 6}"))
+    transformed, context = _run(mixed, "simplify_reshapes")
+    assert print_program(transformed) == print_program(mixed)
+    assert not context.statistics
+    check_values(mixed, "simplify_reshapes", 0)
+    kept = parse_program(_flipped_reshape_dot("{1, 4, 6}", "{24, 6, 1}", "{4, 6}"))
+    transformed, context = _run(kept, "simplify_reshapes")
+    assert context.statistics["find_reshape_dot applied"] == 1
+    check_values(kept, "simplify_reshapes", 0)

@@ -13,6 +13,7 @@ its tests); here it always runs."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from mgxir.analysis.shape_transform_descriptor import ShapeTransformDescriptor, compute_dims, invert_permutation
@@ -281,8 +282,15 @@ def find_reshape_dot(rewriter: Rewriter, ins: Instruction) -> object:
     dot_axis = 2 if flipped else 1
 
     def is_valid_reshape(source: Instruction, reshaped: Instruction, axis: int) -> bool:
+        """The reshape keeps the dot's axis `-axis` (the rows' length when 2, the columns' when 1).
+        When it keeps the rows' length (axis 2), mgxir also wants the batch axes to hold as many
+        elements before and after: MIGraphX does not ask it, and so rewrites dot(w{5, 4},
+        reshape(x{2, 4, 3} -> {4, 6})), whose columns mix x's batch, into a batched dot with other
+        values."""
         source_lens, reshaped_lens = source.shape.lens, reshaped.shape.lens
         if len(source_lens) < axis or len(reshaped_lens) < axis:
+            return False
+        if axis == 2 and math.prod(source_lens[:-2]) != math.prod(reshaped_lens[:-2]):
             return False
         return reshaped_lens[-axis] == source_lens[-axis]
 
