@@ -24,8 +24,9 @@ For long runs: `--json PATH` writes the counts per module and each surviving mut
 every 30 seconds while mutmut runs and once at the end; `--deadline SECONDS` stops mutmut that long
 after the start and reports what it checked (the rest are "not checked", left out of the score);
 `--scratch DIR` puts the copy there and keeps it, and a later run with the same DIR goes on where
-that one stopped (mutmut skips the mutants that have a result); `--recheck` with it copies the
-repository's current files in and checks the survivors again (new tests belong in files the selection
+that one stopped (mutmut skips the mutants that have a result); `--refresh` with it copies the
+repository's current files in (the functions that changed are checked again), `--recheck` does that and
+checks the survivors again too (new tests belong in files the selection
 already names: a changed selection makes mutmut start over).
 """
 
@@ -511,6 +512,11 @@ def main() -> int:
     parser.add_argument("--deadline", type=float, help="stop mutmut this many seconds after the start")
     parser.add_argument("--scratch", type=Path, help="the copy's directory (kept; a run there goes on)")
     parser.add_argument(
+        "--refresh",
+        action="store_true",
+        help="with --scratch: copy the repository's current files in (mutmut checks the changed functions again)",
+    )
+    parser.add_argument(
         "--recheck",
         action="store_true",
         help="with --scratch: copy the repository's current files in and check again the mutants that survived",
@@ -525,7 +531,9 @@ def main() -> int:
         print(f"no module under {', '.join(MUTATED_PACKAGES)} changed since {args.base}")
         return 0
     tests = shlex.split(args.tests) if args.tests else pytest_arguments(modules)
-    root = scratch_copy(modules, tests, args.scratch.resolve() if args.scratch else None, refresh=args.recheck)
+    root = scratch_copy(
+        modules, tests, args.scratch.resolve() if args.scratch else None, refresh=args.recheck or args.refresh
+    )
     if args.recheck:
         print(f"checking again {reset_survivors(root, modules)} mutants that survived", flush=True)
     print(f"mutating {', '.join(modules)} in {root}\ntests: {shlex.join(tests)}", flush=True)
