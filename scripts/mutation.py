@@ -18,7 +18,7 @@ Two things are arranged in the scratch copy for mutmut 3.8:
 
 Prints a table of mutants, killed and score per module, and the surviving mutants (`mutmut show
 NAME` in the kept copy, `--keep`, shows each); exit 1 when a module scores below `--min-score`
-percent killed. docs/mutation.md records the scores and the equivalent mutants.
+percent killed. docs/mutation.md records the scores, docs/mutation-survivors.md the equivalent mutants.
 
 For long runs: `--json PATH` writes the counts per module and each surviving mutant with its diff,
 every 30 seconds while mutmut runs and once at the end; `--deadline SECONDS` stops mutmut that long
