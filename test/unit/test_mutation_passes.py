@@ -4,17 +4,13 @@ against the mutants scripts/mutation.py found surviving the lit cases and the di
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import numpy as np
 import pytest
-from filecheck.matcher import Matcher
-from filecheck.options import parse_argv_options
-from lit_cases import lit_cases
+from lit_cases import check_lit_in_process, lit_cases, lit_runs
 from simplify_cases import module, params, reprinted, simplified
 
-from mgxir.drivers.opt import OptOptions, opt_main
 from mgxir.ir.program import Program
 from mgxir.passes import simplify_algebra
 from mgxir.passes.base import PassContext
@@ -723,18 +719,7 @@ LIT_TESTS = Path(__file__).resolve().parents[1] / "opt"
 FUSION_LIT_FILES = ("fuse_pointwise.mgx", "fuse_reduce.mgx", "split_reduce.mgx")
 
 
-def _lit_runs(name: str) -> list[tuple[str, str]]:
-    """(pipeline, FileCheck prefixes) of each `mgx-opt ... | filecheck` RUN line of a lit file."""
-    runs = []
-    for line in (LIT_TESTS / name).read_text().splitlines():
-        if line.startswith("// RUN:"):
-            pipeline = re.search(r"-p (\"[^\"]*\"|'[^']*'|\S+)", line).group(1).strip("'\"")
-            prefixes = re.search(r"--check-prefix(?:es)?=(\S+)", line)
-            runs.append((pipeline, prefixes.group(1) if prefixes else "CHECK"))
-    return runs
-
-
-FUSION_RUNS = [(name, *run) for name in FUSION_LIT_FILES for run in _lit_runs(name)]
+FUSION_RUNS = [(name, *run) for name in FUSION_LIT_FILES for run in lit_runs(name)]
 
 
 @pytest.mark.parametrize(("name", "pipeline", "prefixes"), FUSION_RUNS, ids=[f"{n}-{p}" for n, p, _ in FUSION_RUNS])
@@ -742,11 +727,7 @@ def test_fusion_lit_outputs_in_process(name: str, pipeline: str, prefixes: str, 
     """fuse_pointwise, fuse_reduce and split_reduce print, for every case of their lit files, the
     program MIGraphX's passes produce (the CHECK lines): mgx-opt's driver runs in this process and
     FileCheck reads its output (lit runs the same command in a subprocess)."""
-    output = tmp_path / "out.mgx"
-    options = OptOptions(input=str(LIT_TESTS / name), output=str(output), pipeline=pipeline, split=True)
-    assert opt_main(options) == 0
-    argv = ["filecheck", str(LIT_TESTS / name), "--input-file", str(output), f"--check-prefixes={prefixes}"]
-    assert Matcher.from_opts(parse_argv_options(argv)).run() == 0, output.read_text()
+    check_lit_in_process(name, pipeline, prefixes, tmp_path)
 
 
 def lit_statistics(name: str, pipeline: str) -> list[dict[str, int]]:

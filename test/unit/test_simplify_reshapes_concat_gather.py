@@ -10,12 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from filecheck.matcher import Matcher
-from filecheck.options import parse_argv_options
-from lit_cases import lit_cases
+from lit_cases import check_lit_in_process, lit_cases, lit_runs
 from test_pass_differential import copy_of, fill_elided_literals, parameter_values, rms_ok
 
-from mgxir.drivers.opt import OptOptions, opt_main
 from mgxir.interp.interpreter import run_program
 from mgxir.ir.dtype import DType
 from mgxir.ir.literal import Literal
@@ -157,16 +154,6 @@ d = @param:d -> dynamic, float_type, {[1..4], 3}
     assert not context.statistics
 
 
-def _run_lines(name: str) -> list[tuple[str, str]]:
-    """(pipeline, FileCheck prefix) of each RUN line of a lit file in test/opt."""
-    found = []
-    for line in (LIT_TESTS / name).read_text().splitlines():
-        if line.startswith("// RUN:"):
-            prefix = re.search(r"--check-prefix=(\S+)", line)
-            found.append((re.search(r"-p (\S+)", line).group(1).strip("'"), prefix.group(1) if prefix else "CHECK"))
-    return found
-
-
 EXPECTED_OUTPUT_FILES = (
     "simplify_reshapes.mgx",
     "simplify_reshapes_concat.mgx",
@@ -174,7 +161,7 @@ EXPECTED_OUTPUT_FILES = (
     "simplify_reshapes_options.mgx",
     "simplify_reshapes_views.mgx",
 )
-RUNS = [(name, *run) for name in EXPECTED_OUTPUT_FILES for run in _run_lines(name)]
+RUNS = [(name, *run) for name in EXPECTED_OUTPUT_FILES for run in lit_runs(name)]
 
 
 @pytest.mark.parametrize(("name", "pipeline", "prefix"), RUNS, ids=[f"{n}-{p}" for n, _, p in RUNS])
@@ -182,11 +169,7 @@ def test_lit_expected_outputs_in_process(name: str, pipeline: str, prefix: str, 
     """The pass prints, for every case of the lit files, the program MIGraphX's simplify_reshapes
     produces (their CHECK lines): mgx-opt's driver runs here, in this process, and FileCheck reads
     its output (lit runs the same command in a subprocess)."""
-    output = tmp_path / "out.mgx"
-    options = OptOptions(input=str(LIT_TESTS / name), output=str(output), pipeline=pipeline, split=True)
-    assert opt_main(options) == 0
-    argv = ["filecheck", str(LIT_TESTS / name), "--input-file", str(output), f"--check-prefix={prefix}"]
-    assert Matcher.from_opts(parse_argv_options(argv)).run() == 0, output.read_text()
+    check_lit_in_process(name, pipeline, prefix, tmp_path)
 
 
 def test_gather_by_scalar_index_of_vector_keeps_its_scalar_shape() -> None:
@@ -302,7 +285,7 @@ def test_gather_rewrites_leave_alone(text: str, by_root: bool, monkeypatch: pyte
 FIXED_POINT_CASES = [
     (name, index, pipeline, case)
     for name in EXPECTED_OUTPUT_FILES
-    for pipeline in sorted({run[0] for run in _run_lines(name)})
+    for pipeline in sorted({run[0] for run in lit_runs(name)})
     for index, case in enumerate(lit_cases(name))
 ]
 
