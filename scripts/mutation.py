@@ -522,8 +522,15 @@ def main() -> int:
         help="with --scratch: copy the repository's current files in and check again the mutants that survived",
     )
     args = parser.parse_args()
+    if (args.recheck or args.refresh) and not args.scratch:
+        print("error: --recheck and --refresh go on in a kept copy: name it with --scratch DIR", file=sys.stderr)
+        return 1
     started = time.monotonic()
     modules = expand(args.modules) if args.modules else changed_modules(args.base)
+    for module in modules:
+        if not (REPO / module).is_file() or not module.startswith(MUTATED_PACKAGES) or not module.endswith(".py"):
+            print(f"error: {module}: not a Python module under {', '.join(MUTATED_PACKAGES)}", file=sys.stderr)
+            return 1
     for module in sorted(set(modules) & NOT_MUTATED.keys()):
         print(f"not mutating {module}: {NOT_MUTATED[module]}")
     modules = [module for module in modules if module not in NOT_MUTATED]
