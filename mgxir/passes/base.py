@@ -9,6 +9,7 @@ from typing import ClassVar
 
 from mgxir.ir.module import Module
 from mgxir.ir.program import Program
+from mgxir.ir.traits import FusedBody
 from mgxir.records import Record
 
 
@@ -57,22 +58,26 @@ def _format_option(value: object) -> str:
 @dataclasses.dataclass
 class ModulePass(Pass):
     """A pass that rewrites one module at a time, run as MIGraphX runs module passes: on the
-    submodules of main (innermost last listed first) and then main, skipping bypass modules."""
+    submodules of main (innermost last listed first) and then main, skipping bypass modules
+    (and, for a pass with `skips_fused_bodies`, the bodies of fused instructions)."""
+
+    # a fusion pass: a body already fused (read from text, where `bypass` is not written) stays as it is
+    skips_fused_bodies: ClassVar[bool] = False
 
     def apply(self, program: Program, context: PassContext) -> None:
-        for module in modules_to_run(program, context.main_only):
+        for module in modules_to_run(program, context.main_only, self.skips_fused_bodies):
             self.apply_module(module, context)
 
     @abc.abstractmethod
     def apply_module(self, module: Module, context: PassContext) -> None: ...
 
 
-def modules_to_run(program: Program, main_only: bool) -> list[Module]:
+def modules_to_run(program: Program, main_only: bool, skip_fused_bodies: bool = False) -> list[Module]:
     main = program.main
     if main_only:
         return [main]
     order = [main, *_submodules_depth_first(main)]
-    seen: set[int] = set()
+    seen: set[int] = fused_bodies(order) if skip_fused_bodies else set()
     result: list[Module] = []
     for module in reversed(order):
         if module.bypass or id(module) in seen:
@@ -80,6 +85,11 @@ def modules_to_run(program: Program, main_only: bool) -> list[Module]:
         seen.add(id(module))
         result.append(module)
     return result
+
+
+def fused_bodies(modules: list[Module]) -> set[int]:
+    """The ids of the modules that `modules` use as fused bodies (`pointwise`, `fused_reduce`, ...)."""
+    return {id(body) for module in modules for ins in module if ins.op.defn.has(FusedBody) for body in ins.module_args}
 
 
 def _submodules_depth_first(root: Module) -> list[Module]:

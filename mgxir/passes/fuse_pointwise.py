@@ -108,6 +108,7 @@ class FusePointwise(ModulePass):
     max_rounds: int = 8
     enable_rewrite_reshapes: bool = True
     enable_rewrite_broadcasts: bool = False
+    skips_fused_bodies = True
 
     def apply_module(self, module: Module, context: PassContext) -> None:
         if module.bypass:
