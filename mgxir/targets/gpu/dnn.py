@@ -20,10 +20,10 @@ from collections.abc import Sequence
 
 from mgxir.diagnostics import MgxError
 from mgxir.ir.dtype import DType
+from mgxir.ir.fingerprint import module_fingerprint
 from mgxir.ir.module import Module
 from mgxir.ir.operation import Operation
 from mgxir.ir.shape import Shape
-from mgxir.text.printer import print_module
 
 # the pointwise operators an epilogue may hold: mgxir name -> (cuDNN graph method, its operand names)
 EPILOGUE_OPS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -206,8 +206,9 @@ def available() -> bool:
 _PLANS: dict[tuple, ConvPlan] = {}
 
 
-def _body_text(module: Module | None) -> str:
-    return "" if module is None else "\n".join(print_module(module).splitlines()[1:])
+def epilogue_key(module: Module | None) -> str:
+    """The plan cache's key for an epilogue module: its fingerprint (every instruction counts)."""
+    return "" if module is None else module_fingerprint(module)
 
 
 def plan_for(
@@ -224,7 +225,7 @@ def plan_for(
 ) -> ConvPlan:
     """The plan for one problem, built once per process (the lowering's support check builds the
     plan the runtime then uses)."""
-    key = (op.text, x, w, out, extras, _body_text(epilogue), conv_arg, plan_index, all_plans, tf32)
+    key = (op.text, x, w, out, extras, epilogue_key(epilogue), conv_arg, plan_index, all_plans, tf32)
     if key not in _PLANS:
         _PLANS[key] = ConvPlan(create_handle(), op, x, w, out, extras, epilogue, conv_arg, plan_index, all_plans, tf32)
     return _PLANS[key]

@@ -19,8 +19,6 @@ from mgxir.targets.gpu.lowering import GPU_PIPELINE, GpuLowering
 from mgxir.targets.gpu.platforms import Platform, open_platform, parse_device
 from mgxir.targets.gpu.runtime import GpuExecutable
 from mgxir.targets.gpu.tune import problem_cache, tune_library_calls
-from mgxir.text.parser import parse_program
-from mgxir.text.printer import PrintOptions, print_program
 
 
 @dataclasses.dataclass
@@ -41,11 +39,6 @@ def select_device(text: str | None) -> None:
     gpu_options.platform, gpu_options.device = parse_device(text)
 
 
-def copy_program(program: Program) -> Program:
-    """An independent copy (through the lossless text, which keeps every literal bit)."""
-    return parse_program(print_program(program, PrintOptions(lossless=True)))
-
-
 def compile_for_gpu(
     program: Program,
     arch: str = "",
@@ -55,13 +48,12 @@ def compile_for_gpu(
     library_convolution: bool = True,
     fp32_math: str = "ieee",
 ) -> Program:
-    """A lowered copy of `program` (or `program` itself, lowered, with `in_place`: the copy goes
-    through the lossless text and costs seconds per million weights): the `gpu` pipeline (fusion,
+    """A lowered copy of `program` (or `program` itself, lowered, with `in_place`): the `gpu` pipeline (fusion,
     lowering, memory planning); with `exhaustive_tune`, elementwise kernels are timed in their
     launch configurations; without `library_convolution` (a platform with no DNN library),
     convolutions become generated kernels; `fp32_math=tf32` lets float32 gemms and convolutions
     multiply in TF32."""
-    lowered = program if in_place else copy_program(program)
+    lowered = program if in_place else program.clone()
     passes = parse_pipeline(GPU_PIPELINE)
     for p in passes:
         if isinstance(p, GpuLowering):

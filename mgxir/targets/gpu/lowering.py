@@ -23,6 +23,7 @@ import numpy as np
 from mgxir.diagnostics import MgxError
 from mgxir.interp import Interpreter
 from mgxir.ir.dtype import DType
+from mgxir.ir.fingerprint import module_fingerprint
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.literal import Literal
 from mgxir.ir.module import Module, compute_shape
@@ -36,7 +37,6 @@ from mgxir.targets.gpu import dnn, kernels, tune
 from mgxir.targets.gpu.compiler import DEFAULT_ARCH, compile_kernel, device_arch
 from mgxir.targets.gpu.kernels import Kernel, Tensor, Unsupported
 from mgxir.targets.gpu.views import view_offset
-from mgxir.text.printer import print_module
 
 VECTOR_ALIGNMENT = 16  # bytes: what memory_coloring must give (the gpu pipeline asks for it)
 FP32_MATH = ("ieee", "tf32")  # how float32 gemms and convolutions multiply (GpuLowering.fp32_math)
@@ -625,7 +625,7 @@ def softmax_scale(reduce: Instruction) -> float | None:
     the module itself: it is run by the reference interpreter on random rows and compared with
     softmax(s * x) for each scalar literal of the module (and 1)."""
     module = reduce.module_args[0]
-    key = (print_module(module), reduce.args[0].shape)
+    key = (module_fingerprint(module), reduce.args[0].shape)
     if key in _SOFTMAX_SCALES:
         return _SOFTMAX_SCALES[key]
     shape = reduce.args[0].shape

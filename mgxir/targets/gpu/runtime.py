@@ -26,7 +26,7 @@ from mgxir.targets.gpu import dnn
 from mgxir.targets.gpu.dnn import ConvPlan
 from mgxir.targets.gpu.platforms import Platform, open_cuda_device, open_platform
 from mgxir.targets.gpu.views import view_offset
-from mgxir.text.printer import print_module
+from mgxir.text.printer import instruction_lines
 
 
 @dataclasses.dataclass
@@ -263,8 +263,9 @@ class GpuExecutable:
             runs.append(self._time(self.execute, 10))
         total_steps = sum(per_step.values()) or 1e-12
         lines = [f'module: "{self.program.main.name}"']
-        printed = print_module(self.program.main).splitlines()
-        for ins, text in zip(self.program.main, printed):
+        printed = instruction_lines(self.program)
+        for ins in self.program.main:
+            text = printed[ins]
             t = per_step.get(ins, 0.0)
             lines.append(f"{text}: {t:.5g}ms, {100 * t / total_steps:.0f}%")
         lines.append("")

@@ -16,9 +16,10 @@ from pathlib import Path
 import numpy as np
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
+from mgxir.ir.fingerprint import program_fingerprint
 from mgxir.ir.operation import RuntimeValue
 from mgxir.ir.program import Program
-from mgxir.targets.iree.cache import ModuleCache, cache_key, program_digest
+from mgxir.targets.iree.cache import ModuleCache, cache_key
 from mgxir.targets.iree.compile import compile_module
 from mgxir.targets.iree.devices import Device, check_types
 from mgxir.targets.iree.devices import device as find_device
@@ -62,7 +63,7 @@ def compiled_module(program: Program, options: IreeOptions, sink: DiagnosticSink
     """The cached `.vmfb` for the program on the device, compiling it on a miss (which alone needs
     IREE's compiler: a warm cache runs with iree-base-runtime only)."""
     start = time.perf_counter()
-    source = options.mlir if options.mlir is not None else program_digest(program)
+    source = options.mlir if options.mlir is not None else program_fingerprint(program).encode()
     device, flags, key = _module_key(source, options)
     check_types(device, element_types(program))
     cache = ModuleCache(options.cache_dir)

@@ -24,11 +24,11 @@ from mgxir.interp import Interpreter
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
+from mgxir.ir.names import instruction_names
 from mgxir.ir.operation import RuntimeValue
 from mgxir.ir.program import Program
 from mgxir.targets.timing import record
 from mgxir.targets.vulkan.device import Buffer, Device, Pipeline
-from mgxir.text.printer import print_program
 from mgxir.translate.spirv import Translation, binary, fusable, translate_program
 from mgxir.translate.spirv.kernels import Kernel
 from mgxir.translate.spirv.layout import View
@@ -67,8 +67,7 @@ class VulkanSession(Interpreter):
         self.pipelines: dict[str, Pipeline] = {}
         self.uploaded: dict[int, tuple[np.ndarray, DeviceTensor]] = {}
         self.buffers: list[Buffer] = []
-        lines = print_program(translation.program).splitlines()
-        self.names = {ins: line.split(" = ")[0] for ins, line in zip(translation.program.main, lines[1:])}
+        self.names = instruction_names(translation.program)
 
     # -- the plan of main --------------------------------------------------------------------------
 
