@@ -16,6 +16,7 @@ from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.drivers.common import check_output_path, read_text, run_guarded
 from mgxir.ir.program import Program
 from mgxir.records import Record
+from mgxir.targets.base import target_passes
 from mgxir.text.parser import parse_program, read_program
 from mgxir.text.writer import render, write_output, write_program
 from mgxir.verifier import verify
@@ -207,12 +208,10 @@ def _pipeline_text(options: OptOptions, text: str | None) -> tuple[str, bool]:
     return ",".join(p for p in parts if p), options.optimize
 
 
-# Passes and pipelines that targets define, by the names they register: "module" to import first.
-# Only a pipeline naming one of them (or --list-passes) pays for importing its target.
-TARGET_PASSES: dict[str, str] = {
-    "gpu": "mgxir.targets.gpu.lowering",
-    "gpu_lowering": "mgxir.targets.gpu.lowering",
-}
+# Passes and pipelines that targets define, by the names they register: "module" to import first
+# (from the table of targets). Only a pipeline naming one of them (or --list-passes) pays for
+# importing its target.
+TARGET_PASSES: dict[str, str] = target_passes()
 
 
 def load_target_passes(pipeline_text: str | None) -> None:

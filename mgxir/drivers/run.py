@@ -4,15 +4,13 @@ saved and compared with MIGraphX's rms rule.
 `mgxir.tools.mgx_run` only declares the options and calls `run_main(RunOptions(...))`. The pieces are
 library functions: `gather_inputs` (`--input` specs to parameter values), `IREE_TYPES` (IREE's
 element type names), `format_value` (IREE's printing), `rms_error`/`compare` (MIGraphX's verify
-rule). Targets plug in through `TARGETS` (below).
+rule). Targets plug in through the table of `mgxir.targets.base` (`find_target`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import re
 import sys
-from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -23,9 +21,9 @@ from mgxir.ir.dtype import DType
 from mgxir.ir.operation import RuntimeValue
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
-from mgxir.records import Record
+from mgxir.records import Record, fields
+from mgxir.targets.base import Target, find_target
 from mgxir.targets.timing import collect_timing
-from mgxir.text.parser import read_program
 from mgxir.verifier import verify
 
 # IREE's element type spellings
@@ -55,31 +53,11 @@ IREE_TYPES: dict[str, DType] = {
 IREE_NAMES = {t: name for name, t in reversed(list(IREE_TYPES.items()))}
 _DIMS_AND_TYPE = re.compile(r"^(?:\d+x)*([A-Za-z][A-Za-z0-9]*)$")
 
-# (program, parameter values by name, sink for warnings) -> the values `main` returns
-Runner = Callable[[Program, dict[str, np.ndarray], DiagnosticSink], list[RuntimeValue]]
-
-# Where targets plug in, one entry each: `--target` name -> "module:function" of its Runner. The
-# module is imported only when its target is asked for, so a target's heavy dependencies (IREE,
-# Vulkan, CUDA) cost nothing to the others. A target package lives in `mgxir/targets/<name>/`.
-TARGETS: dict[str, str] = {
-    "ref": "mgxir.drivers.run:run_on_ref",
-    "iree": "mgxir.targets.iree:run_on_iree",
-    "vulkan": "mgxir.targets.vulkan:run_on_vulkan",
-    "gpu": "mgxir.targets.gpu.driver:run_on_gpu",
-}
-
 
 def run_on_ref(program: Program, params: dict[str, np.ndarray], sink: DiagnosticSink) -> list[RuntimeValue]:
     """The reference interpreter (numpy), floating-point warnings silenced as MIGraphX's ref does."""
     with np.errstate(all="ignore"):
         return Interpreter(program, sink).run(params)
-
-
-def runner(target: str) -> Runner:
-    """The runner of a `--target` name; a name not in TARGETS is a user error listing the names."""
-    if target not in TARGETS:
-        raise MgxError(f"unknown target '{target}' (available: {', '.join(TARGETS)})")
-    return load_entry(TARGETS[target])
 
 
 # -- inputs ---------------------------------------------------------------------------------------
@@ -386,21 +364,21 @@ def run_main(options: RunOptions) -> int:
 
 
 def _run(o: RunOptions, sink: DiagnosticSink) -> int:
-    run = runner(o.target)
+    target = find_target(o.target)
     if o.fill not in FILLS:
         raise MgxError(f"--fill must be random, zeros, ones or none, not '{o.fill}'")
     if o.fp32_math not in ("ieee", "tf32"):
         raise MgxError(f"--fp32-math must be ieee or tf32, not '{o.fp32_math}'")
     if o.output is not None:
         check_output_path(_at_path(o.output))
-    with _target_context(o) as read:
-        program = read(o.input_file, sink, from_log=o.from_log or o.log_pass is not None, log_pass=o.log_pass)
-        verify(program, sink, runnable=True)
-        check_memory(program)
-        params = gather_inputs(program, o.inputs or [], o.fill, o.seed)
-        with collect_timing() as log:
-            outputs = flatten_outputs(run(program, params, sink))
-    if o.timing and o.target != "iree":
+    options = target.options({name: getattr(o, name) for name in fields(type(o))})
+    program = _read(target, options, o, sink)
+    verify(program, sink, runnable=True)
+    check_memory(program)
+    params = gather_inputs(program, o.inputs or [], o.fill, o.seed)
+    with collect_timing() as log:
+        outputs = flatten_outputs(target.run(program, params, options, sink))
+    if o.timing and not target.reports_timing:
         print(log.render(), file=sys.stderr)
     sink.flush()
     if not o.quiet:
@@ -429,33 +407,12 @@ def _run(o: RunOptions, sink: DiagnosticSink) -> int:
     return 0 if ok else 1
 
 
-@contextlib.contextmanager
-def _target_context(o: RunOptions) -> Iterator[Callable[..., Program]]:
-    """The program reader for the run, inside the target's options: an ONNX model is imported as
-    `--from-onnx` does; IREE also reads the MLIR that mgx-translate wrote (`prog.mlirbc`) and compiles
-    it as it is."""
-    is_mlir = o.input_file.endswith((".mlir", ".mlirbc"))
+def _read(target: Target, options: object, o: RunOptions, sink: DiagnosticSink) -> Program:
+    """The program to run: an ONNX model imported as `--from-onnx` does; anything else as the
+    target reads it (IREE also reads the MLIR that mgx-translate wrote and compiles it as it is)."""
     if o.input_file.endswith(".onnx"):
-        yield lambda path, sink, from_log, log_pass: load_entry("mgxir.drivers.formats:read_onnx")(path, {}, sink)
-        return
-    if o.target == "gpu":
-        from mgxir.targets.gpu.driver import gpu_options, select_device
-
-        select_device(o.device)
-        gpu_options.perf, gpu_options.exhaustive_tune = o.perf, o.exhaustive_tune
-        gpu_options.fp32_math = o.fp32_math
-    if o.target != "iree" and not is_mlir:
-        yield read_program
-        return
-    if o.target != "iree":
-        raise MgxError(f"an MLIR input runs with --target=iree, not --target={o.target}")
-    from pathlib import Path
-
-    from mgxir.targets.iree import IreeOptions, read_any_program, using
-
-    options = IreeOptions(o.device or "local-task", None if o.cache_dir is None else Path(o.cache_dir), o.timing)
-    with using(options):
-        yield lambda path, sink, from_log, log_pass: read_any_program(path, sink, options, from_log, log_pass)
+        return load_entry("mgxir.drivers.formats:read_onnx")(o.input_file, {}, sink)
+    return target.read(o.input_file, sink, options, o.from_log or o.log_pass is not None, o.log_pass)
 
 
 def _at_path(spec: str) -> str:

@@ -736,14 +736,9 @@ def _has_rocm() -> bool:
 @pytest.mark.skipif(not _has_rocm(), reason="no AMD GPU with ROCm (the hip platform is tested where ROCm is)")
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_hip_matches_reference(name: str) -> None:  # pragma: no cover - needs ROCm
-    from mgxir.targets.gpu.driver import gpu_options, load_on_gpu, select_device
+    from mgxir.targets.gpu.driver import load_on_gpu
 
     program = _program(PROGRAMS[name])
     params = _inputs(program)
-    select_device("hip:0")
-    try:
-        outputs = load_on_gpu(program, DiagnosticSink()).run(params)
-    finally:
-        select_device(None)
-    assert gpu_options.platform == "cuda"
+    outputs = load_on_gpu(program, DiagnosticSink(), platform_name="hip").run(params)
     _assert_matches_reference(program, params, outputs, 1e-3)
