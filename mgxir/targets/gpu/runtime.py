@@ -17,7 +17,6 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
-from mgxir.interp import Interpreter
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.operation import RuntimeValue
 from mgxir.ir.program import Program
@@ -26,6 +25,7 @@ from mgxir.targets.gpu import dnn
 from mgxir.targets.gpu.dnn import ConvPlan
 from mgxir.targets.gpu.platforms import Platform, open_cuda_device, open_platform
 from mgxir.targets.gpu.views import view_offset
+from mgxir.targets.host import HostFallback
 from mgxir.text.printer import instruction_lines
 
 
@@ -54,7 +54,7 @@ class GpuExecutable:
         self.gemm_plans: dict[Instruction, object] = {}
         self._gemm_calls: dict[Instruction, Callable[[int, int, int, int], None]] = {}
         self._conv_workspace, self._conv_workspace_bytes = 0, 0
-        self._interpreter = Interpreter(program, self.sink)
+        self._host = HostFallback(program, self.sink)  # what has no GPU kernel runs there
         self._load()
         self.graphs: list[tuple[object, list[Step]] | Step] = []
         self._capture()
@@ -84,7 +84,7 @@ class GpuExecutable:
                 self.pointer[ins] = self._allocate(ins.shape.bytes)
             elif ins.is_literal:
                 self.pointer[ins] = self._allocate(ins.shape.bytes)
-                data = self._interpreter._literal_value(module, ins, 0)
+                data = self._host.interpreter._literal_value(module, ins, 0)
                 self._upload(self.pointer[ins], np.asarray(data), ins.shape)
             elif ins.is_return:
                 self.outputs = list(ins.args)
@@ -190,12 +190,12 @@ class GpuExecutable:
         defn = ins.op.defn
         if not defn.has_compute:
             raise MgxError(f"the GPU target has no kernel and no reference compute for '{defn.name}'")
-        run_module = self._interpreter.run_module
+        reference = self._host.kernel(ins)
 
         def run() -> None:
             inputs = [self._host_value(a) for a in ins.args]
             with np.errstate(all="ignore"):
-                result = defn.compute(ins.op, inputs, ins.module_args, run_module)
+                result = reference(*inputs)
             self.host_values[ins] = result
             if ins in self.pointer and isinstance(result, np.ndarray):
                 self._upload(self.pointer[ins], result, shape)
