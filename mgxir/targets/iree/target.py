@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.ir.program import Program
@@ -54,16 +53,8 @@ CPU_DEVICES = ("local-task", "local-sync")
 
 
 @dataclass(frozen=True)
-class CpuOptions:
+class CpuOptions(IreeOptions):
     device: str = field(default="local-task", metadata={"help": "local-task (threads, default) or local-sync."})
-    cache_dir: Path | None = field(
-        default=None, metadata={"help": "The compiled modules' cache (default: $MGXIR_CACHE_DIR or ~/.cache)."}
-    )
-    timing: bool = field(default=False, metadata={"help": "Print the compile, load and run times."})
-
-    def __post_init__(self) -> None:
-        if isinstance(self.cache_dir, str):  # as the command line gives it
-            object.__setattr__(self, "cache_dir", Path(self.cache_dir))
 
 
 class CpuTarget(IreeTarget):
@@ -75,4 +66,4 @@ class CpuTarget(IreeTarget):
     def iree_options(self, options: IreeOptions) -> IreeOptions:
         if options.device not in CPU_DEVICES:
             raise MgxError(f"--device for --target=cpu is local-task or local-sync, not '{options.device}'")
-        return IreeOptions(options.device, options.cache_dir, options.timing)
+        return options
