@@ -168,3 +168,22 @@ def test_the_host_fallback_runs_the_targets_kernels_and_the_reference_for_the_re
     assert out.tolist() == [[-7.0] * 3] * 2
     assert on_host == ["add", "neg"]
     assert fallback.kernel(relu)(np.array([-1.0, 2.0])).tolist() == [0.0, 2.0]
+
+
+def test_no_target_keeps_options_in_module_globals() -> None:
+    """Options travel as arguments: no module of mgxir/targets makes an options object or a
+    ContextVar at import time (the GPU target's `gpu_options = GpuOptions()` and IREE's
+    `ContextVar` were such state). The one ContextVar left is timing.py's: where steps report
+    their times during a run (a log being collected, not options)."""
+    import ast
+
+    root = Path(__file__).resolve().parents[2] / "mgxir" / "targets"
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
+            if isinstance(value, ast.Call):
+                called = ast.unparse(value.func)
+                if called.endswith(("Options", "ContextVar")):
+                    found.append(f"{path.relative_to(root)}:{node.lineno}: {called}")
+    assert found == ["timing.py:44: ContextVar"]
