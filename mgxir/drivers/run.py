@@ -21,7 +21,7 @@ from mgxir.ir.dtype import DType
 from mgxir.ir.operation import RuntimeValue
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
-from mgxir.records import Record, fields
+from mgxir.records import Record
 from mgxir.targets.base import Target, find_target
 from mgxir.targets.timing import collect_timing
 from mgxir.verifier import verify
@@ -371,7 +371,7 @@ def _run(o: RunOptions, sink: DiagnosticSink) -> int:
         raise MgxError(f"--fp32-math must be ieee or tf32, not '{o.fp32_math}'")
     if o.output is not None:
         check_output_path(_at_path(o.output))
-    options = target.options({name: getattr(o, name) for name in fields(type(o))})
+    options = target.options(o)
     program = _read(target, options, o, sink)
     verify(program, sink, runnable=True)
     check_memory(program)

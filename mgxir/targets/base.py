@@ -95,11 +95,14 @@ class Target(abc.ABC):
     # whether the target prints its own `--timing` report (else the driver prints where each step ran)
     reports_timing: ClassVar[bool] = False
 
-    def options(self, values: Mapping[str, Any] | None = None) -> Any:
-        """The target's options from `values` by field name (mgx-run's options: a value of None
-        keeps the field's default); names the target does not have are ignored."""
-        given = values or {}
-        return self.options_type(**{n: given[n] for n in option_fields(self.options_type) if given.get(n) is not None})
+    def options(self, values: Mapping[str, Any] | object = None) -> Any:
+        """The target's options from `values` (a mapping, or an object such as mgx-run's options)
+        by field name: a value of None keeps the field's default; other names are ignored."""
+        if isinstance(values, Mapping):
+            given = {name: values.get(name) for name in option_fields(self.options_type)}
+        else:
+            given = {name: getattr(values, name, None) for name in option_fields(self.options_type)}
+        return self.options_type(**{name: value for name, value in given.items() if value is not None})
 
     def read(self, path: str, sink: DiagnosticSink, options: Any, from_log: bool, log_pass: str | None) -> Program:
         """The program in `path` (mgxir's text, or what else this target reads)."""

@@ -56,6 +56,8 @@ def test_options_come_from_the_run_options_by_name() -> None:
     given = {"device": "cuda:1", "fp32_math": "tf32", "perf": None, "seed": 3, "exhaustive_tune": False}
     assert target.options(given) == GpuOptions(device="cuda:1", fp32_math="tf32")
     assert find_target("iree").options({"device": None, "cache_dir": "/c"}).cache_dir == Path("/c")
+    run_options = RunOptions(input_file="p.mgx", target="gpu", device="hip:0", perf=True)
+    assert target.options(run_options) == GpuOptions(device="hip:0", perf=True)
 
 
 def test_the_table_gives_the_drivers_the_targets_passes_and_operators() -> None:
