@@ -86,6 +86,11 @@ class CompiledProgram(Record):
         self.artifact = artifact
         self.key = key
 
+    def with_options(self, options: Any) -> CompiledProgram:
+        """The same compiled program under another run's options (that differ only in options
+        that are read when loading and running, `perf`, `timing`, ...)."""
+        return CompiledProgram(self.target, self.program, options, self.artifact, self.key)
+
 
 class Target(abc.ABC):
     name: ClassVar[str] = ""
@@ -135,6 +140,14 @@ def option_fields(options_type: type) -> dict[str, str]:
     return {name: f.metadata.get("help", "") for name, f in fields.items()}
 
 
+def compile_options(options: Any) -> tuple[Any, ...]:
+    """The options that decide what compiling makes: every field but those whose metadata says
+    `run_only` (read when loading or running: `perf`, `timing`, ...)."""
+    fields = getattr(type(options), "__dataclass_fields__", {})
+    kept = tuple((name, getattr(options, name)) for name, f in fields.items() if not f.metadata.get("run_only"))
+    return (type(options).__qualname__, *kept)
+
+
 def find_target(name: str) -> Target:
     """The target of a `--target` name; a name not in TARGETS is a user error listing the names."""
     entry = TARGETS.get(name)
@@ -154,13 +167,14 @@ COMPILATIONS: Counter[str] = Counter()
 
 def compiled(target: Target, program: Program, options: Any, sink: DiagnosticSink) -> CompiledProgram:
     """`target.compile(program, options)`, kept for this process by the program's fingerprint and
-    the options: the same program (any copy of it) with the same options compiles once."""
+    the options that decide what compiling makes: the same program (any copy of it) compiled with
+    the same options compiles once."""
     if not target.keeps_compiled:
         COMPILATIONS[target.name] += 1
         return target.compile(program, options, sink)
     from mgxir.ir.fingerprint import program_fingerprint
 
-    key = (target.name, program_fingerprint(program), options)
+    key = (target.name, program_fingerprint(program), compile_options(options))
     found = _COMPILED.pop(key, None)
     if found is None:
         found = target.compile(program, options, sink)
@@ -169,7 +183,7 @@ def compiled(target: Target, program: Program, options: Any, sink: DiagnosticSin
         while len(_COMPILED) >= KEPT:
             del _COMPILED[next(iter(_COMPILED))]
     _COMPILED[key] = found  # last: the most recently used
-    return found
+    return found if found.options == options else found.with_options(options)
 
 
 def forget_compiled() -> None:

@@ -137,6 +137,9 @@ def test_the_gpu_target_compiles_for_an_architecture_without_a_gpu() -> None:
     first = compiled(target, _program(), options, sink)
     assert any(ins.name == "gpu::code_object" for ins in first.program.main)
     assert compiled(target, _program(), options, sink) is first
+    # --perf is read when running: the same compiled program, under the run's options
+    timed = compiled(target, _program(), GpuOptions(arch="sm_90", perf=True), sink)
+    assert timed.program is first.program and timed.options.perf
     assert compiled(target, _program(), GpuOptions(arch="sm_90", fp32_math="tf32"), sink) is not first
     assert COMPILATIONS["gpu"] == before + 2
 

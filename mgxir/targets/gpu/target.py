@@ -28,8 +28,10 @@ class GpuOptions:
     device: str | None = field(
         default=None, metadata={"help": "N (CUDA's GPU N), cuda:N or hip:N (default: CUDA's GPU 0)."}
     )
-    perf: bool = field(default=False, metadata={"help": "Print per-instruction times and shares after the run."})
-    perf_iterations: int = field(default=100, metadata={"help": "Replays timed for --perf."})
+    perf: bool = field(
+        default=False, metadata={"help": "Print per-instruction times and shares after the run.", "run_only": True}
+    )
+    perf_iterations: int = field(default=100, metadata={"help": "Replays timed for --perf.", "run_only": True})
     exhaustive_tune: bool = field(
         default=False,
         metadata={"help": "Time kernel launch configurations and library algorithms; keep the fastest."},

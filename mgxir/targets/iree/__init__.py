@@ -35,7 +35,7 @@ class IreeOptions:
     cache_dir: Path | None = field(
         default=None, metadata={"help": "The compiled modules' cache (default: $MGXIR_CACHE_DIR or ~/.cache)."}
     )
-    timing: bool = field(default=False, metadata={"help": "Print the compile, load and run times."})
+    timing: bool = field(default=False, metadata={"help": "Print the compile, load and run times.", "run_only": True})
 
     def __post_init__(self) -> None:
         if isinstance(self.cache_dir, str):  # as the command line gives it
