@@ -10,7 +10,7 @@ import numpy as np
 
 from mgxir.ir.attributes import FLOAT, TYPE, Attr, OptionalKind
 from mgxir.ir.dtype import DType
-from mgxir.ir.operation import OpDef, Operation, RunModule
+from mgxir.ir.operation import ComputeError, OpDef, Operation, RunModule
 from mgxir.ir.registry import register
 from mgxir.ir.shape import Shape
 from mgxir.ir.traits import FoldsWithItsInput, NopWhenShapeKept, ValueTransparent, ZeroPointed
@@ -65,7 +65,11 @@ def _keeps_dtype(fn: Callable[..., np.ndarray], dtype: np.dtype, arity: int) -> 
 
 
 def _runtime_shape(x: np.ndarray) -> Shape:
-    return Shape.make(DType.from_numpy(x.dtype), x.shape or (1,))
+    try:
+        dtype = DType.from_numpy(x.dtype)
+    except KeyError:
+        raise ComputeError(f"values of type {x.dtype} have no MIGraphX element type") from None
+    return Shape.make(dtype, x.shape or (1,))
 
 
 class Unary(_TableOp):
