@@ -80,3 +80,22 @@ def test_node_suite_ends_in_no_internal_error(suite: dict[str, tuple[str, str]])
     assert not errors, errors
     refusals = [why for status, why in suite.values() if status == "refused"]
     assert all("\n" not in why and why for why in refusals)
+
+
+@pytest.mark.parametrize(("opset", "refused"), [(19, True), (23, False)])
+def test_attention_without_num_heads_is_onnx_attention_from_opset_23(opset: int, refused: bool) -> None:
+    """Before opset 23 an Attention without num_heads is MIGraphX's contrib op, which refuses it; from 23
+    on it is ONNX's own Attention (mgxir's addition): softmax(Q K^T / sqrt(d)) V per head."""
+    q, k, v = (helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 2, 3, 4]) for n in "qkv")
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 3, 4])
+    model = _model(helper.make_node("Attention", ["q", "k", "v"], ["y"]), [q, k, v], [y], opset)
+    if refused:
+        with pytest.raises(MgxError, match="num_heads attribute required"):
+            prepare(model)
+        return
+    rng = np.random.default_rng(3)
+    qv, kv, vv = (rng.standard_normal((1, 2, 3, 4)).astype(np.float32) for _ in range(3))
+    (got,) = prepare(model).run([qv, kv, vv])[:1]
+    scores = qv @ kv.transpose(0, 1, 3, 2) / 2
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    np.testing.assert_allclose(got, (weights / weights.sum(-1, keepdims=True)) @ vv, rtol=1e-5)
