@@ -831,9 +831,7 @@ def _allowed_band(
     return allowed
 
 
-def _add_bias(
-    info: NodeInfo, bias: Instruction | None, allowed: Instruction | np.ndarray, dtype: DType
-) -> Instruction:
+def _add_bias(info: NodeInfo, bias: Instruction | None, allowed: Instruction | np.ndarray, dtype: DType) -> Instruction:
     """`bias` plus 0 where `allowed` and -inf elsewhere."""
     if isinstance(allowed, np.ndarray):
         extra = info.add_literal(np.where(allowed, 0.0, -np.inf), dtype, list(allowed.shape))
