@@ -12,18 +12,22 @@ from __future__ import annotations
 import contextlib
 import re
 import sys
+import time
 from collections.abc import Callable, Iterator
 
 import numpy as np
 
-from mgxir.diagnostics import DiagnosticSink, MgxError
+from mgxir.diagnostics import DiagnosticSink, MgxError, did_you_mean
 from mgxir.drivers.common import check_output_path, load_entry, run_guarded
+from mgxir.drivers.options import DeclaredOptions, Option, flag
 from mgxir.interp import Interpreter, check_memory
+from mgxir.interp.interpreter import Step
 from mgxir.ir.dtype import DType
+from mgxir.ir.instruction import Instruction
+from mgxir.ir.module import Module
 from mgxir.ir.operation import RuntimeValue
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
-from mgxir.records import Record
 from mgxir.targets.timing import collect_timing
 from mgxir.text.parser import read_program
 from mgxir.verifier import verify
@@ -78,7 +82,7 @@ def run_on_ref(program: Program, params: dict[str, np.ndarray], sink: Diagnostic
 def runner(target: str) -> Runner:
     """The runner of a `--target` name; a name not in TARGETS is a user error listing the names."""
     if target not in TARGETS:
-        raise MgxError(f"unknown target '{target}' (available: {', '.join(TARGETS)})")
+        raise MgxError(f"unknown target '{target}'{did_you_mean(target, TARGETS)} (available: {', '.join(TARGETS)})")
     return load_entry(TARGETS[target])
 
 
@@ -147,7 +151,7 @@ def _load_file(name: str, path: str) -> np.ndarray | dict[str, np.ndarray]:
     return loaded
 
 
-def gather_inputs(program: Program, specs: list[str], fill: str, seed: int) -> dict[str, np.ndarray]:
+def gather_inputs(program: Program, specs: list[str], fill: str | None, seed: int) -> dict[str, np.ndarray]:
     params = {p.param_name: p.shape for p in program.main.parameters()}
     order = list(params)
     given: dict[str, np.ndarray] = {}
@@ -190,8 +194,11 @@ def gather_inputs(program: Program, specs: list[str], fill: str, seed: int) -> d
             continue
         if name in given:
             values[name] = to_parameter_type(name, np.asarray(given[name]), shape)
-        elif fill == "none":
-            raise MgxError(f"no input for parameter '{name}' ({shape.dtype.type_name}, {_dims(shape.lens)})")
+        elif fill is None or fill == "none":
+            raise MgxError(
+                f"no input for parameter '{name}' ({shape.dtype.type_name}, {_dims(shape.lens)}): give it with "
+                "--input, or --fill=random to fill it as migraphx-driver does by default"
+            )
         else:
             values[name] = filled(shape, fill, rng)
     return values
@@ -328,56 +335,88 @@ def compare(
 FILLS = ("random", "zeros", "ones", "none")
 
 
-class RunOptions(Record):
-    """What mgx-run was asked to do; the field names are the front end's option names."""
+class RunOptions(DeclaredOptions):
+    """What mgx-run was asked to do: each field, its default, help text and command-line spellings."""
 
-    def __init__(
-        self,
-        input_file: str = "-",
-        inputs: list[str] | None = None,
-        fill: str = "random",
-        seed: int = 0,
-        output: str | None = None,
-        expected: str | None = None,
-        rms_tol: float = 1e-3,
-        atol: float | None = None,
-        rtol: float | None = None,
-        target: str = "ref",
-        verify_against_ref: bool = False,
-        print_max: int = 64,
-        quiet: bool = False,
-        from_log: bool = False,
-        log_pass: str | None = None,
-        device: str | None = None,
-        perf: bool = False,
-        exhaustive_tune: bool = False,
-        fp32_math: str = "ieee",
-        cache_dir: str | None = None,
-        timing: bool = False,
-    ):
-        self.input_file = input_file
-        self.inputs = inputs
-        self.fill = fill
-        self.seed = seed
-        self.output = output
-        self.expected = expected
-        self.rms_tol = rms_tol
-        self.atol = atol
-        self.rtol = rtol
-        self.target = target
-        self.verify_against_ref = verify_against_ref
-        self.print_max = print_max
-        self.quiet = quiet
-        self.from_log = from_log
-        self.log_pass = log_pass
-        self.device = device  # iree: local-task (default), local-sync, cuda, hip or vulkan; gpu: N, cuda:N, hip:N
-        self.perf = perf  # gpu: per-instruction times and shares
-        # gpu: time launch configurations and library algorithms, keep the fastest
-        self.exhaustive_tune = exhaustive_tune
-        # gpu: float32 gemms and convolutions multiply in float32 (ieee) or TF32 (tf32)
-        self.fp32_math = fp32_math
-        self.cache_dir = cache_dir  # iree: the compiled modules' cache
-        self.timing = timing  # iree: compile/load/run times; vulkan: where each instruction ran
+    DECLARED = (
+        Option("input_file", help="Program ('-' for standard input).", default="-", positional=True, metavar="PROGRAM"),
+        Option(
+            "inputs",
+            ("--input",),
+            "NAME=@x.npy, @inputs.npz, or NAME=2x3xf32=1 2 3 4 5 6 (repeatable).",
+            many=True,
+        ),
+        Option(
+            "fill",
+            ("--fill",),
+            "Values for parameters not given: random, zeros or ones (default: none, a missing input is an error).",
+        ),
+        Option("seed", ("--seed",), "Seed for --fill=random.", default=0, kind=int),
+        Option(
+            "output",
+            ("--output",),
+            "Where an output goes, one --output per output in order: @f.npy, - (standard output); "
+            "or one @f.npz for all of them (out0, out1, ...).",
+            many=True,
+        ),
+        Option(
+            "expected",
+            ("--expected-output",),
+            "@ref.npz (or @ref.npy, one output): compare outputs; exit 1 on a mismatch.",
+            aliases=("--expected_output",),
+        ),
+        Option("rms_tol", ("--rms-tol",), "MIGraphX's rms tolerance.", default=1e-3, kind=float),
+        Option("atol", ("--atol",), "Also require allclose with this atol.", kind=float),
+        Option("rtol", ("--rtol",), "Also require allclose with this rtol.", kind=float),
+        Option(
+            "target",
+            ("--target",),
+            "Where to run: ref (the numpy reference interpreter), iree (see --device), vulkan, gpu.",
+            default="ref",
+        ),
+        flag("verify_against_ref", "--verify", help="Run on the target and on ref, compare with the rms rule."),
+        Option("print_max", ("--print-max-elements",), "Elide printed values past this many.", default=64, kind=int),
+        flag("quiet", "--quiet", "-q", help="Print neither the outputs nor progress."),
+        flag("from_log", "--from-log", help="The input is MIGraphX log output."),
+        Option("log_pass", ("--log-pass",), "With --from-log: the program after this pass."),
+        Option(
+            "device",
+            ("--device",),
+            "iree: local-task (default), local-sync, cuda, hip or vulkan; gpu: N (CUDA's GPU N), cuda:N or hip:N.",
+        ),
+        flag(
+            "perf",
+            "--perf",
+            help="Time the run: per-instruction times and shares where the target gives them (ref, vulkan, gpu), "
+            "the whole run's time on every target.",
+        ),
+        flag(
+            "exhaustive_tune",
+            "--exhaustive-tune",
+            help="With --target=gpu: time kernel launch configurations and library algorithms; keep the fastest.",
+        ),
+        Option(
+            "fp32_math",
+            ("--fp32-math",),
+            "With --target=gpu: float32 gemms and convolutions multiply in float32 (ieee, as MIGraphX) "
+            "or in TF32 on tensor cores (tf32, as PyTorch's cuDNN convolutions by default).",
+            default="ieee",
+        ),
+        Option("cache_dir", ("--cache-dir",), "With --target=iree: compiled modules' cache (or $MGXIR_CACHE_DIR)."),
+        flag("timing", "--timing", help="iree: compile/load/run times; vulkan: where each instruction ran."),
+        Option(
+            "batch",
+            ("--batch",),
+            "ONNX model: the size of dimensions the model leaves open (migraphx-driver's --batch).",
+            kind=int,
+        ),
+        Option(
+            "input_dim",
+            ("--input-dim",),
+            "ONNX model: an input's dims, '@name d1 d2 ...' (repeatable; migraphx-driver's --input-dim).",
+            many=True,
+        ),
+    )
 
 
 def run_main(options: RunOptions) -> int:
@@ -387,26 +426,33 @@ def run_main(options: RunOptions) -> int:
 
 def _run(o: RunOptions, sink: DiagnosticSink) -> int:
     run = runner(o.target)
-    if o.fill not in FILLS:
+    if o.fill is not None and o.fill not in FILLS:
         raise MgxError(f"--fill must be random, zeros, ones or none, not '{o.fill}'")
     if o.fp32_math not in ("ieee", "tf32"):
         raise MgxError(f"--fp32-math must be ieee or tf32, not '{o.fp32_math}'")
-    if o.output is not None:
-        check_output_path(_at_path(o.output))
+    output_specs = [o.output] if isinstance(o.output, str) else list(o.output or [])  # a library caller's one
+    destinations = [output_destination(spec) for spec in output_specs]
+    for path in destinations:
+        if path is not None:
+            check_output_path(path)
     with _target_context(o) as read:
         program = read(o.input_file, sink, from_log=o.from_log or o.log_pass is not None, log_pass=o.log_pass)
         verify(program, sink, runnable=True)
         check_memory(program)
         params = gather_inputs(program, o.inputs or [], o.fill, o.seed)
         with collect_timing() as log:
-            outputs = flatten_outputs(run(program, params, sink))
-    if o.timing and o.target != "iree":
+            started = time.perf_counter()
+            outputs = flatten_outputs(run(program, params, sink) if not o.perf else _timed(run)(program, params, sink))
+            seconds = time.perf_counter() - started
+    if (o.timing and o.target != "iree") or (o.perf and log.records and o.target != "gpu"):
         print(log.render(), file=sys.stderr)
+    if o.perf:
+        print(f"perf: --target={o.target}: the whole run took {seconds * 1e3:.4f} ms", file=sys.stderr)
     sink.flush()
     if not o.quiet:
         print_outputs(outputs, o.print_max)
-    if o.output is not None:
-        save_outputs(outputs, _at_path(o.output))
+    if output_specs:
+        save_outputs(outputs, output_specs, o.print_max, printed=not o.quiet)
     ok = True
     if o.verify_against_ref:
         if o.target == "ref":
@@ -429,6 +475,54 @@ def _run(o: RunOptions, sink: DiagnosticSink) -> int:
     return 0 if ok else 1
 
 
+def _timed(run: Runner) -> Runner:
+    """`run` with per-instruction times where the target gives none itself: the reference
+    interpreter's steps are timed one by one (mgxir.targets.timing)."""
+    if run is not run_on_ref:
+        return run
+    return run_on_ref_timed
+
+
+def run_on_ref_timed(program: Program, params: dict[str, np.ndarray], sink: DiagnosticSink) -> list[RuntimeValue]:
+    """The reference interpreter, each instruction of `main` timed (submodules inside their caller's time)."""
+    with np.errstate(all="ignore"):
+        return _TimedInterpreter(program, sink).run(params)
+
+
+class _TimedInterpreter(Interpreter):
+    """Times each step of `main`; the names are those the printer gives (`@3`), as the Vulkan target's."""
+
+    def _plan(self, module: Module) -> tuple[list[Step], list[Instruction], list[Instruction]]:
+        plan = super()._plan(module)
+        if module is not self.program.main or getattr(self, "_timed_main", None) is plan:
+            return plan
+        from mgxir.text.printer import print_program
+
+        lines = print_program(self.program).splitlines()
+        names = {ins: line.split(" = ")[0] for ins, line in zip(module, lines[1:])}
+        steps, params, outputs = plan
+        timed = [
+            (ins, _timing_kernel(names.get(ins, ins.op.name), ins.op.name, kernel), args) for ins, kernel, args in steps
+        ]
+        plan = (timed, params, outputs)
+        self._plans[id(module)] = plan
+        self._timed_main = plan
+        return plan
+
+
+def _timing_kernel(name: str, operator: str, kernel: Callable[..., RuntimeValue]) -> Callable[..., RuntimeValue]:
+    from mgxir.targets.timing import record
+
+    def timed(*args: RuntimeValue) -> RuntimeValue:
+        started = time.perf_counter()
+        try:
+            return kernel(*args)
+        finally:
+            record(name, operator, "ref", time.perf_counter() - started)
+
+    return timed
+
+
 @contextlib.contextmanager
 def _target_context(o: RunOptions) -> Iterator[Callable[..., Program]]:
     """The program reader for the run, inside the target's options: an ONNX model is imported as
@@ -436,7 +530,9 @@ def _target_context(o: RunOptions) -> Iterator[Callable[..., Program]]:
     it as it is."""
     is_mlir = o.input_file.endswith((".mlir", ".mlirbc"))
     if o.input_file.endswith(".onnx"):
-        yield lambda path, sink, from_log, log_pass: load_entry("mgxir.drivers.formats:read_onnx")(path, {}, sink)
+        yield lambda path, sink, from_log, log_pass: load_entry("mgxir.drivers.formats:read_onnx")(
+            path, {"batch": o.batch, "input_dim": o.input_dim}, sink
+        )
         return
     if o.target == "gpu":
         from mgxir.targets.gpu.driver import gpu_options, select_device
@@ -462,15 +558,71 @@ def _at_path(spec: str) -> str:
     return spec[1:] if spec.startswith("@") else spec
 
 
+OUTPUT_SUFFIXES = (".npy", ".npz")
+
+
+def output_destination(spec: str) -> str | None:
+    """The file an `--output` writes (None for `-`, standard output), as iree-run-module reads it:
+    `@f.npy` (one output) or `@f.npz` (all outputs, or the one in its place)."""
+    if spec == "-":
+        return None
+    path = _at_path(spec)
+    if not path.endswith(OUTPUT_SUFFIXES):
+        raise MgxError(f"--output={spec}: write @FILE.npy (one output), @FILE.npz (all outputs) or - (standard output)")
+    return path
+
+
 def print_outputs(outputs: dict[str, np.ndarray], limit: int) -> None:
     for key, value in outputs.items():
-        print(f"{key}: {_type_of(value).type_name}, {_dims(value.shape)}")
-        print(format_value(value, limit))
+        print_output(key, value, limit)
 
 
-def save_outputs(outputs: dict[str, np.ndarray], path: str) -> None:
-    """An .npz of the outputs by name (bf16/fp8 as raw bits)."""
+def print_output(key: str, value: np.ndarray, limit: int) -> None:
+    print(f"{key}: {_type_of(value).type_name}, {_dims(value.shape)}")
+    print(format_value(value, limit))
+
+
+def save_outputs(
+    outputs: dict[str, np.ndarray], specs: str | list[str], limit: int = 64, printed: bool = False
+) -> None:
+    """Each `--output` in turn takes the next output (one `@f.npz` alone takes them all, by name):
+    `@f.npy` writes a real .npy, `@f.npz` an .npz (bf16/fp8 as raw bits), `-` prints it (unless all
+    are printed already)."""
+    specs = [specs] if isinstance(specs, str) else specs
+    names = list(outputs)
+    if len(specs) == 1 and specs[0].endswith(".npz"):
+        _save_npz(outputs, _at_path(specs[0]))
+        return
+    if len(specs) > len(names):
+        raise MgxError(f"{len(specs)} --output given but the program has {len(names)} output(s)")
+    if len(specs) < len(names) and any(s.endswith(".npy") for s in specs):
+        raise MgxError(
+            f"the program has {len(names)} outputs: give one --output per output, or one --output=@FILE.npz for all"
+        )
+    for spec, name in zip(specs, names):
+        if spec == "-":
+            if not printed:
+                print_output(name, outputs[name], limit)
+        elif spec.endswith(".npz"):
+            _save_npz({name: outputs[name]}, _at_path(spec))
+        else:
+            array = _storable(outputs[name])
+            _save(lambda file, array=array: np.save(file, array), _at_path(spec))
+
+
+def _save_npz(outputs: dict[str, np.ndarray], path: str) -> None:
+    _save(lambda file: np.savez(file, **{k: _storable(v) for k, v in outputs.items()}), path)
+
+
+def _save(write: Callable[[object], None], path: str) -> None:
+    """Writes atomically, from bytes made in memory, so numpy adds no suffix to the name given."""
+    import io
+
+    from mgxir.text.writer import write_atomically
+
+    buffer = io.BytesIO()
+    write(buffer)
     try:
-        np.savez(path, **{k: _storable(v) for k, v in outputs.items()})
+        write_atomically(path, buffer.getvalue())
     except OSError as e:
         raise MgxError(f"cannot write {path}: {e.strerror or e}") from None

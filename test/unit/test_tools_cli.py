@@ -22,6 +22,9 @@ CASES = [
     (mgx_run, "run_main", ["--quiet", "--target", "ref", "--input=x=-1", "--expected-output=@r.npz"]),
     (mgx_translate, "translate_main", ["--to", "mgx-lossless", "a.mgx"]),
     (mgx_translate, "translate_main", ["--from-log", "a.log", "-o", "o.mgx", "--from=mgx"]),
+    (mgx_translate, "translate_main", ["--input-dim", "@x 1 2", "--batch=3", "--allow-undefined", "a.onnx"]),
+    (mgx_run, "run_main", ["--output=@a.npy", "--output", "-", "--fill", "ones", "--batch", "2", "m.onnx"]),
+    (mgx_opt, "opt_main", ["-q", "--no-verify-each", "--quiet", "a.mgx"]),
 ]
 
 
@@ -76,3 +79,60 @@ def test_a_bad_value_gets_typers_message(capsys: pytest.CaptureFixture[str]) -> 
         cli.run_command(mgx_run.mgx_run, ["--seed", "x", "p.mgx"], prog_name="mgx-run")
     assert exit_info.value.code == 2
     assert "Invalid value for '--seed'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("module", [mgx_opt, mgx_run, mgx_translate])
+def test_typer_reads_the_declarations(module: Any) -> None:
+    """The typer command has exactly the declared options (and --version, --help), with their help."""
+    import typer.core
+    import typer.main
+
+    command = _command(module)
+    click_command = typer.main.get_command(cli.typer_app(command))
+    options = [parameter for parameter in click_command.params if isinstance(parameter, typer.core.TyperOption)]
+    flags = {flag for parameter in options for flag in (*parameter.opts, *parameter.secondary_opts)}
+    declared = {flag for option in command.options.DECLARED for flag in option.flags}
+    negations = {option.negation for option in command.options.DECLARED if option.negation}
+    assert flags == declared | negations | {"--version"}
+    helps = {parameter.name: parameter.help for parameter in click_command.params}
+    assert all(helps[option.name] == option.help for option in command.options.DECLARED)
+
+
+@pytest.mark.parametrize(
+    ("module", "argv", "canonical"),
+    [
+        (mgx_opt, ["-pass-pipeline=fuse", "a.mgx"], ["--pass-pipeline=fuse", "a.mgx"]),
+        (mgx_opt, ["-print-ir-after-all", "-o", "-x.mgx"], ["--print-ir-after-all", "-o", "-x.mgx"]),
+        (mgx_opt, ["--mlir-timing", "--mlir-print-ir-after-all"], ["--timing", "--print-ir-after-all"]),
+        (mgx_opt, ["-p", "-lossless", "-O", "--", "-lossless"], ["-p", "-lossless", "-O", "--", "-lossless"]),
+        (mgx_run, ["--expected_output=@r.npz", "-seed", "-1"], ["--expected-output=@r.npz", "--seed", "-1"]),
+        (mgx_run, ["-unknown-flag", "-q"], ["-unknown-flag", "-q"]),
+    ],
+)
+def test_llvm_and_mlir_spellings(module: Any, argv: list[str], canonical: list[str]) -> None:
+    assert cli.canonical_argv(_command(module), argv) == canonical
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.run_command(mgx_opt.mgx_opt, ["a.mgx", "--version"], prog_name="mgx-opt")
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.startswith("mgx-opt (mgxir) ")
+
+
+def test_options_are_declared_once() -> None:
+    """The options classes take their fields from the declarations: defaults, order, no others."""
+    from mgxir.drivers.opt import OptOptions
+
+    options = OptOptions("a.mgx", pipeline="dce")
+    assert (options.input, options.pipeline, options.verify_each, options.passes) == ("a.mgx", "dce", True, None)
+    assert [o.name for o in OptOptions.DECLARED][:3] == ["input", "output", "lossless"]
+    with pytest.raises(TypeError, match="has no option 'pipline'"):
+        OptOptions(pipline="dce")
+
+
+def test_mlir_pipeline_spelling() -> None:
+    from mgxir.drivers.opt import mlir_pipeline
+
+    assert mlir_pipeline("builtin.module(dce,cse)") == "dce,cse"
+    assert mlir_pipeline("dce,fuse_pointwise{max_rounds=2}") == "dce,fuse_pointwise{max_rounds=2}"
