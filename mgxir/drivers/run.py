@@ -523,6 +523,16 @@ def _timing_kernel(name: str, operator: str, kernel: Callable[..., RuntimeValue]
     return timed
 
 
+def run_on_target(
+    program: Program, params: dict[str, np.ndarray], options: RunOptions, sink: DiagnosticSink
+) -> list[RuntimeValue]:
+    """Runs a program already read on `options.target`, inside that target's options: the one place
+    the Python API (`mgxir.run`) runs a program, as mgx-run does in `_run`."""
+    run = runner(options.target)
+    with _target_context(options):
+        return run(program, params, sink)
+
+
 @contextlib.contextmanager
 def _target_context(o: RunOptions) -> Iterator[Callable[..., Program]]:
     """The program reader for the run, inside the target's options: an ONNX model is imported as
