@@ -16,6 +16,7 @@ from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.drivers.common import check_output_path, read_text, run_guarded
 from mgxir.drivers.options import DeclaredOptions, Option, flag
 from mgxir.ir.program import Program
+from mgxir.progress import progress, set_quiet
 from mgxir.text.parser import parse_program, read_program
 from mgxir.text.writer import render, write_output, write_program
 from mgxir.verifier import verify
@@ -118,6 +119,7 @@ Transform = Callable[[Program, DiagnosticSink, Callable[[], Program] | None], No
 
 def opt_main(options: OptOptions) -> int:
     """Runs mgx-opt; returns the exit code (0, 1 for a user error, 2 for a bug in mgxir)."""
+    set_quiet(options.quiet)
     return run_guarded(lambda sink: _opt(options, sink))
 
 
@@ -140,9 +142,11 @@ def _opt(options: OptOptions, sink: DiagnosticSink) -> int:
     # the input's folder, where its sidecars are (as Path(input).parent for a file that could be read)
     base_dir = None if options.input == "-" else os.path.dirname(options.input)
     if not options.split and not options.verify_diagnostics:
-        program = parse_program(text, filename, base_dir=base_dir, sink=sink)
+        with progress(f"reading {filename}"):
+            program = parse_program(text, filename, base_dir=base_dir, sink=sink)
         transform(program, sink, _reader(text, filename, base_dir))
-        write_program(program, options.output, lossless=options.lossless, sidecar=options.sidecar)
+        with progress("writing" if options.output in (None, "-") else f"writing {options.output}"):
+            write_program(program, options.output, lossless=options.lossless, sidecar=options.sidecar)
         return 0
     # chunks of the input, and their expected diagnostics: imported only by the commands that ask
     from mgxir.drivers.diagnostics_check import Chunk, split_input

@@ -28,6 +28,7 @@ from mgxir.ir.module import Module
 from mgxir.ir.operation import RuntimeValue
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
+from mgxir.progress import progress, set_quiet
 from mgxir.targets.timing import collect_timing
 from mgxir.text.parser import read_program
 from mgxir.verifier import verify
@@ -421,6 +422,7 @@ class RunOptions(DeclaredOptions):
 
 def run_main(options: RunOptions) -> int:
     """Runs mgx-run; returns the exit code (1 also for outputs that do not match)."""
+    set_quiet(options.quiet)
     return run_guarded(lambda sink: _run(options, sink))
 
 
@@ -436,11 +438,12 @@ def _run(o: RunOptions, sink: DiagnosticSink) -> int:
         if path is not None:
             check_output_path(path)
     with _target_context(o) as read:
-        program = read(o.input_file, sink, from_log=o.from_log or o.log_pass is not None, log_pass=o.log_pass)
-        verify(program, sink, runnable=True)
+        with progress(f"reading {o.input_file}"):
+            program = read(o.input_file, sink, from_log=o.from_log or o.log_pass is not None, log_pass=o.log_pass)
+            verify(program, sink, runnable=True)
         check_memory(program)
         params = gather_inputs(program, o.inputs or [], o.fill, o.seed)
-        with collect_timing() as log:
+        with collect_timing() as log, progress(f"running on {o.target}" + _compiles.get(o.target, "")):
             started = time.perf_counter()
             outputs = flatten_outputs(run(program, params, sink) if not o.perf else _timed(run)(program, params, sink))
             seconds = time.perf_counter() - started
@@ -473,6 +476,10 @@ def _run(o: RunOptions, sink: DiagnosticSink) -> int:
             loaded = {"out0": loaded}
         ok = compare(outputs, loaded, o.rms_tol, o.atol, o.rtol) and ok
     return 0 if ok else 1
+
+
+# what a target does in its run besides running, for the progress display
+_compiles = {"iree": " (compiling with IREE, cached)", "gpu": " (compiling kernels, cached; tuning if asked)"}
 
 
 def _timed(run: Runner) -> Runner:
@@ -529,7 +536,7 @@ def run_on_target(
     """Runs a program already read on `options.target`, inside that target's options: the one place
     the Python API (`mgxir.run`) runs a program, as mgx-run does in `_run`."""
     run = runner(options.target)
-    with _target_context(options):
+    with _target_context(options), progress(f"running on {options.target}" + _compiles.get(options.target, "")):
         return run(program, params, sink)
 
 

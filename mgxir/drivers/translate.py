@@ -23,6 +23,7 @@ from mgxir.diagnostics import DiagnosticSink, MgxError, did_you_mean
 from mgxir.drivers.common import check_output_path, load_entry, run_guarded
 from mgxir.drivers.options import DeclaredOptions, Option, flag
 from mgxir.ir.program import Program
+from mgxir.progress import progress, set_quiet
 from mgxir.text.parser import read_program
 from mgxir.text.writer import write_program
 from mgxir.verifier import verify
@@ -146,6 +147,7 @@ class TranslateOptions(DeclaredOptions):
 
 def translate_main(options: TranslateOptions) -> int:
     """Runs mgx-translate; returns the exit code."""
+    set_quiet(options.quiet)
     return run_guarded(lambda sink: _translate(options, sink))
 
 
@@ -169,9 +171,11 @@ def _translate(options: TranslateOptions, sink: DiagnosticSink) -> int:
             raise MgxError("--split-input-file goes with --to-mlir on program text or --from-mlir on MLIR text")
         load_entry("mgxir.drivers.formats:mlir_of_split_input")(options.input, options.output, sink)
         return 0
-    program = read(options.input, format_options, sink)
-    verify(program, sink)
-    write(program, options.output, format_options, sink)
+    with progress(f"reading {options.input} ({source})"):
+        program = read(options.input, format_options, sink)
+        verify(program, sink)
+    with progress(f"writing {options.to}"):
+        write(program, options.output, format_options, sink)
     return 0
 
 
