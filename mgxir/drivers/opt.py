@@ -178,6 +178,7 @@ def _opt_chunks(
             transform(program, sink, _reader(chunk.text, filename, base_dir, chunk.line_map()))
             outputs.append(render(program, options.lossless)[0])
         except MgxError as e:
+            sink.drop_superseded(e.diagnostic)
             sink.flush()
             print(e.render(), file=sys.stderr)
             outputs.append("")
