@@ -139,7 +139,7 @@ def print_text(program: Program, *, lossless: bool = False, file: IO[str] | None
     builtins.print(to_text(program, lossless=lossless), end="", file=file or sys.stdout)
 
 
-def verify(program: Program, *, runnable: bool = False, sink: DiagnosticSink | None = None) -> Program:
+def verify(program: Program, sink: DiagnosticSink | None = None, *, runnable: bool = False) -> Program:
     """Checks definitions, arities and shapes (filling in missing result shapes); raises MgxError
     at the first problem and returns the program otherwise."""
     _registered()
