@@ -388,8 +388,8 @@ class RunOptions(DeclaredOptions):
         flag(
             "perf",
             "--perf",
-            help="Time the run: per-instruction times and shares where the target gives them (ref, vulkan, gpu), "
-            "the whole run's time on every target.",
+            help="Time the run: the whole run on every target; each instruction where the target can (ref, "
+            "vulkan; gpu with shares, as migraphx-driver perf).",
         ),
         flag(
             "exhaustive_tune",

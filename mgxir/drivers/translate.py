@@ -186,12 +186,14 @@ def _entry(table: dict[str, str], name: str, flag: str) -> Any:
 
 
 def spelled_formats(argv: list[str]) -> list[str]:
-    """`--to-NAME` and `--from-NAME` as `--to=NAME` and `--from=NAME`, for the formats in the tables
-    (mlir-translate's style)."""
+    """`--to-NAME` and `--from-NAME` as `--to=NAME` and `--from=NAME` (mlir-translate's style), for
+    every NAME that is not an option of its own: a name not in the tables then gets the driver's
+    "unknown format ...; did you mean" line."""
+    declared = {flag for option in TranslateOptions.DECLARED for flag in option.flags} - {"--from-log"}
     out = []
     for word in argv:
-        for prefix, table in (("--to-", WRITERS), ("--from-", READERS)):
-            if word.startswith(prefix) and word[len(prefix) :] in table:
+        for prefix in ("--to-", "--from-"):
+            if word.startswith(prefix) and len(word) > len(prefix) and "=" not in word and word not in declared:
                 word = f"{prefix[:-1]}={word[len(prefix) :]}"
                 break
         out.append(word)

@@ -340,7 +340,7 @@ def test_translate_reads_undefined_values_only_when_allowed(tmp_path: Path, caps
 
 def test_spelled_and_conflicting_formats() -> None:
     argv = ["--to-mlir", "--from-log", "--to-nosuch", "--from=mgx", "a.mgx", "--to-"]
-    assert spelled_formats(argv) == ["--to=mlir", "--from=log", "--to-nosuch", "--from=mgx", "a.mgx", "--to-"]
+    assert spelled_formats(argv) == ["--to=mlir", "--from=log", "--to=nosuch", "--from=mgx", "a.mgx", "--to-"]
     assert conflicting_formats(["--from-log", "--from=mgx"]) == "choose one of --from-log, --from=mgx"
     assert conflicting_formats(["--to-mlir", "--to=mgx", "--from-mgx"]) == "choose one of --to-mlir, --to=mgx"
     assert conflicting_formats(["--to-mlir", "--from-nosuch", "--from-log"]) is None
