@@ -70,10 +70,10 @@ class MgxError(Exception):
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """`; did you mean 'relu'?` for the closest of `choices` to a misspelt `word` (difflib's ratio of
-    at least 0.6), or an empty string when none is close."""
+    at least 0.7: foo_op is not taken for loop), or an empty string when none is close."""
     import difflib  # on an error only
 
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.7)
     return f"; did you mean '{close[0]}'?" if close else ""
 
 
