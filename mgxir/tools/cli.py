@@ -59,6 +59,7 @@ def canonical_argv(command: Callable[..., Any], argv: Sequence[str]) -> list[str
     declarations = _declarations(command)
     spellings = _by_spelling(declarations)
     primary = {alias: option.long_flag for option in declarations for alias in option.aliases}
+    known = {*spellings, *HELP_OPTIONS, VERSION_OPTION}
     out: list[str] = []
     words = iter(argv)
     for word in words:
@@ -67,7 +68,7 @@ def canonical_argv(command: Callable[..., Any], argv: Sequence[str]) -> list[str
             out.extend(words)
             break
         flag, has_value, value = word.partition("=")
-        if flag.startswith("-") and not flag.startswith("--") and len(flag) > 2 and "-" + flag in spellings:
+        if flag.startswith("-") and not flag.startswith("--") and len(flag) > 2 and "-" + flag in known:
             flag = "-" + flag  # -pass-pipeline: LLVM's tools take long flags after one dash
         if flag in primary:
             flag = primary[flag]

@@ -107,6 +107,7 @@ def test_typer_reads_the_declarations(module: Any) -> None:
         (mgx_opt, ["-p", "-lossless", "-O", "--", "-lossless"], ["-p", "-lossless", "-O", "--", "-lossless"]),
         (mgx_run, ["--expected_output=@r.npz", "-seed", "-1"], ["--expected-output=@r.npz", "--seed", "-1"]),
         (mgx_run, ["-unknown-flag", "-q"], ["-unknown-flag", "-q"]),
+        (mgx_translate, ["-help", "-version"], ["--help", "--version"]),
     ],
 )
 def test_llvm_and_mlir_spellings(module: Any, argv: list[str], canonical: list[str]) -> None:
