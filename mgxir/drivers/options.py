@@ -105,7 +105,3 @@ class DeclaredOptions(Record):
             raise TypeError(f"{type(self).__name__} has no option '{unknown[0]}'")
         for name, default in defaults.items():
             setattr(self, name, given.get(name, default))
-
-    @classmethod
-    def declared(cls, name: str) -> Option:
-        return next(o for o in cls.DECLARED if o.name == name)
