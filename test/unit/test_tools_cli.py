@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mgxir.tools import cli, mgx_opt, mgx_run, mgx_translate
 
@@ -137,3 +139,27 @@ def test_mlir_pipeline_spelling() -> None:
 
     assert mlir_pipeline("builtin.module(dce,cse)") == "dce,cse"
     assert mlir_pipeline("dce,fuse_pointwise{max_rounds=2}") == "dce,fuse_pointwise{max_rounds=2}"
+
+
+@st.composite
+def _command_lines(draw: st.DrawFn, module: Any) -> tuple[list[str], list[str]]:
+    """A command line of declared long options with values, written with two dashes and with LLVM's one."""
+    options = [o for o in _command(module).options.DECLARED if any(f.startswith("--") for f in o.flags)]
+    chosen = draw(st.lists(st.sampled_from(options), max_size=6))
+    value = st.text(alphabet="abc-=@. 01", min_size=1, max_size=6)
+    double: list[str] = []
+    single: list[str] = []
+    for option in chosen:
+        words = [] if option.kind is bool else [draw(value) if option.kind is str else "1"]
+        double += [option.long_flag, *words]
+        single += [option.long_flag[1:], *words]
+    return double, single
+
+
+@given(st.data())
+@settings(max_examples=60, deadline=None)
+def test_one_dash_reads_as_two(data: st.DataObject) -> None:
+    for module in (mgx_opt, mgx_run, mgx_translate):
+        double, single = data.draw(_command_lines(module))
+        command = _command(module)
+        assert cli.canonical_argv(command, single) == cli.canonical_argv(command, double) == double
