@@ -82,6 +82,8 @@ class _Display:
                     TimeElapsedColumn(),
                     console=Console(file=_stream(), force_terminal=True),
                     transient=True,
+                    # the program text goes to standard output unchanged, never through the display
+                    redirect_stdout=False,
                 )
                 cls.progress.start()
             cls.tasks += 1

@@ -79,3 +79,14 @@ def test_the_tools_show_it_on_a_terminal_and_q_silences_it() -> None:
     example = str(ROOT / "examples" / "fuse.mgx")
     assert b"passes" in _tool_on_a_terminal(example, "-p", "fuse")
     assert _tool_on_a_terminal(example, "-p", "fuse", "-q") == b""
+
+
+def test_standard_output_is_left_alone(capsys: pytest.CaptureFixture[str]) -> None:
+    """The program text written while the display is up goes to standard output, not into the display."""
+    screen = Terminal()
+    progress.configure(stream=screen, delay=0.0)
+    with progress.progress("writing"):
+        time.sleep(0.3)
+        print('module: "main"')
+    assert capsys.readouterr().out == 'module: "main"\n'
+    assert "main" not in screen.getvalue()
