@@ -432,6 +432,8 @@ def _run(o: RunOptions, sink: DiagnosticSink) -> int:
         raise MgxError(f"--fill must be random, zeros, ones or none, not '{o.fill}'")
     if o.fp32_math not in ("ieee", "tf32"):
         raise MgxError(f"--fp32-math must be ieee or tf32, not '{o.fp32_math}'")
+    if (o.batch is not None or o.input_dim) and not o.input_file.endswith(".onnx"):
+        raise MgxError("--batch and --input-dim size an ONNX model's inputs; this program's shapes are written in it")
     output_specs = [o.output] if isinstance(o.output, str) else list(o.output or [])  # a library caller's one
     destinations = [output_destination(spec) for spec in output_specs]
     for path in destinations:
