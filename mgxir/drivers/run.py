@@ -568,7 +568,10 @@ def _target_context(o: RunOptions) -> Iterator[Callable[..., Program]]:
 
     from mgxir.targets.iree import IreeOptions, read_any_program, using
 
-    options = IreeOptions(o.device or "local-task", None if o.cache_dir is None else Path(o.cache_dir), o.timing)
+    # --perf: IREE says how long each phase took (cache lookup, compile, load, run)
+    options = IreeOptions(
+        o.device or "local-task", None if o.cache_dir is None else Path(o.cache_dir), o.timing or o.perf
+    )
     with using(options):
         yield lambda path, sink, from_log, log_pass: read_any_program(path, sink, options, from_log, log_pass)
 
