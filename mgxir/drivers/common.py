@@ -57,6 +57,7 @@ def run_guarded(body: Callable[[DiagnosticSink], int | None]) -> int:
         sink.flush()
         return code
     except MgxError as e:
+        sink.drop_superseded(e.diagnostic)
         sink.flush()
         print(e.render(), file=sys.stderr)
         return 1

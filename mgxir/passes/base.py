@@ -37,7 +37,8 @@ class Pass(abc.ABC):
 
     @classmethod
     def options(cls) -> list[dataclasses.Field]:
-        return list(dataclasses.fields(cls))
+        """The fields a pipeline sets; a `_private` field is the pass's own state, not an option."""
+        return [f for f in dataclasses.fields(cls) if not f.name.startswith("_")]
 
     def pipeline_text(self) -> str:
         """`name` or `name{option=value ...}` for the options that differ from their defaults."""

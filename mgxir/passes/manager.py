@@ -26,6 +26,7 @@ from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.ir.program import Program
 from mgxir.passes.base import Pass, PassContext
 from mgxir.passes.registry import ALIASES, format_pipeline
+from mgxir.progress import Advance, progress
 from mgxir.records import Record
 from mgxir.text.printer import PrintOptions, print_program
 from mgxir.verifier import verify
@@ -86,14 +87,21 @@ class PassManager:
         self, program: Program, sink: DiagnosticSink | None = None, replay: Callable[[], Program] | None = None
     ) -> None:
         """Runs the pipeline on `program`; `replay`, if given, builds the same input afresh."""
-        with cycle_collector_paused():
-            self._run(program, sink, replay)
+        with cycle_collector_paused(), progress("passes", total=len(self.passes)) as advance:
+            self._run(program, sink, replay, advance)
 
-    def _run(self, program: Program, sink: DiagnosticSink | None, replay: Callable[[], Program] | None) -> None:
+    def _run(
+        self,
+        program: Program,
+        sink: DiagnosticSink | None,
+        replay: Callable[[], Program] | None,
+        advance: Advance,
+    ) -> None:
         o = self.options
         keep_snapshot = o.print_after_change or (o.reproducer is not None and replay is None)
         verified = _fingerprint(program) if o.verify_each else None
         for index, p in enumerate(self.passes):
+            advance(0 if index == 0 else 1, p.name)
             if p.name in o.disabled:
                 continue
             if o.print_before_all or p.name in o.print_before:

@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from mgxir.diagnostics import DiagnosticSink, MgxError
+from mgxir.diagnostics import DiagnosticSink, MgxError, did_you_mean
 from mgxir.records import FrozenRecord, Record
 
 if TYPE_CHECKING:
@@ -152,7 +152,7 @@ def find_target(name: str) -> Target:
     """The target of a `--target` name; a name not in TARGETS is a user error listing the names."""
     entry = TARGETS.get(name)
     if entry is None:
-        raise MgxError(f"unknown target '{name}' (available: {', '.join(TARGETS)})")
+        raise MgxError(f"unknown target '{name}'{did_you_mean(name, TARGETS)} (available: {', '.join(TARGETS)})")
     module, _, attribute = entry.entry.partition(":")
     return getattr(importlib.import_module(module), attribute)()
 

@@ -527,7 +527,9 @@ def test_no_gpu_is_one_line(tmp_path: Path) -> None:
     path = tmp_path / "p.mgx"
     path.write_text('module: "main"\n' + PROGRAMS["pointwise_int"].strip() + "\n")
     run = subprocess.run(
-        [sys.executable, "-m", "mgxir.tools.mgx_run", str(path), "--target=gpu"], capture_output=True, text=True
+        [sys.executable, "-m", "mgxir.tools.mgx_run", str(path), "--target=gpu", "--fill=random"],
+        capture_output=True,
+        text=True,
     )
     assert run.returncode == 1
     assert run.stderr.count("\n") == 1 and run.stderr.startswith("error: no usable NVIDIA GPU")
@@ -617,7 +619,17 @@ def test_mgx_run_target_gpu_verify_and_perf(tmp_path: Path) -> None:
     path = tmp_path / "p.mgx"
     path.write_text('module: "main"\n' + PROGRAMS["gemm_bias_relu"].strip() + "\n")
     run = subprocess.run(
-        [sys.executable, "-m", "mgxir.tools.mgx_run", str(path), "--target=gpu", "--verify", "--perf", "-q"],
+        [
+            sys.executable,
+            "-m",
+            "mgxir.tools.mgx_run",
+            str(path),
+            "--target=gpu",
+            "--fill=random",
+            "--verify",
+            "--perf",
+            "-q",
+        ],
         capture_output=True,
         text=True,
     )
