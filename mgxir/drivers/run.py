@@ -349,7 +349,7 @@ class RunOptions(DeclaredOptions):
         Option(
             "target",
             ("--target",),
-            "Where to run: ref (the numpy reference interpreter), iree (see --device), cpu (IREE local-task), vulkan, gpu.",
+            "Where to run: ref (the numpy reference interpreter), iree (see --device), cpu (IREE), vulkan, gpu.",
             default="ref",
         ),
         flag("verify_against_ref", "--verify", help="Run on the target and on ref, compare with the rms rule."),
