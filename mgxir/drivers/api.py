@@ -32,8 +32,10 @@ from mgxir.drivers.run import (
     RunOptions,
     filled,
     run_on_target,
-    runner,
     to_parameter_type,
+)
+from mgxir.drivers.run import (
+    target_options as run_target_options,
 )
 from mgxir.drivers.translate import READERS, WRITERS
 from mgxir.interp import check_memory
@@ -41,6 +43,7 @@ from mgxir.ir.operation import RuntimeValue
 from mgxir.ir.program import Program
 from mgxir.ops import register_all_ops
 from mgxir.records import Record
+from mgxir.targets.base import compiled, find_target
 from mgxir.text.parser import parse_program
 from mgxir.text.writer import render
 from mgxir.verifier import verify as _verify
@@ -201,8 +204,8 @@ class Compiled(Record):
 def compile(program: Program, target: str = "ref", **target_options: Any) -> Compiled:
     """The program checked to run (shapes known, values fit in memory) and bound to a target of
     `mgx-run --target`: ref, iree, cpu, vulkan or gpu, with that target's options (`device="cuda"`,
-    `exhaustive_tune=True`, ...). As with torch.compile, the target's own compilation (IREE's,
-    NVRTC's) happens on the first run, and is cached.
+    `exhaustive_tune=True`, ...), compiled for it now (IREE's module, NVRTC's kernels) and kept for
+    the process (`mgxir.targets.base.compiled`): the runs load what this compiled.
 
     >>> compiled = mgxir.compile(mgxir.parse("x = @param:x -> float_type, {2}, {1}\\n@1 = abs(x)\\n"))
     >>> compiled.run({"x": [-3, 4]})
@@ -210,9 +213,11 @@ def compile(program: Program, target: str = "ref", **target_options: Any) -> Com
     """
     _registered()
     options = RunOptions(target=target, **target_options)
-    runner(target)  # an unknown target, or one whose package is missing, fails here
-    _verify(program, DiagnosticSink(), runnable=True)
+    chosen = find_target(target)  # an unknown target fails here
+    sink = DiagnosticSink()
+    _verify(program, sink, runnable=True)
     check_memory(program)
+    compiled(chosen, program, run_target_options(chosen, options), sink)
     return Compiled(program, options)
 
 
