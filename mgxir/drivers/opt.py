@@ -61,6 +61,7 @@ class OptOptions(Record):
         disable: str | None = None,
         reproducer: str | None = None,
         run_reproducer: bool = False,
+        no_host: bool = False,
     ):
         self.input = input
         self.output = output
@@ -88,6 +89,7 @@ class OptOptions(Record):
         self.disable = disable
         self.reproducer = reproducer
         self.run_reproducer = run_reproducer
+        self.no_host = no_host
 
 
 # (program, sink for its diagnostics, a reader of the same input afresh for a reproducer, or None)
@@ -233,6 +235,9 @@ def _pipeline(options: OptOptions, text: str | None) -> list[Pass]:
 
     load_target_passes(pipeline_text)
     passes = parse_pipeline(pipeline_text)
+    for p in passes:  # --no-host: lowerings that would leave instructions for the host fail instead
+        if options.no_host and hasattr(p, "allow_host"):
+            p.allow_host = False
     if options.dump_pipeline:
         print(f"-p '{format_pipeline(passes)}'" + (" -O-scope=main" if main_only else ""), file=sys.stderr)
     return passes

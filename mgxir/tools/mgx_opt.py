@@ -95,6 +95,10 @@ def mgx_opt(
         bool,
         typer.Option("--run-reproducer", help="The input is a reproducer: run the pipeline named in its first line."),
     ] = False,
+    no_host: Annotated[
+        bool,
+        typer.Option("--no-host", help="A target lowering (-p gpu) fails on an instruction left for the host."),
+    ] = False,
 ) -> None:
     """Parse, verify, transform and print a MIGraphX program.
 

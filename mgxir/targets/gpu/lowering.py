@@ -30,9 +30,9 @@ from mgxir.ir.operation import Operation, ShapeError
 from mgxir.ir.program import Program
 from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape, find_permutation
-from mgxir.passes.base import Pass, PassContext
+from mgxir.passes.base import Pass, PassContext, PassRefusal
 from mgxir.passes.registry import register_pass, register_pipeline
-from mgxir.targets.gpu import dnn, kernels, tune
+from mgxir.targets.gpu import conv_kernels, dnn, kernels, tune
 from mgxir.targets.gpu.compiler import DEFAULT_ARCH, compile_kernel, device_arch
 from mgxir.targets.gpu.kernels import Kernel, Tensor, Unsupported
 from mgxir.targets.gpu.views import view_offset
@@ -40,6 +40,7 @@ from mgxir.text.printer import print_module
 
 VECTOR_ALIGNMENT = 16  # bytes: what memory_coloring must give (the gpu pipeline asks for it)
 FP32_MATH = ("ieee", "tf32")  # how float32 gemms and convolutions multiply (GpuLowering.fp32_math)
+DEPTHWISE = ("kernel", "library")  # what runs depthwise convolutions (GpuLowering.depthwise)
 
 # MIGraphX's GPU target, shortened to the passes mgxir has: fusion, lowering to kernels and library
 # calls, one scratch buffer (16-byte aligned for vector loads). Registered as `gpu` by name.
@@ -123,14 +124,21 @@ class GpuLowering(Pass):
     fuse_attention: bool = True  # dot -> scaled softmax -> dot as cuDNN's fused attention (half, bf16)
     exhaustive_tune: bool = False  # time launch configurations of elementwise kernels on the GPU
     fp32_math: str = "ieee"  # float32 gemms and convolutions: ieee (float32, as MIGraphX) or tf32
+    depthwise: str = "kernel"  # depthwise convolutions: a generated kernel, or the DNN library's
+    allow_host: bool = True  # instructions with no kernel run on the host (each one warned); off: an error
     _timer: object = dataclasses.field(default=None, repr=False)
 
     def apply(self, program: Program, context: PassContext) -> None:
         if self.fp32_math not in FP32_MATH:
             raise MgxError(f"gpu_lowering: fp32_math is one of {', '.join(FP32_MATH)}, not '{self.fp32_math}'")
+        if self.depthwise not in DEPTHWISE:
+            raise MgxError(f"gpu_lowering: depthwise is one of {', '.join(DEPTHWISE)}, not '{self.depthwise}'")
         arch = self.arch or device_arch() or DEFAULT_ARCH
         module = program.main
         placement: Placement = {}
+        self._relaid: set[Instruction] = set()  # results the lowering laid out other than standard
+        self._host_steps: list[tuple[Instruction, str]] = []
+        names = {ins: ins.param_name if ins.is_param else f"@{n}" for n, ins in enumerate(module)}
         for ins in list(module):
             if ins.is_param or ins.is_literal:
                 placement[ins] = (ins, 0)
@@ -139,6 +147,21 @@ class GpuLowering(Pass):
             elif ins.parent is module:
                 self._lower(module, ins, placement, arch, context)
         _drop_unused_modules(program)
+        self._report_host_steps(program, names, context)
+
+    def _report_host_steps(self, program: Program, names: dict[Instruction, str], context: PassContext) -> None:
+        """One warning per instruction left for the host (its operator, its name in the pass's
+        input, why), at its source line where it has one; with allow_host off, the first is an error."""
+        source = getattr(program, "source", None)
+        for ins, why in self._host_steps:
+            message = f"gpu_lowering: '{ins.op.defn.name}' ({names.get(ins, '?')}) runs on the host: {why}"
+            location, line = None, None
+            if source is not None and ins.line:
+                location, line = source.location(ins.line, 1), source.line(ins.line)
+            if not self.allow_host:
+                more = len(self._host_steps) - 1
+                raise PassRefusal(message + (f" (and {more} more host steps)" if more else ""), location, line)
+            context.warn(message, location, line)
 
     def _lower(self, module: Module, ins: Instruction, placement: Placement, arch: str, context: PassContext) -> None:
         source = placement.get(ins.args[0]) if ins.args else None
@@ -149,7 +172,7 @@ class GpuLowering(Pass):
                 return
         name = ins.op.defn.name
         if ins.shape.is_tuple or ins.shape.is_dynamic or any(a.shape.is_tuple for a in ins.args):
-            return self._host(ins, placement, context)
+            return self._host(module, ins, placement, arch, context, "tuple or dynamic shapes")
         try:
             if name in ("dot",):
                 if not (self.fuse_attention and self._attention(module, ins, placement, context)):
@@ -173,11 +196,12 @@ class GpuLowering(Pass):
             elif name in GENERATORS:
                 kernel = GENERATORS[name](ins, inputs, output)
             else:
-                raise Unsupported(name)
-        except Unsupported:
-            return self._host(ins, placement, context)
+                raise Unsupported(f"no GPU kernel for '{name}'")
+        except Unsupported as e:
+            return self._host(module, ins, placement, arch, context, str(e))
+        shaped_for = ins.shape  # what its users were shaped for: replacing `ins` gives it out_shape
         self._emit(module, ins, kernel, compile_kernel(kernel, arch), placement, context, out_shape)
-        if out_shape is not ins.shape:
+        if out_shape is not shaped_for:
             context.count("results kept channels-last")
             self._views_read_standard_copies(module, ins, placement, arch, context)
 
@@ -228,8 +252,18 @@ class GpuLowering(Pass):
         module.replace(ins, lazy)
         return True
 
-    def _host(self, ins: Instruction, placement: Placement, context: PassContext) -> None:
+    def _host(
+        self, module: Module, ins: Instruction, placement: Placement, arch: str, context: PassContext, why: str
+    ) -> None:
+        """`ins` stays for the host, which reads its arguments in the layouts its shape rule was
+        given: a result the lowering laid out channels-last (expecting this user to be rebuilt
+        from its input's layout) reaches it as a standard copy."""
+        for arg in dict.fromkeys(ins.args):
+            if arg in self._relaid:
+                copy = self._copy_into(module, arg, arg.shape.as_standard(), ins, placement, arch, context)
+                ins.replace_arg(arg, copy)
         placement[ins] = (ins, 0)
+        self._host_steps.append((ins, why))
         context.count("left for the host")
 
     def _tensor(self, ins: Instruction, placement: Placement) -> Tensor:
@@ -312,9 +346,16 @@ class GpuLowering(Pass):
         inputs in another layout get one copy (weights are re-laid out once, as literals), results
         keep NHWC strides and views of them read a standard copy. float32 multiplied as float32
         stays channels-first: cuDNN's float32 engines for NHWC graphs are slow (ResNet-50 batch 32
-        on an H100: 71 ms fused and 15.7 ms unfused in NHWC, 9.8 ms fused in NCHW)."""
-        if ins.op["group"] != 1 or ins.shape.dtype not in dnn.IO_TYPES or ins.op["padding_mode"] != 0:
-            raise Unsupported("convolution: grouped, padding-mode or unsupported type")
+        on an H100: 71 ms fused and 15.7 ms unfused in NHWC, 9.8 ms fused in NCHW). Grouped
+        convolutions are cuDNN's too (its graph reads the group count off the weights' channels);
+        depthwise ones are generated kernels (`depthwise=kernel`, see _depthwise). Any
+        padding_mode: for static shapes MIGraphX's parser has written the padding SAME asks for
+        into `padding`, which is all the shape rule and the reference read."""
+        if ins.shape.dtype not in dnn.IO_TYPES:
+            raise Unsupported(f"convolution: cuDNN has no {ins.shape.dtype.type_name} convolution")
+        if self.depthwise == "kernel" and conv_kernels.is_depthwise(ins.op, *(a.shape for a in ins.args)):
+            self._depthwise(module, ins, placement, arch, context)
+            return
         tensor_cores = ins.shape.dtype is not DType.float or self._tf32(ins)
         channels_last = self.channels_last and ins.shape.ndim == 4 and tensor_cores
         layout = channels_last_shape if channels_last else (lambda shape: shape)
@@ -349,6 +390,45 @@ class GpuLowering(Pass):
             context.count("convolution epilogues fused")
         context.count("convolutions")
         if channels_last:
+            self._views_read_standard_copies(module, target, placement, arch, context)
+
+    def _depthwise(
+        self, module: Module, ins: Instruction, placement: Placement, arch: str, context: PassContext
+    ) -> None:
+        """A generated depthwise kernel (conv_kernels.py) that also computes the pointwise module the
+        convolution feeds, reading its input in the layout it has and writing that layout
+        (channels-last between channels-last convolutions: no copy either side)."""
+        x, w = ins.args
+        layout = kept_layout(ins) if self.channels_last else ins.shape
+        fused = find_generated_epilogue(ins, placement) if self.fuse_epilogues else None
+        for target, extras, conv_arg in [fused, (ins, [], 0)] if fused is not None else [(ins, [], 0)]:
+            epilogue = target.module_args[0] if target is not ins else None
+            out_shape = target.shape
+            if layout is not ins.shape:
+                out_shape = Shape.from_permutation(target.shape.dtype, target.shape.lens, find_permutation(layout))
+            tensors = [self._tensor(a, placement) for a in (x, w, *extras)]
+            try:
+                kernel = conv_kernels.depthwise_kernel(
+                    ins.op, tensors[0], tensors[1], Tensor.of(out_shape), epilogue, tensors[2:], conv_arg
+                )
+                break
+            except Unsupported:
+                if target is ins:
+                    raise
+        op = make_op(
+            "gpu::code_object",
+            code_object=compile_kernel(kernel, arch),
+            symbol_name=kernel.symbol,
+            **{"global": kernel.global_size, "local": kernel.local_size},
+        )
+        self._write_into_allocation(module, target, op, [x, w, *extras], placement, out_shape)
+        if target is not ins:
+            module.remove(ins)
+            context.count("depthwise epilogues fused")
+        context.count("depthwise convolutions generated")
+        context.count("kernels generated")
+        if not out_shape.standard:
+            context.count("results kept channels-last")
             self._views_read_standard_copies(module, target, placement, arch, context)
 
     def _tf32(self, ins: Instruction) -> bool:
@@ -401,6 +481,7 @@ class GpuLowering(Pass):
         layouts stay, views whose shape follows their input's strides (step, slice, transpose, ...)
         are reshaped as views of the new layout (and their users looked at in turn), and the others
         (the return, host ops, views that need a standard input) read a standard copy."""
+        self._relaid.add(result)
         for user in list(result.users):
             name = "@return" if user.is_return else user.op.defn.name
             rebuilt = (name in GENERATORS or name in LOWERED_OPS) and not user.op.defn.is_view
@@ -584,6 +665,22 @@ def find_conv_epilogue(
         if placed(extra, placement) is None or not dnn.epilogue_input_supported(extra.shape, conv.shape):
             return None
     return user, extras, list(user.args).index(conv), names
+
+
+def find_generated_epilogue(
+    conv: Instruction, placement: Placement
+) -> tuple[Instruction, list[Instruction], int] | None:
+    """The pointwise user of `conv` a generated kernel can compute after it: (that user, its other
+    operands, the position of the convolution among its operands) or None."""
+    if len(conv.users) != 1:
+        return None
+    user = next(iter(conv.users))
+    if user.op.defn.name != "pointwise" or user.shape.lens != conv.shape.lens or list(user.args).count(conv) != 1:
+        return None
+    extras = [a for a in user.args if a is not conv]
+    if any(placed(e, placement) is None or e.shape.is_tuple or e.shape.is_dynamic for e in extras):
+        return None
+    return user, extras, list(user.args).index(conv)
 
 
 ATTENTION_TYPES = (DType.half, DType.bf16)  # what cuDNN's fused attention reads and writes

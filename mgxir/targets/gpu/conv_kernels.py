@@ -1,0 +1,75 @@
+"""Generated convolution kernels where one beats the DNN library: depthwise convolutions (one input
+channel per group, MobileNet's, EfficientNet's, ConvNeXt's), with the pointwise module the
+convolution feeds (bias, activation, residual add) computed in the same kernel.
+
+One thread per output element, walked in the output's memory order (channels fastest for a
+channels-last output), so that neighbouring threads read neighbouring input channels; the window
+is unrolled (its size is known when the kernel is generated) and accumulated in float (double for
+double), as the reference accumulates in float64 and rounds once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mgxir.ir.dtype import DType
+from mgxir.ir.module import Module
+from mgxir.ir.operation import Operation
+from mgxir.ir.shape import Shape
+from mgxir.targets.gpu import kernels
+from mgxir.targets.gpu.kernels import Kernel, Tensor, Unsupported
+
+
+def is_depthwise(op: Operation, x: Shape, w: Shape) -> bool:
+    """Each group reads one input channel (its output channels a multiple of it)."""
+    return x.ndim >= 3 and op["group"] == x.lens[1] and w.lens[1] == 1 and op["group"] > 1
+
+
+def _element(tensor: Tensor, coords: Sequence[str]) -> str:
+    terms = [f"({c}) * {s}LL" for c, n, s in zip(coords, tensor.lens, tensor.strides) if n != 1 and s != 0]
+    return " + ".join(terms) or "0"
+
+
+def depthwise_kernel(
+    op: Operation,
+    x: Tensor,
+    w: Tensor,
+    output: Tensor,
+    epilogue: Module | None = None,
+    extras: Sequence[Tensor] = (),
+    conv_arg: int = 0,
+) -> Kernel:
+    """out = epilogue(depthwise convolution of x by w, extras...); without an epilogue, the
+    convolution. `conv_arg` is the convolution's position among the epilogue's parameters (name
+    order), the extras fill the others in order; each is read at the output's coordinates."""
+    if not output.dtype.is_float or not x.dtype.is_float:
+        raise Unsupported("generated depthwise convolutions: floating point")
+    k = len(x.lens) - 2
+    pads = list(op["padding"])
+    begin = pads[:k] if len(pads) == 2 * k else pads
+    stride, dilation = op["stride"], op["dilation"]
+    multiplier = w.lens[0] // x.lens[1]
+    acc = "double" if DType.double in (x.dtype, output.dtype) else "float"
+    body = [f"  {acc} acc = 0;", f"  const long long ch = c1 / {multiplier}LL;"]
+    for d in range(k):
+        body.append("#pragma unroll")
+        body.append(f"  for (int w{d} = 0; w{d} < {w.lens[d + 2]}; ++w{d}) {{")
+        body.append(f"  const long long q{d} = c{d + 2} * {stride[d]}LL - {begin[d]}LL + w{d} * {dilation[d]}LL;")
+    inside = " && ".join(f"q{d} >= 0 && q{d} < {x.lens[d + 2]}LL" for d in range(k))
+    x_at = _element(x, ["c0", "ch", *[f"q{d}" for d in range(k)]])
+    w_at = _element(w, ["c1", "0", *[f"w{d}" for d in range(k)]])
+    body.append(f"  if ({inside}) acc += ({acc})mgx_load(x0 + {x_at}) * ({acc})mgx_load(x1 + {w_at});")
+    body.extend("  }" for _ in range(k))
+    value = "acc"
+    if epilogue is not None:
+        coords = [f"c{d}" for d in range(len(output.lens))]
+        loads = []
+        for n, extra in enumerate(extras):
+            ct = kernels.compute_type(extra.dtype)
+            body.append(f"  const {ct} e{n} = mgx_load(x{n + 2} + {_element(extra, coords)});")
+            loads.append(f"e{n}")
+        args = [*loads[:conv_arg], f"({kernels.compute_type(x.dtype)})acc", *loads[conv_arg:]]
+        statements, value = kernels.pointwise_body(epilogue, args, "t")
+        body.extend("  " + s for s in statements)
+    symbol = kernels.kernel_name(epilogue, "depthwise_kernel") if epilogue is not None else "depthwise_kernel"
+    return kernels.indexed_kernel(symbol, [x, w, *extras], output, body, value)

@@ -1,0 +1,183 @@
+"""The GPU target's grouped and depthwise convolutions, padding modes, layouts around host steps,
+and its warnings for host steps. Lowering and NVRTC compilation run everywhere; runs against the
+reference interpreter are marked `gpu`."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mgxir.diagnostics import DiagnosticSink, MgxError
+from mgxir.interp import Interpreter
+from mgxir.targets.gpu.compiler import device_arch
+from mgxir.targets.gpu.driver import compile_for_gpu
+from mgxir.text.parser import parse_program
+from mgxir.verifier import verify
+
+pytest.importorskip("cuda.core")
+
+gpu = pytest.mark.gpu
+needs_gpu = pytest.mark.skipif(device_arch() is None, reason="no GPU")
+
+PROGRAMS = {
+    # MobileNet's block: 1x1 convolution (cuDNN, channels-last), depthwise 3x3 stride 2 with its
+    # bias and relu (SAME padding), 1x1 convolution: the depthwise kernel reads and writes NHWC
+    "depthwise_half_between_convs": """
+x = @param:x -> half_type, {2, 16, 10, 10}, {1600, 100, 10, 1}
+w0 = @param:w0 -> half_type, {32, 16, 1, 1}, {16, 1, 1, 1}
+w1 = @param:w1 -> half_type, {32, 1, 3, 3}, {9, 9, 3, 1}
+b = @param:b -> half_type, {32}, {1}
+w2 = @param:w2 -> half_type, {16, 32, 1, 1}, {32, 1, 1, 1}
+@5 = convolution[padding={1, 1},stride={1, 1},dilation={1, 1},group=1](x,w0)
+@6 = convolution[padding={0, 0, 1, 1},stride={2, 2},dilation={1, 1},group=32,padding_mode=1](@5,w1)
+@7 = broadcast[axis=1,out_lens={2, 32, 6, 6}](b)
+@8 = add(@6,@7)
+@9 = relu(@8)
+@10 = convolution[padding={0, 0},stride={1, 1},dilation={1, 1},group=1](@9,w2)
+@11 = @return(@10)
+""",
+    # a channel multiplier of 2, dilation, float32 (channels-first), residual add in the epilogue
+    "depthwise_float_multiplier": """
+x = @param:x -> float_type, {1, 6, 9, 11}, {594, 99, 11, 1}
+w = @param:w -> float_type, {12, 1, 3, 5}, {15, 15, 5, 1}
+r = @param:r -> float_type, {1, 12, 7, 7}, {588, 49, 7, 1}
+@3 = convolution[padding={1, 2},stride={1, 1},dilation={2, 2},group=6](x,w)
+@4 = add(@3,r)
+@5 = @return(@4)
+""",
+    # a 1-d depthwise convolution (wav2vec2's positional convolution is one, grouped)
+    "depthwise_1d": """
+x = @param:x -> float_type, {2, 8, 20}, {160, 20, 1}
+w = @param:w -> float_type, {8, 1, 5}, {5, 5, 1}
+@2 = convolution[padding={2},stride={1},dilation={1},group=8](x,w)
+@3 = @return(@2)
+""",
+    # ResNeXt's grouped 3x3 and a grouped float16 one after it: cuDNN, in NHWC for half
+    "grouped_half": """
+x = @param:x -> half_type, {2, 32, 8, 8}, {2048, 64, 8, 1}
+w0 = @param:w0 -> half_type, {32, 8, 3, 3}, {72, 9, 3, 1}
+w1 = @param:w1 -> half_type, {16, 4, 1, 1}, {4, 1, 1, 1}
+@3 = convolution[padding={1, 1},stride={1, 1},dilation={1, 1},group=4](x,w0)
+@4 = relu(@3)
+@5 = convolution[padding={0, 0},stride={2, 2},dilation={1, 1},group=8](@4,w1)
+@6 = @return(@5)
+""",
+    "grouped_float_same_lower": """
+x = @param:x -> float_type, {1, 8, 7, 7}, {392, 49, 7, 1}
+w = @param:w -> float_type, {8, 4, 2, 2}, {16, 4, 2, 1}
+@2 = convolution[padding={1, 1, 0, 0},stride={1, 1},dilation={1, 1},group=2,padding_mode=2](x,w)
+@3 = @return(@2)
+""",
+    # a channels-last convolution result whose consumer has no kernel (fp8 has no GPU type) and
+    # runs on the host: it reads a standard copy (the float16 ShuffleNet failure:
+    # `pass 'gpu_lowering' left invalid IR`)
+    "channels_last_into_host_step": """
+x = @param:x -> half_type, {1, 8, 6, 6}, {288, 36, 6, 1}
+w = @param:w -> half_type, {8, 8, 3, 3}, {72, 9, 3, 1}
+@2 = convolution[padding={1, 1},stride={1, 1},dilation={1, 1},group=1](x,w)
+@3 = pooling[mode=max,padding={0, 0},stride={2, 2},lengths={2, 2}](@2)
+@4 = convert[target_type=12](@3)
+@5 = convert[target_type=1](@4)
+@6 = @return(@5)
+""",
+}
+
+
+def _program(text: str):
+    program = parse_program('module: "main"\n' + text.strip() + "\n")
+    verify(program, DiagnosticSink())
+    return program
+
+
+def _inputs(program, seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {
+        p.param_name: rng.uniform(-1, 1, p.shape.lens).astype(p.shape.dtype.numpy) for p in program.main.parameters()
+    }
+
+
+@pytest.fixture(scope="module")
+def lowered() -> dict[str, object]:
+    return {name: compile_for_gpu(_program(text), arch="sm_90") for name, text in PROGRAMS.items()}
+
+
+def _names(program) -> list[str]:
+    return [i.op.defn.name for i in program.main]
+
+
+def _symbols(program) -> list[str]:
+    return [i.op["symbol_name"] for i in program.main if i.op.defn.name == "gpu::code_object"]
+
+
+def test_depthwise_is_one_generated_kernel_with_its_epilogue(lowered: dict) -> None:
+    program = lowered["depthwise_half_between_convs"]
+    assert _names(program).count("gpu::convolution") == 2
+    assert "add_relu_depthwise_kernel" in _symbols(program)
+    # channels-last from the first convolution to the last: only the input and the result copied
+    assert sorted(s for s in _symbols(program) if s.endswith(("layout_kernel", "contiguous_kernel"))) == [
+        "contiguous_kernel",
+        "layout_kernel",
+    ]
+    depthwise = next(i for i in program.main if i.op.defn.name == "gpu::code_object" and "depthwise" in i.op.text)
+    assert depthwise.shape.strides == (1152, 1, 192, 32)  # NHWC, as the 1x1 convolution wrote it
+    for name in ("depthwise_float_multiplier", "depthwise_1d"):
+        assert "convolution" not in _names(lowered[name]), name
+        assert any("depthwise_kernel" in s for s in _symbols(lowered[name])), name
+
+
+def test_grouped_convolutions_are_library_calls(lowered: dict) -> None:
+    for name in ("grouped_half", "grouped_float_same_lower"):
+        calls = [i for i in lowered[name].main if i.op.defn.name == "gpu::convolution"]
+        assert calls and all(c.op["op"]["group"] > 1 for c in calls), name
+        assert "convolution" not in _names(lowered[name])
+
+
+def test_depthwise_through_the_library_when_asked() -> None:
+    from mgxir.passes.manager import PassManager
+    from mgxir.passes.registry import parse_pipeline
+    from mgxir.targets.gpu.lowering import GPU_PIPELINE
+
+    program = _program(PROGRAMS["depthwise_1d"])
+    PassManager(parse_pipeline(GPU_PIPELINE.replace("gpu_lowering", "gpu_lowering{depthwise=library}"))).run(program)
+    assert _names(program).count("gpu::convolution") == 1
+    with pytest.raises(MgxError, match="depthwise is one of kernel, library"):
+        PassManager(parse_pipeline("gpu_lowering{depthwise=other}")).run(_program(PROGRAMS["depthwise_1d"]))
+
+
+def test_host_step_reads_a_standard_copy_of_a_channels_last_result(lowered: dict) -> None:
+    program = lowered["channels_last_into_host_step"]  # compile_for_gpu verified it after each pass
+    host = [i for i in program.main if i.op.defn.name == "pointwise"]
+    assert len(host) == 1
+    assert all(a.shape.standard for a in host[0].args)
+    assert "contiguous_kernel" in _symbols(program)
+
+
+def test_every_depthwise_kernel_compiles(lowered: dict) -> None:
+    for program in lowered.values():
+        for ins in program.main:
+            if ins.op.defn.name == "gpu::code_object":
+                assert ins.op["code_object"].binary.startswith(b"\x7fELF")
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+@pytest.mark.parametrize("depthwise", ["kernel", "library"])
+def test_convolutions_match_reference(name: str, depthwise: str) -> None:
+    from mgxir.drivers.run import flatten_outputs, rms_error
+    from mgxir.passes.manager import PassManager
+    from mgxir.passes.registry import parse_pipeline
+    from mgxir.targets.gpu.lowering import GPU_PIPELINE
+    from mgxir.targets.gpu.runtime import GpuExecutable
+
+    program = _program(PROGRAMS[name])
+    params = _inputs(program)
+    lowered = _program(PROGRAMS[name])
+    pipeline = GPU_PIPELINE.replace("gpu_lowering", f"gpu_lowering{{depthwise={depthwise}}}")
+    PassManager(parse_pipeline(pipeline)).run(lowered)
+    got = flatten_outputs(GpuExecutable(lowered).run(params))
+    with np.errstate(all="ignore"):
+        want = flatten_outputs(Interpreter(program).run(params))
+    for key in want:
+        limit = 1e-2 if want[key].dtype == np.float16 else 1e-4
+        assert rms_error(np.asarray(got[key], np.float64), np.asarray(want[key], np.float64)) <= limit, key
