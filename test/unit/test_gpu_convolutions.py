@@ -181,3 +181,11 @@ def test_convolutions_match_reference(name: str, depthwise: str) -> None:
     for key in want:
         limit = 1e-2 if want[key].dtype == np.float16 else 1e-4
         assert rms_error(np.asarray(got[key], np.float64), np.asarray(want[key], np.float64)) <= limit, key
+
+
+def test_perf_batch_size_is_the_first_inputs_leading_dimension() -> None:
+    from mgxir.targets.gpu.runtime import batch_size
+
+    assert batch_size(_program(PROGRAMS["grouped_half"])) == 2
+    assert batch_size(_program("s = @param:s -> float_type\nx = @param:x -> float_type, {8, 3}\n@2 = @return(x)")) == 8
+    assert batch_size(_program("s = @param:s -> float_type\n@1 = @return(s)")) == 1
