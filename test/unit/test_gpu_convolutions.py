@@ -68,6 +68,16 @@ w = @param:w -> float_type, {8, 4, 2, 2}, {16, 4, 2, 1}
 @2 = convolution[padding={1, 1, 0, 0},stride={1, 1},dilation={1, 1},group=2,padding_mode=2](x,w)
 @3 = @return(@2)
 """,
+    # inputs already channels-last: the convolutions' results are NHWC by their shape rule, so the
+    # return reads them as they are (no copy to a standard layout the program never asked for)
+    "channels_last_input_to_return": """
+x = @param:x -> half_type, {2, 16, 12, 12}, {2304, 1, 192, 16}
+w0 = @param:w0 -> half_type, {16, 1, 3, 3}, {9, 9, 3, 1}
+w1 = @param:w1 -> half_type, {16, 8, 3, 3}, {72, 9, 3, 1}
+@3 = convolution[padding={1, 1},stride={2, 2},dilation={1, 1},group=16](x,w0)
+@4 = convolution[padding={1, 1},stride={1, 1},dilation={1, 1},group=2](@3,w1)
+@5 = @return(@3,@4)
+""",
     # a channels-last convolution result whose consumer has no kernel (fp8 has no GPU type) and
     # runs on the host: it reads a standard copy (the float16 ShuffleNet failure:
     # `pass 'gpu_lowering' left invalid IR`)
@@ -142,6 +152,14 @@ def test_depthwise_through_the_library_when_asked() -> None:
     assert _names(program).count("gpu::convolution") == 1
     with pytest.raises(MgxError, match="depthwise is one of kernel, library"):
         PassManager(parse_pipeline("gpu_lowering{depthwise=other}")).run(_program(PROGRAMS["depthwise_1d"]))
+
+
+def test_channels_last_inputs_need_no_copies(lowered: dict) -> None:
+    program = lowered["channels_last_input_to_return"]
+    assert sorted(_symbols(program)) == ["depthwise_kernel", "layout_kernel"]
+    layout = next(i for i in program.main if i.op.defn.name == "gpu::code_object" and "layout_kernel" in i.op.text)
+    assert layout.args[0].param_name == "w1"  # the grouped convolution's weights (a parameter), once
+    assert _names(program).count("gpu::convolution") == 1
 
 
 def test_host_step_reads_a_standard_copy_of_a_channels_last_result(lowered: dict) -> None:

@@ -136,7 +136,7 @@ class GpuLowering(Pass):
         arch = self.arch or device_arch() or DEFAULT_ARCH
         module = program.main
         placement: Placement = {}
-        self._relaid: set[Instruction] = set()  # results the lowering laid out other than standard
+        self._relaid: dict[Instruction, Shape] = {}  # results laid out anew: what users were shaped for
         self._host_steps: list[tuple[Instruction, str]] = []
         names = {ins: ins.param_name if ins.is_param else f"@{n}" for n, ins in enumerate(module)}
         for ins in list(module):
@@ -201,9 +201,9 @@ class GpuLowering(Pass):
             return self._host(module, ins, placement, arch, context, str(e))
         shaped_for = ins.shape  # what its users were shaped for: replacing `ins` gives it out_shape
         self._emit(module, ins, kernel, compile_kernel(kernel, arch), placement, context, out_shape)
-        if out_shape is not shaped_for:
+        if out_shape != shaped_for:
             context.count("results kept channels-last")
-            self._views_read_standard_copies(module, ins, placement, arch, context)
+            self._users_read_their_layout(module, ins, shaped_for, placement, arch, context)
 
     def _emit(
         self,
@@ -256,11 +256,11 @@ class GpuLowering(Pass):
         self, module: Module, ins: Instruction, placement: Placement, arch: str, context: PassContext, why: str
     ) -> None:
         """`ins` stays for the host, which reads its arguments in the layouts its shape rule was
-        given: a result the lowering laid out channels-last (expecting this user to be rebuilt
-        from its input's layout) reaches it as a standard copy."""
+        given: a result the lowering laid out anew (channels-last, expecting this user to be
+        rebuilt from its input's layout) reaches it as a copy in the layout it was shaped for."""
         for arg in dict.fromkeys(ins.args):
             if arg in self._relaid:
-                copy = self._copy_into(module, arg, arg.shape.as_standard(), ins, placement, arch, context)
+                copy = self._copy_into(module, arg, self._relaid[arg], ins, placement, arch, context)
                 ins.replace_arg(arg, copy)
         placement[ins] = (ins, 0)
         self._host_steps.append((ins, why))
@@ -381,6 +381,7 @@ class GpuLowering(Pass):
             ]
             module_args = [target.module_args[0]]
             op = make_op("gpu::convolution", op=ins.op, epilogue="_".join(names), conv_arg=conv_arg, tf32=tf32)
+        shaped_for = target.shape
         allocation = module.insert(target, make_op("allocate", shape=layout(target.shape)))
         placement[allocation] = (allocation, 0)
         module.replace(target, op, [x, w, *extras, allocation], module_args)
@@ -389,8 +390,8 @@ class GpuLowering(Pass):
             module.remove(ins)
             context.count("convolution epilogues fused")
         context.count("convolutions")
-        if channels_last:
-            self._views_read_standard_copies(module, target, placement, arch, context)
+        if target.shape != shaped_for:
+            self._users_read_their_layout(module, target, shaped_for, placement, arch, context)
 
     def _depthwise(
         self, module: Module, ins: Instruction, placement: Placement, arch: str, context: PassContext
@@ -421,15 +422,16 @@ class GpuLowering(Pass):
             symbol_name=kernel.symbol,
             **{"global": kernel.global_size, "local": kernel.local_size},
         )
+        shaped_for = target.shape
         self._write_into_allocation(module, target, op, [x, w, *extras], placement, out_shape)
         if target is not ins:
             module.remove(ins)
             context.count("depthwise epilogues fused")
         context.count("depthwise convolutions generated")
         context.count("kernels generated")
-        if not out_shape.standard:
+        if out_shape != shaped_for:
             context.count("results kept channels-last")
-            self._views_read_standard_copies(module, target, placement, arch, context)
+            self._users_read_their_layout(module, target, shaped_for, placement, arch, context)
 
     def _tf32(self, ins: Instruction) -> bool:
         return self.fp32_math == "tf32" and ins.shape.dtype is DType.float
@@ -474,25 +476,33 @@ class GpuLowering(Pass):
         self._emit(module, copy, kernel, compile_kernel(kernel, arch), placement, context)
         return copy
 
-    def _views_read_standard_copies(
-        self, module: Module, result: Instruction, placement: Placement, arch: str, context: PassContext
+    def _users_read_their_layout(
+        self,
+        module: Module,
+        result: Instruction,
+        shaped_for: Shape,
+        placement: Placement,
+        arch: str,
+        context: PassContext,
     ) -> None:
-        """Users were shaped for a standard result: those the lowering rebuilds from their inputs'
-        layouts stay, views whose shape follows their input's strides (step, slice, transpose, ...)
-        are reshaped as views of the new layout (and their users looked at in turn), and the others
-        (the return, host ops, views that need a standard input) read a standard copy."""
-        self._relaid.add(result)
+        """Users were shaped for a `shaped_for` result (standard, mostly): those the lowering
+        rebuilds from their inputs' layouts stay, views whose shape follows their input's strides
+        (step, slice, transpose, ...) are reshaped as views of the new layout (and their users
+        looked at in turn), and the others (the return, host ops, views that need a standard
+        input) read a copy in that layout."""
+        self._relaid[result] = shaped_for
         for user in list(result.users):
             name = "@return" if user.is_return else user.op.defn.name
             rebuilt = (name in GENERATORS or name in LOWERED_OPS) and not user.op.defn.is_view
             if rebuilt:
                 continue
+            before = user.shape
             if not user.is_return and user.op.defn.is_view and follow_layout(user, result):
                 placement.pop(user, None)
                 context.count("views of channels-last results kept")
-                self._views_read_standard_copies(module, user, placement, arch, context)
+                self._users_read_their_layout(module, user, before, placement, arch, context)
                 continue
-            copy = self._copy_into(module, result, result.shape.as_standard(), user, placement, arch, context)
+            copy = self._copy_into(module, result, shaped_for, user, placement, arch, context)
             user.replace_arg(result, copy)
 
     def _gemm_operand(
