@@ -30,6 +30,23 @@ def _element(tensor: Tensor, coords: Sequence[str]) -> str:
     return " + ".join(terms) or "0"
 
 
+def channel_vector_width(x: Tensor, output: Tensor, multiplier: int) -> int:
+    """Channels each thread computes, moved as one 16-byte (or narrower) vector of the input and
+    the output: where channels are contiguous in both (channels-last), every other stride and the
+    channel count are multiples of the width, and the pointers are aligned; else 1."""
+    if multiplier != 1 or x.strides[1] != 1 or output.strides[1] != 1 or not (x.aligned and output.aligned):
+        return 1
+    width = max(1, 16 // max(x.dtype.itemsize, output.dtype.itemsize))
+
+    def fits(t: Tensor) -> bool:
+        others = (s for d, (n, s) in enumerate(zip(t.lens, t.strides)) if d != 1 and n != 1)
+        return t.lens[1] % width == 0 and all(s % width == 0 for s in others)
+
+    while width > 1 and not (fits(x) and fits(output)):
+        width //= 2
+    return width
+
+
 def depthwise_kernel(
     op: Operation,
     x: Tensor,
@@ -41,7 +58,9 @@ def depthwise_kernel(
 ) -> Kernel:
     """out = epilogue(depthwise convolution of x by w, extras...); without an epilogue, the
     convolution. `conv_arg` is the convolution's position among the epilogue's parameters (name
-    order), the extras fill the others in order; each is read at the output's coordinates."""
+    order), the extras fill the others in order; each is read at the output's coordinates. Each
+    thread computes `channel_vector_width` neighbouring channels (a vector load of the input per
+    window position, one vector store)."""
     if not output.dtype.is_float or not x.dtype.is_float:
         raise Unsupported("generated depthwise convolutions: floating point")
     k = len(x.lens) - 2
@@ -49,27 +68,54 @@ def depthwise_kernel(
     begin = pads[:k] if len(pads) == 2 * k else pads
     stride, dilation = op["stride"], op["dilation"]
     multiplier = w.lens[0] // x.lens[1]
+    width = channel_vector_width(x, output, multiplier)
     acc = "double" if DType.double in (x.dtype, output.dtype) else "float"
-    body = [f"  {acc} acc = 0;", f"  const long long ch = c1 / {multiplier}LL;"]
+    channel = f"(c1 * {width}LL + e)"  # the output channel of lane e (c1 counts vectors)
+    body = [f"  {acc} acc[{width}] = {{}};"]
     for d in range(k):
         body.append("#pragma unroll")
         body.append(f"  for (int w{d} = 0; w{d} < {w.lens[d + 2]}; ++w{d}) {{")
         body.append(f"  const long long q{d} = c{d + 2} * {stride[d]}LL - {begin[d]}LL + w{d} * {dilation[d]}LL;")
     inside = " && ".join(f"q{d} >= 0 && q{d} < {x.lens[d + 2]}LL" for d in range(k))
-    x_at = _element(x, ["c0", "ch", *[f"q{d}" for d in range(k)]])
-    w_at = _element(w, ["c1", "0", *[f"w{d}" for d in range(k)]])
-    body.append(f"  if ({inside}) acc += ({acc})mgx_load(x0 + {x_at}) * ({acc})mgx_load(x1 + {w_at});")
+    window = [f"q{d}" for d in range(k)]
+    w_at = _element(w, [channel, "0", *[f"w{d}" for d in range(k)]])
+    body.append(f"  if ({inside}) {{")
+    if width > 1:
+        vector = f"mgx_vec<{kernels.storage_type(x.dtype)}, {width}>"
+        x_at = _element(x, ["c0", f"c1 * {width}LL", *window])
+        body.append(f"    const {vector} xv = *(const {vector}*)(x0 + {x_at});")
+        load = "mgx_load(&xv.v[e])"
+    else:
+        load = f"mgx_load(x0 + {_element(x, ['c0', f'c1 / {multiplier}LL', *window])})"
+    body.append("#pragma unroll")
+    body.append(f"    for (int e = 0; e < {width}; ++e) acc[e] += ({acc}){load} * ({acc})mgx_load(x1 + {w_at});")
+    body.append("  }")
     body.extend("  }" for _ in range(k))
-    value = "acc"
+    out_type = kernels.storage_type(output.dtype)
+    body.append(f"  mgx_vec<{out_type}, {width}> r;")
+    body.append("#pragma unroll")
+    body.append(f"  for (int e = 0; e < {width}; ++e) {{")
+    value = "acc[e]"
     if epilogue is not None:
-        coords = [f"c{d}" for d in range(len(output.lens))]
+        coords = ["c0", channel, *[f"c{d}" for d in range(2, len(output.lens))]]
         loads = []
         for n, extra in enumerate(extras):
             ct = kernels.compute_type(extra.dtype)
             body.append(f"  const {ct} e{n} = mgx_load(x{n + 2} + {_element(extra, coords)});")
             loads.append(f"e{n}")
-        args = [*loads[:conv_arg], f"({kernels.compute_type(x.dtype)})acc", *loads[conv_arg:]]
+        args = [*loads[:conv_arg], f"({kernels.compute_type(x.dtype)})acc[e]", *loads[conv_arg:]]
         statements, value = kernels.pointwise_body(epilogue, args, "t")
         body.extend("  " + s for s in statements)
+    body.append(f"  mgx_store(&r.v[e], {value});")
+    body.append("  }")
     symbol = kernels.kernel_name(epilogue, "depthwise_kernel") if epilogue is not None else "depthwise_kernel"
-    return kernels.indexed_kernel(symbol, [x, w, *extras], output, body, value)
+    return kernels.indexed_kernel(
+        symbol, [x, w, *extras], _in_vectors(output, width), body, "r", f"mgx_vec<{out_type}, {width}>"
+    )
+
+
+def _in_vectors(t: Tensor, width: int) -> Tensor:
+    """`t` with its channels counted in vectors of `width` (their element stride the width)."""
+    lens, strides = list(t.lens), list(t.strides)
+    lens[1], strides[1] = lens[1] // width, width if width > 1 else strides[1]
+    return Tensor(t.dtype, tuple(lens), tuple(strides), t.aligned)
