@@ -32,7 +32,7 @@ from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape, find_permutation
 from mgxir.passes.base import Pass, PassContext, PassRefusal
 from mgxir.passes.registry import register_pass, register_pipeline
-from mgxir.targets.gpu import conv_kernels, dnn, kernels, tune
+from mgxir.targets.gpu import conv_kernels, data_kernels, dnn, kernels, tune
 from mgxir.targets.gpu.compiler import DEFAULT_ARCH, compile_kernel, device_arch
 from mgxir.targets.gpu.kernels import Kernel, Tensor, Unsupported
 from mgxir.targets.gpu.views import view_offset
@@ -69,8 +69,45 @@ def _gather(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
 
 def _pad(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
     if ins.op["mode"] != 0:
-        raise Unsupported("only constant padding has a kernel")
+        return data_kernels.pad_kernel(inputs[0], tuple(ins.op["pads"]), ins.op["mode"], output)
     return kernels.pad_kernel(inputs[0], tuple(ins.op["pads"]), float(ins.op["value"]), output)
+
+
+def _reverse(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    rank = len(output.lens)
+    return data_kernels.reverse_kernel(inputs[0], [a % rank for a in ins.op["axes"]], output)
+
+
+def _onehot(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    if ins.op["depth"] is None:
+        raise Unsupported("onehot with its depth as an input (a dynamic shape)")
+    axis = ins.op["axis"] % len(output.lens)
+    return data_kernels.onehot_kernel(inputs[0], inputs[1], axis, ins.op["depth"], output)
+
+
+def _resize(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    if len(inputs) != 1:
+        raise Unsupported("resize with its sizes or scales as an input")
+    return data_kernels.resize_kernel(ins.op, inputs[0], output)
+
+
+def _gathernd(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    return data_kernels.gathernd_kernel(inputs[0], inputs[1], ins.op["batch_dims"], output)
+
+
+def _fill(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    return data_kernels.fill_kernel(inputs[0], output)
+
+
+def _unpack_int4(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    return data_kernels.unpack_int4_kernel(inputs[0], ins.op["axis"] % len(output.lens), output)
+
+
+def _concat_past_present(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    new, seqlens, cache = inputs
+    if len(new.lens) != 4 or len(cache.lens) != 4 or len(seqlens.lens) != 1:
+        raise Unsupported("concat_past_present takes (batch, heads, rows, head size) tensors")
+    return data_kernels.concat_past_present_kernel(new, seqlens, cache, ins.op["kv_num_heads"], output)
 
 
 def _pooling(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
@@ -99,6 +136,13 @@ GENERATORS: dict[str, Generator] = {
     "concat": _concat,
     "gather": _gather,
     "pad": _pad,
+    "reverse": _reverse,
+    "onehot": _onehot,
+    "resize": _resize,
+    "gathernd": _gathernd,
+    "fill": _fill,
+    "unpack_int4": _unpack_int4,
+    "concat_past_present": _concat_past_present,
     "pooling": _pooling,
     "convolution": _convolution,  # where the platform has no DNN library (library_convolution off)
     "contiguous": _copy,

@@ -1,0 +1,231 @@
+"""Generated kernels for the data-movement and indexing operators that ran on the host: pad's
+reflect and edge modes, reverse, onehot, resize (nearest, linear, cubic: separable taps whose
+positions and weights are computed here, as the reference computes them, and written into the
+kernel), gathernd, fill, unpack_int4 and concat_past_present (the KV-cache update).
+
+Each is one thread per output element with coordinates `c<d>` (kernels.indexed_kernel), computing
+what the operator's reference (mgxir/ops) computes for that element.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from mgxir.ir.dtype import DType
+from mgxir.ir.operation import Operation
+from mgxir.ops.nn import _RESIZE_COORDINATES, _RESIZE_NEAREST, _cubic_kernel  # the reference's own formulas
+from mgxir.targets.gpu.kernels import Kernel, Tensor, Unsupported, compute_type, indexed_kernel
+
+
+def _at(tensor: Tensor, coords: Sequence[str]) -> str:
+    terms = [f"({c}) * {s}LL" for c, n, s in zip(coords, tensor.lens, tensor.strides) if n != 1 and s != 0]
+    return " + ".join(terms) or "0"
+
+
+def _coords(rank: int) -> list[str]:
+    return [f"c{d}" for d in range(rank)]
+
+
+# pad mode -> the source coordinate `s` (may be outside [0, n)) mapped into [0, n)
+_PAD_INDEX = {
+    1: lambda s, n: f"mgx_reflect({s}, {n}LL)",  # reflect (numpy's: the edge is not repeated)
+    2: lambda s, n: f"({s} < 0 ? 0LL : ({s} >= {n}LL ? {n - 1}LL : {s}))",  # edge
+}
+_REFLECT = """
+__device__ inline long long mgx_reflect(long long s, long long n) {
+  if (n == 1) return 0;
+  const long long period = 2 * (n - 1);
+  long long t = s % period;
+  if (t < 0) t += period;
+  return t >= n ? period - t : t;
+}
+"""
+
+
+def pad_kernel(source: Tensor, pads: Sequence[int], mode: int, output: Tensor) -> Kernel:
+    """reflect (1) and edge (2) padding; negative pads crop, as in the reference."""
+    if mode not in _PAD_INDEX:
+        raise Unsupported(f"pad mode {mode}")
+    body = []
+    coords = []
+    for d, n in enumerate(source.lens):
+        body.append(f"  const long long s{d} = c{d} - {pads[d]}LL;")
+        body.append(f"  const long long p{d} = {_PAD_INDEX[mode](f's{d}', n)};")
+        coords.append(f"p{d}")
+    kernel = indexed_kernel("pad_kernel", [source], output, body, f"mgx_load(x0 + {_at(source, coords)})")
+    return _with_helper(kernel, _REFLECT)
+
+
+def _with_helper(kernel: Kernel, helper: str) -> Kernel:
+    """`kernel` with a device function defined before its entry point."""
+    head, entry, rest = kernel.source.partition('extern "C"')
+    return Kernel(kernel.symbol, head + helper + entry + rest, kernel.global_size, kernel.local_size)
+
+
+def reverse_kernel(source: Tensor, axes: Sequence[int], output: Tensor) -> Kernel:
+    coords = [f"({source.lens[d] - 1}LL - c{d})" if d in axes else f"c{d}" for d in range(len(source.lens))]
+    return indexed_kernel("reverse_kernel", [source], output, [], f"mgx_load(x0 + {_at(source, coords)})")
+
+
+def onehot_kernel(indices: Tensor, values: Tensor, axis: int, depth: int, output: Tensor) -> Kernel:
+    """out = values[1] where the class (coordinate `axis`) is the index there, else values[0]."""
+    index_coords = [c for d, c in enumerate(_coords(len(output.lens))) if d != axis]
+    values_step = values.strides[0] if values.lens[0] > 1 else 0
+    body = [
+        f"  long long k = (long long)mgx_load(x0 + {_at(indices, index_coords)});",
+        f"  if (k < 0) k += {depth}LL;",
+    ]
+    value = f"mgx_load(x1 + (c{axis} == k ? {values_step}LL : 0LL))"
+    return indexed_kernel("onehot_kernel", [indices, values], output, body, value)
+
+
+def gathernd_kernel(data: Tensor, indices: Tensor, batch_dims: int, output: Tensor) -> Kernel:
+    depth = indices.lens[-1]
+    q = len(indices.lens)
+    trailing = len(data.lens) - batch_dims - depth
+    rank = q - 1 + trailing
+    coords = _coords(rank)  # an output of rank 0 is {1}: no coordinate
+    body = []
+    picked = []
+    for j in range(depth):
+        at = _at(indices, [*coords[: q - 1], str(j)])
+        n = data.lens[batch_dims + j]
+        body.append(f"  long long k{j} = (long long)mgx_load(x1 + {at});")
+        body.append(f"  if (k{j} < 0) k{j} += {n}LL;")
+        picked.append(f"k{j}")
+    data_at = _at(data, [*coords[:batch_dims], *picked, *coords[q - 1 :]])
+    return indexed_kernel("gathernd_kernel", [data, indices], output, body, f"mgx_load(x0 + {data_at})")
+
+
+def fill_kernel(value: Tensor, output: Tensor) -> Kernel:
+    return indexed_kernel("fill_kernel", [value], output, [], "mgx_load(x0)")
+
+
+def unpack_int4_kernel(source: Tensor, axis: int, output: Tensor) -> Kernel:
+    """Each byte of `source` along `axis` holds two values: the low nibble first; int8 signed."""
+    coords = _coords(len(output.lens))
+    packed = [f"(c{d} / 2)" if d == axis else c for d, c in enumerate(coords)]
+    body = [
+        f"  const unsigned byte = (unsigned char)x0[{_at(source, packed)}];",
+        f"  int v = (c{axis} & 1) ? (int)(byte >> 4) : (int)(byte & 15u);",
+    ]
+    if source.dtype is DType.int8:
+        body.append("  if (v >= 8) v -= 16;")
+    return indexed_kernel("unpack_int4_kernel", [source], output, body, "v")
+
+
+def concat_past_present_kernel(new: Tensor, seqlens: Tensor, cache: Tensor, kv_heads: int, output: Tensor) -> Kernel:
+    """The cache with each (batch, head)'s new rows written from row seqlens[b] (0 for a prompt of
+    several rows), in the flat buffers as the reference writes them: each output element takes the
+    last writer whose span covers it, else the cache's value."""
+    batch, _, sequence, head_size = new.lens
+    rows = cache.lens[2]
+    chunk = sequence * head_size
+    total = math.prod(cache.lens)
+    flat = _flat(output)
+    body = [f"  const long long o = {flat};", "  long long from = -1;"]
+    body.append(f"  for (long long b = 0; b < {batch}LL; ++b) {{")
+    if sequence == 1:
+        past_at = _at(seqlens, ["b"]) if seqlens.lens[0] > 1 else "0"
+        body.append(f"    const long long past = (long long)mgx_load(x1 + {past_at});")
+    else:
+        body.append("    const long long past = 0;")
+    body.append(f"    for (long long h = 0; h < {kv_heads}LL; ++h) {{")
+    body.append(f"      const long long start = (b * {kv_heads}LL + h) * {rows * head_size}LL + past * {head_size}LL;")
+    body.append(f"      if (past >= 0 && start + {chunk}LL <= {total}LL && o >= start && o < start + {chunk}LL)")
+    body.append(f"        from = (b * {kv_heads}LL + h) * {chunk}LL + (o - start);")
+    body.append("    }")
+    body.append("  }")
+    new_at = _unflat(new, "from")
+    value = f"(from >= 0 ? mgx_load(x0 + {new_at}) : mgx_load(x2 + {_at(cache, _coords(len(cache.lens)))}))"
+    return indexed_kernel("concat_past_present_kernel", [new, seqlens, cache], output, body, value)
+
+
+def _flat(t: Tensor) -> str:
+    """The standard (row-major) index of coordinates c0.. over `t`'s lens."""
+    terms, step = [], 1
+    for d in reversed(range(len(t.lens))):
+        terms.append(f"c{d} * {step}LL")
+        step *= t.lens[d]
+    return " + ".join(terms)
+
+
+def _unflat(t: Tensor, index: str) -> str:
+    """The memory offset in `t` of its `index`-th element in standard order."""
+    terms, step = [], 1
+    for d in reversed(range(len(t.lens))):
+        n = t.lens[d]
+        if n != 1 and t.strides[d] != 0:
+            terms.append(f"((({index}) / {step}LL) % {n}LL) * {t.strides[d]}LL")
+        step *= n
+    return " + ".join(terms) or "0"
+
+
+# -- resize --------------------------------------------------------------------------------------
+
+
+def _resize_taps(op: Operation, n_in: int, n_out: int, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """(source indices, weights), each (n_out, taps), of one axis, computed as the reference
+    computes them (mgxir/ops/nn.py Resize.compute)."""
+    coordinate = _RESIZE_COORDINATES.get(op["coordinate_transformation_mode"] or "half_pixel")
+    if coordinate is None:
+        raise Unsupported(f"resize: coordinate_transformation_mode '{op['coordinate_transformation_mode']}'")
+    positions = np.arange(n_out, dtype=np.float64)
+    if op["mode"] == "cubic":
+        source = coordinate(positions, n_in, n_out, float(np.float32(scale)))
+        first = np.floor(source) - 1
+        taps = first[:, None] + np.arange(4)[None, :]
+        return np.clip(taps, 0, n_in - 1).astype(np.int64), _cubic_kernel(source[:, None] - taps, op["cubic_coeff_a"])
+    if n_in == n_out and scale == 1.0:
+        return positions.astype(np.int64)[:, None], np.ones((n_out, 1))
+    source = np.clip(coordinate(positions, n_in, n_out, scale), 0, n_in - 1)
+    if op["mode"] == "nearest":
+        rounding = _RESIZE_NEAREST.get(op["nearest_mode"])
+        if rounding is None:
+            raise Unsupported(f"resize: nearest_mode '{op['nearest_mode']}'")
+        return rounding(source).astype(np.int64)[:, None], np.ones((n_out, 1))
+    low = np.floor(source).astype(np.int64)
+    high = np.minimum(low + 1, n_in - 1)
+    weight = source - low
+    return np.stack([low, high], axis=1), np.stack([1 - weight, weight], axis=1)
+
+
+def resize_kernel(op: Operation, source: Tensor, output: Tensor) -> Kernel:
+    """Each output element the weighted sum of its taps' product over the axes (in double, as the
+    reference resamples axis after axis in float64); an axis with one tap of weight 1 is a gather."""
+    if op["mode"] not in ("nearest", "linear", "cubic"):
+        raise Unsupported(f"resize: mode '{op['mode']}'")
+    if op["sizes"]:
+        scales = [n / m if m else 1.0 for n, m in zip(op["sizes"], source.lens)]
+    else:
+        scales = list(op["scales"])
+    tables, body, loops = [], ["  double acc = 0;"], 0
+    coords = []
+    weight_terms = []
+    for d, (n_in, n_out, scale) in enumerate(zip(source.lens, output.lens, scales)):
+        index, weight = _resize_taps(op, n_in, n_out, scale)
+        taps = index.shape[1]
+        if taps == 1 and np.all(weight == 1.0):
+            tables.append(f"__device__ const long long mgx_index{d}[{n_out}] = {{{', '.join(map(str, index[:, 0]))}}};")
+            coords.append(f"mgx_index{d}[c{d}]")
+            continue
+        tables.append(
+            f"__device__ const long long mgx_index{d}[{n_out * taps}] = {{{', '.join(map(str, index.reshape(-1)))}}};"
+        )
+        tables.append(
+            f"__device__ const double mgx_weight{d}[{n_out * taps}] = "
+            f"{{{', '.join(repr(float(w)) for w in weight.reshape(-1))}}};"
+        )
+        body.append(f"  for (int t{d} = 0; t{d} < {taps}; ++t{d}) {{")
+        loops += 1
+        coords.append(f"mgx_index{d}[c{d} * {taps} + t{d}]")
+        weight_terms.append(f"mgx_weight{d}[c{d} * {taps} + t{d}]")
+    weight = " * ".join(weight_terms) or "1.0"
+    body.append(f"  acc += {weight} * (double)mgx_load(x0 + {_at(source, coords)});")
+    body.extend("  }" for _ in range(loops))
+    value = f"({compute_type(output.dtype)})acc"
+    kernel = indexed_kernel("resize_kernel", [source], output, body, value)
+    return _with_helper(kernel, "\n".join(tables) + "\n")

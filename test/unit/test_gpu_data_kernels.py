@@ -1,0 +1,178 @@
+"""Generated kernels for the operators that ran on the host (pad's reflect and edge modes,
+reverse, onehot, resize, gathernd, fill, unpack_int4, concat_past_present): each program lowers
+with no host step and its kernels compile with NVRTC here; on a GPU (`gpu` mark) each gives the
+reference interpreter's result."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from mgxir.diagnostics import DiagnosticSink
+from mgxir.interp import Interpreter
+from mgxir.targets.gpu.compiler import device_arch
+from mgxir.targets.gpu.driver import compile_for_gpu
+from mgxir.text.parser import parse_program
+from mgxir.verifier import verify
+
+pytest.importorskip("cuda.core")
+
+gpu = pytest.mark.gpu
+needs_gpu = pytest.mark.skipif(device_arch() is None, reason="no GPU")
+
+
+def _floats(rng: np.random.Generator, shape, dtype) -> np.ndarray:
+    return rng.uniform(-4, 4, shape).astype(dtype)
+
+
+# name -> (program, the symbols its kernels must include, its inputs from a generator)
+Inputs = Callable[[np.random.Generator], dict[str, np.ndarray]]
+PROGRAMS: dict[str, tuple[str, tuple[str, ...], Inputs]] = {
+    # reflect with a pad as long as the axis, edge, a negative pad that crops, reverse of two axes
+    "pad_modes_reverse": (
+        """
+x = @param:x -> float_type, {2, 3, 5}, {15, 5, 1}
+@1 = pad[mode=1,pads={0, 1, 4, 0, 2, -1}](x)
+@2 = pad[mode=2,pads={1, 0, 2, 0, 1, 4}](x)
+@3 = reverse[axes={0, -1}](x)
+@4 = @return(@1,@2,@3)
+""",
+        ("pad_kernel", "reverse_kernel"),
+        lambda rng: {"x": _floats(rng, (2, 3, 5), np.float32)},
+    ),
+    "pad_reflect_half_transposed": (
+        """
+x = @param:x -> half_type, {4, 3}, {1, 4}
+@1 = pad[mode=1,pads={2, 1, 3, 2}](x)
+@2 = @return(@1)
+""",
+        ("pad_kernel",),
+        lambda rng: {"x": _floats(rng, (4, 3), np.float16)},
+    ),
+    "onehot": (
+        """
+i = @param:i -> int64_type, {2, 3}, {3, 1}
+v = @param:v -> float_type, {2}, {1}
+@2 = onehot[axis=1,depth=5](i,v)
+@3 = @return(@2)
+""",
+        ("onehot_kernel",),
+        lambda rng: {"i": rng.integers(-5, 5, (2, 3)), "v": np.array([-1.5, 2.0], np.float32)},
+    ),
+    "resize_nearest_linear_cubic": (
+        """
+x = @param:x -> float_type, {1, 2, 4, 5}, {40, 20, 5, 1}
+@1 = resize[scales={1, 1, 2, 1.5},nearest_mode=floor,mode=nearest,coordinate_transformation_mode=asymmetric](x)
+@2 = resize[sizes={1, 2, 7, 3},mode=linear,coordinate_transformation_mode=half_pixel](x)
+@3 = resize[scales={1, 1, 2, 2},mode=cubic,coordinate_transformation_mode=align_corners](x)
+@4 = resize[sizes={1, 2, 8, 10},nearest_mode=ceil,mode=nearest,coordinate_transformation_mode=tf_half_pixel_for_nn](x)
+@5 = @return(@1,@2,@3,@4)
+""",
+        ("resize_kernel",),
+        lambda rng: {"x": _floats(rng, (1, 2, 4, 5), np.float32)},
+    ),
+    "gathernd": (
+        """
+d = @param:d -> float_type, {2, 3, 4}, {12, 4, 1}
+i = @param:i -> int64_type, {5, 2}, {2, 1}
+j = @param:j -> int32_type, {2, 3, 1}, {3, 1, 1}
+@3 = gathernd(d,i)
+@4 = gathernd[batch_dims=1](d,j)
+@5 = @return(@3,@4)
+""",
+        ("gathernd_kernel",),
+        lambda rng: {
+            "d": _floats(rng, (2, 3, 4), np.float32),
+            "i": np.stack([rng.integers(-2, 2, 5), rng.integers(-3, 3, 5)], axis=1),
+            "j": rng.integers(-3, 3, (2, 3, 1)).astype(np.int32),
+        },
+    ),
+    "fill": (
+        """
+v = @param:v -> half_type, {1}, {0}
+b = @param:b -> half_type, {3, 4}, {4, 1}
+@2 = fill(v,b)
+@3 = @return(@2)
+""",
+        ("fill_kernel",),
+        lambda rng: {"v": np.array([2.5], np.float16), "b": _floats(rng, (3, 4), np.float16)},
+    ),
+    "unpack_int4": (
+        """
+x = @param:x -> int8_type, {4, 3}, {3, 1}
+y = @param:y -> uint8_type, {3, 4}, {4, 1}
+@2 = unpack_int4[axis=1](x)
+@3 = unpack_int4[axis=0](y)
+@4 = @return(@2,@3)
+""",
+        ("unpack_int4_kernel",),
+        lambda rng: {
+            "x": rng.integers(-128, 128, (4, 3)).astype(np.int8),
+            "y": rng.integers(0, 256, (3, 4)).astype(np.uint8),
+        },
+    ),
+    # a decoding step (one new row per head, at each batch's past length) and a prompt (rows from 0)
+    "concat_past_present": (
+        """
+n = @param:n -> half_type, {2, 2, 1, 8}, {16, 8, 8, 1}
+p = @param:p -> half_type, {2, 2, 3, 8}, {48, 24, 8, 1}
+s = @param:s -> int32_type, {2}, {1}
+c = @param:c -> half_type, {2, 2, 6, 8}, {96, 48, 8, 1}
+@4 = concat_past_present[kv_num_heads=2](n,s,c)
+@5 = concat_past_present[kv_num_heads=2](p,s,c)
+@6 = @return(@4,@5)
+""",
+        ("concat_past_present_kernel",),
+        lambda rng: {
+            "n": _floats(rng, (2, 2, 1, 8), np.float16),
+            "p": _floats(rng, (2, 2, 3, 8), np.float16),
+            "s": np.array([5, 2], np.int32),
+            "c": _floats(rng, (2, 2, 6, 8), np.float16),
+        },
+    ),
+}
+
+
+def _program(text: str):
+    program = parse_program('module: "main"\n' + text.strip() + "\n")
+    verify(program, DiagnosticSink())
+    return program
+
+
+@pytest.fixture(scope="module")
+def lowered() -> dict[str, object]:
+    return {name: compile_for_gpu(_program(text), arch="sm_90") for name, (text, _, _) in PROGRAMS.items()}
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_lowers_to_kernels_with_no_host_step(lowered: dict, name: str) -> None:
+    program = lowered[name]
+    steps = [i for i in program.main if not (i.is_param or i.is_literal or i.is_return)]
+    kinds = {i.op.defn.name for i in steps}
+    assert kinds <= {"gpu::code_object", "load", "allocate"}, kinds
+    symbols = {i.op["symbol_name"] for i in steps if i.op.defn.name == "gpu::code_object"}
+    assert set(PROGRAMS[name][1]) <= symbols
+    for ins in steps:
+        if ins.op.defn.name == "gpu::code_object":
+            assert ins.op["code_object"].binary.startswith(b"\x7fELF")
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_matches_reference(lowered: dict, name: str) -> None:
+    from mgxir.drivers.run import flatten_outputs
+    from mgxir.targets.gpu.runtime import GpuExecutable
+
+    text, _, make_inputs = PROGRAMS[name]
+    program = _program(text)
+    params = make_inputs(np.random.default_rng(0))
+    got = flatten_outputs(GpuExecutable(lowered[name]).run(params))
+    want = flatten_outputs(Interpreter(program).run(params))
+    assert got.keys() == want.keys()
+    for key in want:
+        expected = np.asarray(want[key])
+        tolerance = 2e-3 if expected.dtype == np.float16 else 1e-5
+        np.testing.assert_allclose(np.asarray(got[key], np.float64), expected.astype(np.float64), atol=tolerance)
