@@ -3,7 +3,7 @@ cuDNN's grouped convolution, and PyTorch's (cuDNN through torch) as a peer, in t
 
 The shapes are the depthwise layers of MobileNetV3, EfficientNet-B0 and ConvNeXt-T (channels,
 spatial size, window, stride), at batch 1 and 8; float16 channels-last (the layout mgxir's
-float16 convolutions hand on) and float32 channels-first. Each program is one convolution whose
+float16 convolutions hand on) and float32 channels-first. Each program is one convolution (its weights a literal) whose
 result is returned (the same copy to standard layout follows it in both variants), timed as a
 replayed CUDA graph (median of several timings of 200 replays); ms per call.
 
@@ -22,6 +22,8 @@ import numpy as np
 from mgxir.diagnostics import DiagnosticSink
 from mgxir.drivers.run import rms_error
 from mgxir.interp import Interpreter
+from mgxir.ir.literal import Literal
+from mgxir.ir.program import Program
 from mgxir.passes.manager import PassManager
 from mgxir.passes.registry import parse_pipeline
 from mgxir.targets.gpu.lowering import GPU_PIPELINE
@@ -64,6 +66,18 @@ def program_text(dtype: str, batch: int, channels: int, spatial: int, window: in
         f"group={channels}](x,w)\n"
         "@3 = @return(@2)\n"
     )
+
+
+def with_literal_weights(text: str, weights: np.ndarray) -> Program:
+    """The program with its weights a literal, as a model's are (laid out once when lowered)."""
+    program = parse_program(text)
+    verify(program, DiagnosticSink())
+    main = program.main
+    param = main.get_parameter("w")
+    literal = main.add_literal(Literal(param.shape, weights))
+    main.replace_all_uses(param, literal)
+    main.remove(param)
+    return program
 
 
 def timed(executable: GpuExecutable) -> float:
@@ -109,15 +123,12 @@ def main(argv: list[str] | None = None) -> int:
         for batch in (int(b) for b in args.batches.split(",")):
             for model, channels, spatial, window, stride in SHAPES:
                 text = program_text(dtype, batch, channels, spatial, window, stride)
-                reference = parse_program(text)
-                verify(reference, DiagnosticSink())
-                params = {
-                    p.param_name: rng.uniform(-1, 1, p.shape.lens).astype(TYPES[dtype][1])
-                    for p in reference.main.parameters()
-                }
+                weights = rng.uniform(-1, 1, (channels, 1, window, window)).astype(TYPES[dtype][1])
+                reference = with_literal_weights(text, weights)
+                params = {"x": rng.uniform(-1, 1, (batch, channels, spatial, spatial)).astype(TYPES[dtype][1])}
                 times, error = {}, float("nan")
                 for variant in ("kernel", "library"):
-                    program = parse_program(text)
+                    program = with_literal_weights(text, weights)
                     pipeline = GPU_PIPELINE.replace("gpu_lowering", f"gpu_lowering{{depthwise={variant}}}")
                     try:
                         PassManager(parse_pipeline(pipeline)).run(program)

@@ -7,8 +7,8 @@
 # On the device:  bash scripts/gpu-device.sh STEP...   with STEP one of
 #   check                   versions, and whether cuDNN's frontend and cuBLASLt load
 #   tests=FILE[,FILE]       pytest -m gpu on those test files
-#   depthwise[=ARGS]        bench/bench_depthwise.py ARGS (comma-free words joined by ':')
-#   models=ARGS             bench/bench_models.py ARGS (words joined by ':')
+#   depthwise[=ARGS]        bench/bench_depthwise.py ARGS (words joined by '+')
+#   models=ARGS             bench/bench_models.py ARGS (words joined by '+')
 # Logs and tables go to $OUT.
 set -u
 if [ "${1:-}" = "--bundle" ]; then
@@ -38,7 +38,7 @@ for step in "$@"; do
   name=${step%%=*}
   value=${step#*=}
   [ "$value" = "$step" ] && value=""
-  args=${value//:/ }
+  args=${value//+/ }
   log "step $step"
   case $name in
   check)

@@ -123,11 +123,16 @@ def test_depthwise_is_one_generated_kernel_with_its_epilogue(lowered: dict) -> N
     program = lowered["depthwise_half_between_convs"]
     assert _names(program).count("gpu::convolution") == 2
     assert "add_relu_depthwise_kernel" in _symbols(program)
-    # channels-last from the first convolution to the last: only the input and the result copied
-    assert sorted(s for s in _symbols(program) if s.endswith(("layout_kernel", "contiguous_kernel"))) == [
-        "contiguous_kernel",
-        "layout_kernel",
+    # channels-last from the first convolution to the last: only the input, the result and the
+    # depthwise weights (a parameter here; channels innermost, read as vectors) copied
+    copies = [i for i in program.main if i.op.defn.name == "gpu::code_object"]
+    copies = [i for i in copies if i.op["symbol_name"] in ("layout_kernel", "contiguous_kernel")]
+    assert sorted((i.op["symbol_name"], i.args[0].name) for i in copies) == [
+        ("contiguous_kernel", "gpu::convolution"),
+        ("layout_kernel", "@param"),
+        ("layout_kernel", "@param"),
     ]
+    assert sorted(i.args[0].param_name for i in copies if i.args[0].is_param) == ["w1", "x"]
     depthwise = next(i for i in program.main if i.op.defn.name == "gpu::code_object" and "depthwise" in i.op.text)
     assert depthwise.shape.strides == (1152, 1, 192, 32)  # NHWC, as the 1x1 convolution wrote it
     for name in ("depthwise_float_multiplier", "depthwise_1d"):
@@ -156,9 +161,9 @@ def test_depthwise_through_the_library_when_asked() -> None:
 
 def test_channels_last_inputs_need_no_copies(lowered: dict) -> None:
     program = lowered["channels_last_input_to_return"]
-    assert sorted(_symbols(program)) == ["depthwise_kernel", "layout_kernel"]
-    layout = next(i for i in program.main if i.op.defn.name == "gpu::code_object" and "layout_kernel" in i.op.text)
-    assert layout.args[0].param_name == "w1"  # the grouped convolution's weights (a parameter), once
+    assert sorted(_symbols(program)) == ["depthwise_kernel", "layout_kernel", "layout_kernel"]
+    copies = [i for i in program.main if i.op.defn.name == "gpu::code_object" and "layout_kernel" in i.op.text]
+    assert sorted(i.args[0].param_name for i in copies) == ["w0", "w1"]  # only weights (parameters here)
     assert _names(program).count("gpu::convolution") == 1
 
 

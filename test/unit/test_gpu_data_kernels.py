@@ -156,7 +156,10 @@ def test_lowers_to_kernels_with_no_host_step(lowered: dict, name: str) -> None:
     assert set(PROGRAMS[name][1]) <= symbols
     for ins in steps:
         if ins.op.defn.name == "gpu::code_object":
-            assert ins.op["code_object"].binary.startswith(b"\x7fELF")
+            code = ins.op["code_object"]
+            assert code.binary.startswith(b"\x7fELF")
+            # one kernel parameter per argument: inputs, then the output (fill's buffer included)
+            assert code.source.count("__restrict__") == len(ins.args), ins.op["symbol_name"]
 
 
 @gpu

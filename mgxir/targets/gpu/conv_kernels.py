@@ -47,6 +47,17 @@ def channel_vector_width(x: Tensor, output: Tensor, multiplier: int) -> int:
     return width
 
 
+def channels_fastest(shape: Shape) -> Shape:
+    """Depthwise weights (channels, 1, window...) laid out with the channels innermost, so that
+    a thread's vector of channels reads its weights as one vector too."""
+    return Shape.from_permutation(shape.dtype, shape.lens, (*range(1, shape.ndim), 0))
+
+
+def _weights_are_vectors(w: Tensor, width: int) -> bool:
+    others = (s for d, (n, s) in enumerate(zip(w.lens, w.strides)) if d != 0 and n != 1)
+    return width > 1 and w.aligned and w.strides[0] == 1 and all(s % width == 0 for s in others)
+
+
 def depthwise_kernel(
     op: Operation,
     x: Tensor,
@@ -87,8 +98,14 @@ def depthwise_kernel(
         load = "mgx_load(&xv.v[e])"
     else:
         load = f"mgx_load(x0 + {_element(x, ['c0', f'c1 / {multiplier}LL', *window])})"
+    weight = f"mgx_load(x1 + {w_at})"
+    if _weights_are_vectors(w, width):
+        vector = f"mgx_vec<{kernels.storage_type(w.dtype)}, {width}>"
+        taps = _element(w, [f"c1 * {width}LL", "0", *[f"w{d}" for d in range(k)]])
+        body.append(f"    const {vector} wv = *(const {vector}*)(x1 + {taps});")
+        weight = "mgx_load(&wv.v[e])"
     body.append("#pragma unroll")
-    body.append(f"    for (int e = 0; e < {width}; ++e) acc[e] += ({acc}){load} * ({acc})mgx_load(x1 + {w_at});")
+    body.append(f"    for (int e = 0; e < {width}; ++e) acc[e] += ({acc}){load} * ({acc}){weight};")
     body.append("  }")
     body.extend("  }" for _ in range(k))
     out_type = kernels.storage_type(output.dtype)

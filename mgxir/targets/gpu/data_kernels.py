@@ -100,8 +100,9 @@ def gathernd_kernel(data: Tensor, indices: Tensor, batch_dims: int, output: Tens
     return indexed_kernel("gathernd_kernel", [data, indices], output, body, f"mgx_load(x0 + {data_at})")
 
 
-def fill_kernel(value: Tensor, output: Tensor) -> Kernel:
-    return indexed_kernel("fill_kernel", [value], output, [], "mgx_load(x0)")
+def fill_kernel(value: Tensor, buffer: Tensor, output: Tensor) -> Kernel:
+    """The buffer's every element the value (the buffer is an argument, as it is fill's, unread)."""
+    return indexed_kernel("fill_kernel", [value, buffer], output, [], "mgx_load(x0)")
 
 
 def unpack_int4_kernel(source: Tensor, axis: int, output: Tensor) -> Kernel:

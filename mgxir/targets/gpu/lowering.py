@@ -96,7 +96,7 @@ def _gathernd(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
 
 
 def _fill(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
-    return data_kernels.fill_kernel(inputs[0], output)
+    return data_kernels.fill_kernel(inputs[0], inputs[1], output)
 
 
 def _unpack_int4(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
@@ -445,6 +445,10 @@ class GpuLowering(Pass):
         (channels-last between channels-last convolutions: no copy either side)."""
         x, w = ins.args
         layout = kept_layout(ins) if self.channels_last else ins.shape
+        multiplier = w.shape.lens[0] // x.shape.lens[1]
+        if conv_kernels.channel_vector_width(self._tensor(x, placement), Tensor.of(layout), multiplier) > 1:
+            # weights read as vectors of channels too (literals laid out once, parameters copied)
+            w = self._in_layout(module, w, conv_kernels.channels_fastest, placement, arch, context)
         fused = find_generated_epilogue(ins, placement) if self.fuse_epilogues else None
         for target, extras, conv_arg in [fused, (ins, [], 0)] if fused is not None else [(ins, [], 0)]:
             epilogue = target.module_args[0] if target is not ins else None
