@@ -78,6 +78,21 @@ w1 = @param:w1 -> half_type, {16, 8, 3, 3}, {72, 9, 3, 1}
 @4 = convolution[padding={1, 1},stride={1, 1},dilation={1, 1},group=2](@3,w1)
 @5 = @return(@3,@4)
 """,
+    # squeeze-and-excitation's scaling and an activation between two channels-last convolutions: the
+    # pointwise kernel writes NHWC, so the second convolution reads it with no layout copy
+    "pointwise_between_convs_keeps_nhwc": """
+x = @param:x -> half_type, {2, 8, 6, 6}, {288, 36, 6, 1}
+w0 = @param:w0 -> half_type, {16, 8, 1, 1}, {8, 1, 1, 1}
+s = @param:s -> half_type, {2, 16, 1, 1}, {16, 1, 1, 1}
+w1 = @param:w1 -> half_type, {8, 16, 1, 1}, {16, 1, 1, 1}
+@4 = convolution[padding={0, 0},stride={1, 1},dilation={1, 1},group=1](x,w0)
+@5 = multibroadcast[out_lens={2, 16, 6, 6}](s)
+@6 = sigmoid(@5)
+@7 = mul(@4,@6)
+@8 = tanh(@7)
+@9 = convolution[padding={0, 0},stride={1, 1},dilation={1, 1},group=1](@8,w1)
+@10 = @return(@9)
+""",
     # a channels-last convolution result whose consumer has no kernel (fp8 has no GPU type) and
     # runs on the host: it reads a standard copy (the float16 ShuffleNet failure:
     # `pass 'gpu_lowering' left invalid IR`)
@@ -165,6 +180,16 @@ def test_channels_last_inputs_need_no_copies(lowered: dict) -> None:
     copies = [i for i in program.main if i.op.defn.name == "gpu::code_object" and "layout_kernel" in i.op.text]
     assert sorted(i.args[0].param_name for i in copies) == ["w0", "w1"]  # only weights (parameters here)
     assert _names(program).count("gpu::convolution") == 1
+
+
+def test_pointwise_between_convolutions_stays_channels_last(lowered: dict) -> None:
+    program = lowered["pointwise_between_convs_keeps_nhwc"]
+    copies = [i for i in program.main if i.op.defn.name == "gpu::code_object" and "layout_kernel" in i.op.text]
+    assert [i.args[0].param_name for i in copies] == ["x"]  # the input only
+    pointwise = [
+        i for i in program.main if i.op.defn.name == "gpu::code_object" and i.args[0].name == "gpu::convolution"
+    ]
+    assert any(i.shape.strides == (576, 1, 96, 16) for i in pointwise)
 
 
 def test_host_step_reads_a_standard_copy_of_a_channels_last_result(lowered: dict) -> None:

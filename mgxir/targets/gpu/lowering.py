@@ -125,10 +125,11 @@ def _copy(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
 
 
 # generated operators whose result takes the layout of their first input that is densely laid out
-# channels-last (a permutation other than standard): pooling after a convolution, and concat (what
-# MIGraphX's find_add_convs makes of a residual add of two convolutions) before one, stay NHWC, with
-# no layout copy on either side
-KEEP_INPUT_LAYOUT = ("pooling", "concat")
+# channels-last (a permutation other than standard): pooling after a convolution, concat (what
+# MIGraphX's find_add_convs makes of a residual add of two convolutions) before one, and pointwise
+# modules between convolutions (hardswish, squeeze-and-excitation's scaling) stay NHWC, with no
+# layout copy on either side
+KEEP_INPUT_LAYOUT = ("pooling", "concat", "pointwise")
 
 # operators with a kernel generator of their own; views that are not views (a reshape of a
 # transposed input) and contiguous are copies
@@ -226,14 +227,13 @@ class GpuLowering(Pass):
                 self._convolution(module, ins, placement, arch, context)
                 return
             inputs = [self._tensor(a, placement) for a in ins.args]
-            out_shape = kept_layout(ins) if self.channels_last and name in KEEP_INPUT_LAYOUT else ins.shape
+            out_shape = kept_layout(ins) if self.channels_last and keeps_input_layout(ins) else ins.shape
             output = Tensor.of(out_shape)
+            code = None
             if name == "pointwise" and self.exhaustive_tune and device_arch() is not None:
                 kernel, code = self._tuned_pointwise(ins, inputs, output, arch)
-                self._emit(module, ins, kernel, code, placement, context)
                 context.count("kernels tuned")
-                return
-            if name == "pointwise":
+            elif name == "pointwise":
                 kernel = kernels.pointwise_kernel(ins.module_args[0], inputs, output)
             elif name == "fused_reduce":
                 kernel = kernels.reduce_kernel(ins.module_args[0], ins.op["axes"], inputs, output)
@@ -244,7 +244,8 @@ class GpuLowering(Pass):
         except Unsupported as e:
             return self._host(module, ins, placement, arch, context, str(e))
         shaped_for = ins.shape  # what its users were shaped for: replacing `ins` gives it out_shape
-        self._emit(module, ins, kernel, compile_kernel(kernel, arch), placement, context, out_shape)
+        code = code if code is not None else compile_kernel(kernel, arch)
+        self._emit(module, ins, kernel, code, placement, context, out_shape)
         if out_shape != shaped_for:
             context.count("results kept channels-last")
             self._users_read_their_layout(module, ins, shaped_for, placement, arch, context)
@@ -590,10 +591,22 @@ class GpuLowering(Pass):
         return copy
 
 
+def keeps_input_layout(ins: Instruction) -> bool:
+    """Whether `ins`'s kernel writes the layout of its input (KEEP_INPUT_LAYOUT); a pointwise
+    module only where a user reads any layout (none but the return: it writes the standard one
+    the return wants)."""
+    name = ins.op.defn.name
+    if name not in KEEP_INPUT_LAYOUT:
+        return False
+    return name != "pointwise" or any(
+        not u.is_return and not u.op.defn.is_view and u.op.defn.name in (*GENERATORS, *LOWERED_OPS) for u in ins.users
+    )
+
+
 def kept_layout(ins: Instruction) -> Shape:
     """`ins`'s result laid out as its first (pooling: only) input that is densely laid out in a
     permutation other than standard (channels-last), else its shape as it is."""
-    sources = ins.args if ins.op.defn.name == "concat" else ins.args[:1]
+    sources = ins.args if ins.op.defn.name in ("concat", "pointwise") else ins.args[:1]
     for source in sources:
         shape = source.shape
         if shape.is_tuple or shape.is_dynamic or shape.ndim != ins.shape.ndim or shape.standard or shape.broadcasted:
