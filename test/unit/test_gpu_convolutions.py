@@ -186,10 +186,11 @@ def test_pointwise_between_convolutions_stays_channels_last(lowered: dict) -> No
     program = lowered["pointwise_between_convs_keeps_nhwc"]
     copies = [i for i in program.main if i.op.defn.name == "gpu::code_object" and "layout_kernel" in i.op.text]
     assert [i.args[0].param_name for i in copies] == ["x"]  # the input only
-    pointwise = [
-        i for i in program.main if i.op.defn.name == "gpu::code_object" and i.args[0].name == "gpu::convolution"
-    ]
-    assert any(i.shape.strides == (576, 1, 96, 16) for i in pointwise)
+    kernels = [i for i in program.main if i.op.defn.name == "gpu::code_object"]
+    scaling = next(i for i in kernels if i.args[0].name == "gpu::convolution")
+    assert scaling.shape.strides == (576, 1, 96, 16)
+    # walked in the NHWC output's memory order: 16-byte vectors of channels, not one strided half
+    assert "mgx_vec<mgx_half, 8>" in scaling.op["code_object"].source
 
 
 def test_host_step_reads_a_standard_copy_of_a_channels_last_result(lowered: dict) -> None:

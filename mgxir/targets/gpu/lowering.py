@@ -229,6 +229,8 @@ class GpuLowering(Pass):
             inputs = [self._tensor(a, placement) for a in ins.args]
             out_shape = kept_layout(ins) if self.channels_last and keeps_input_layout(ins) else ins.shape
             output = Tensor.of(out_shape)
+            if name == "pointwise" and not out_shape.standard:
+                inputs, output = in_output_memory_order(inputs, output)
             code = None
             if name == "pointwise" and self.exhaustive_tune and device_arch() is not None:
                 kernel, code = self._tuned_pointwise(ins, inputs, output, arch)
@@ -589,6 +591,21 @@ class GpuLowering(Pass):
         self._write_into_allocation(module, copy, op, [x], placement)
         context.count("kernels generated")
         return copy
+
+
+def in_output_memory_order(inputs: list[Tensor], output: Tensor) -> tuple[list[Tensor], Tensor]:
+    """Elementwise tensors (all of the output's lens) with their axes permuted alike into the
+    output's memory order (outermost first): the kernel, which walks its output's lens in order,
+    then writes a channels-last output in order and reads vectors of channels; the same elements
+    pair up, so the result is the same."""
+    if any(t.lens != output.lens for t in inputs):
+        return inputs, output
+    order = sorted(range(len(output.lens)), key=lambda d: -output.strides[d])
+
+    def permuted(t: Tensor) -> Tensor:
+        return Tensor(t.dtype, tuple(t.lens[d] for d in order), tuple(t.strides[d] for d in order), t.aligned)
+
+    return [permuted(t) for t in inputs], permuted(output)
 
 
 def keeps_input_layout(ins: Instruction) -> bool:
