@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from gpu_emulator import COMPILER, run_emulated
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.interp import Interpreter
@@ -238,3 +239,40 @@ def test_perf_batch_size_is_the_first_inputs_leading_dimension() -> None:
     assert batch_size(_program(PROGRAMS["grouped_half"])) == 2
     assert batch_size(_program("s = @param:s -> float_type\nx = @param:x -> float_type, {8, 3}\n@2 = @return(x)")) == 8
     assert batch_size(_program("s = @param:s -> float_type\n@1 = @return(s)")) == 1
+
+
+@pytest.mark.skipif(COMPILER is None, reason="no C++ compiler to emulate kernels with")
+@pytest.mark.parametrize("name", ["depthwise_float_multiplier", "depthwise_1d"])
+def test_depthwise_kernels_emulated_on_the_cpu_match_reference(lowered: dict, name: str) -> None:
+    """The generated depthwise kernels (programs with no library call) run on the CPU
+    (gpu_emulator.py) against the reference."""
+    program = _program(PROGRAMS[name])
+    params = _inputs(program, seed=3)
+    got = run_emulated(lowered[name], params)
+    want = Interpreter(program).run(params)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64), atol=1e-5)
+
+
+@pytest.mark.skipif(COMPILER is None, reason="no C++ compiler to emulate kernels with")
+def test_vectorised_depthwise_emulated_on_the_cpu_matches_reference() -> None:
+    """A channels-last float16 depthwise kernel with its epilogue (8 channels a thread, weights
+    read as vectors), with the channels-last input as a parameter (no library call around it)."""
+    text = """
+x = @param:x -> half_type, {2, 16, 7, 9}, {1008, 1, 144, 16}
+w = @param:w -> half_type, {16, 1, 3, 5}, {15, 15, 5, 1}
+b = @param:b -> half_type, {16}, {1}
+@3 = convolution[padding={1, 2},stride={2, 1},dilation={1, 1},group=16](x,w)
+@4 = broadcast[axis=1,out_lens={2, 16, 4, 9}](b)
+@5 = add(@3,@4)
+@6 = relu(@5)
+@7 = @return(@6)
+"""
+    program = _program(text)
+    lowered_program = compile_for_gpu(_program(text), arch="sm_90")
+    source = next(i.op["code_object"].source for i in lowered_program.main if "depthwise" in i.op.text)
+    assert "const mgx_vec<mgx_half, 8> wv" in source
+    params = _inputs(program, seed=4)
+    got = run_emulated(lowered_program, params)
+    want = Interpreter(program).run(params)
+    np.testing.assert_allclose(np.asarray(got[0], np.float64), np.asarray(want[0], np.float64), atol=2e-2)

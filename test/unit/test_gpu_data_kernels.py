@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
+from gpu_emulator import COMPILER, run_emulated
 
 from mgxir.diagnostics import DiagnosticSink
 from mgxir.interp import Interpreter
@@ -179,3 +180,20 @@ def test_matches_reference(lowered: dict, name: str) -> None:
         expected = np.asarray(want[key])
         tolerance = 2e-3 if expected.dtype == np.float16 else 1e-5
         np.testing.assert_allclose(np.asarray(got[key], np.float64), expected.astype(np.float64), atol=tolerance)
+
+
+@pytest.mark.skipif(COMPILER is None, reason="no C++ compiler to emulate kernels with")
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_emulated_on_the_cpu_matches_reference(lowered: dict, name: str) -> None:
+    """The same comparison with each kernel run on the CPU (gpu_emulator.py): every element of
+    every output, no GPU needed."""
+    text, _, make_inputs = PROGRAMS[name]
+    program = _program(text)
+    params = make_inputs(np.random.default_rng(1))
+    got = run_emulated(lowered[name], params)
+    want = Interpreter(program).run(params)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        expected = np.asarray(w)
+        tolerance = 2e-3 if expected.dtype == np.float16 else 1e-5
+        np.testing.assert_allclose(np.asarray(g, np.float64), expected.astype(np.float64), atol=tolerance)
