@@ -1,5 +1,5 @@
 """Generated kernels for the operators that ran on the host (pad's reflect and edge modes,
-reverse, onehot, resize, gathernd, fill, unpack_int4, concat_past_present): each program lowers
+reverse, onehot, resize, gathernd, fill, unpack_int4, concat_past_present, scatter, scatternd): each program lowers
 with no host step and its kernels compile with NVRTC here; on a GPU (`gpu` mark) each gives the
 reference interpreter's result."""
 
@@ -112,6 +112,47 @@ y = @param:y -> uint8_type, {3, 4}, {4, 1}
         lambda rng: {
             "x": rng.integers(-128, 128, (4, 3)).astype(np.int8),
             "y": rng.integers(0, 256, (3, 4)).astype(np.uint8),
+        },
+    ),
+    # repeated targets combine in the reference's order (the last update wins for none)
+    "scatter_elements": (
+        """
+d = @param:d -> float_type, {3, 4}, {4, 1}
+i = @param:i -> int64_type, {2, 4}, {4, 1}
+j = @param:j -> int32_type, {3, 3}, {3, 1}
+u = @param:u -> float_type, {3, 4}, {4, 1}
+@4 = scatter_none[axis=0](d,i,u)
+@5 = scatter_add[axis=1](d,j,u)
+@6 = scatter_max[axis=-1](d,j,u)
+@7 = @return(@4,@5,@6)
+""",
+        ("scatter_none_kernel", "scatter_add_kernel", "scatter_max_kernel"),
+        lambda rng: {
+            "d": _floats(rng, (3, 4), np.float32),
+            "i": rng.integers(-3, 3, (2, 4)),
+            "j": rng.integers(-4, 4, (3, 3)).astype(np.int32),
+            "u": _floats(rng, (3, 4), np.float32),
+        },
+    ),
+    "scatternd": (
+        """
+d = @param:d -> half_type, {4, 3, 2}, {6, 2, 1}
+i = @param:i -> int64_type, {5, 1}, {1, 1}
+u = @param:u -> half_type, {5, 3, 2}, {6, 2, 1}
+k = @param:k -> int64_type, {3, 2}, {2, 1}
+v = @param:v -> half_type, {3, 2}, {2, 1}
+@5 = scatternd_add(d,i,u)
+@6 = scatternd_none(d,k,v)
+@7 = scatternd_mul(d,k,v)
+@8 = @return(@5,@6,@7)
+""",
+        ("scatternd_add_kernel", "scatternd_none_kernel", "scatternd_mul_kernel"),
+        lambda rng: {
+            "d": _floats(rng, (4, 3, 2), np.float16),
+            "i": rng.integers(0, 4, (5, 1)),
+            "u": _floats(rng, (5, 3, 2), np.float16),
+            "k": np.stack([rng.integers(0, 4, 3), rng.integers(0, 3, 3)], axis=1),
+            "v": _floats(rng, (3, 2), np.float16),
         },
     ),
     # a decoding step (one new row per head, at each batch's past length) and a prompt (rows from 0)

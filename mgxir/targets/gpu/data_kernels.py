@@ -230,3 +230,78 @@ def resize_kernel(op: Operation, source: Tensor, output: Tensor) -> Kernel:
     value = f"({compute_type(output.dtype)})acc"
     kernel = indexed_kernel("resize_kernel", [source], output, body, value)
     return _with_helper(kernel, "\n".join(tables) + "\n")
+
+
+# -- scatter -------------------------------------------------------------------------------------
+
+# reduction -> how an update `u` combines with the value `v` already there (NaN propagating, as
+# numpy's minimum and maximum)
+SCATTER_COMBINE = {
+    "none": "{u}",
+    "add": "{v} + {u}",
+    "mul": "{v} * {u}",
+    "min": "mgx_op_min()({v}, {u})",
+    "max": "mgx_op_max()({v}, {u})",
+}
+SCATTER_SCAN_LIMIT = 65536  # updates one output element scans at most; beyond, the host scatters
+
+
+def _combine(reduction: str, value: str, update: str) -> str:
+    if reduction not in SCATTER_COMBINE:
+        raise Unsupported(f"scatter reduction '{reduction}'")
+    return SCATTER_COMBINE[reduction].format(v=value, u=update)
+
+
+def scatter_elements_kernel(
+    data: Tensor, indices: Tensor, updates: Tensor, axis: int, reduction: str, output: Tensor
+) -> Kernel:
+    """out = data, then for each index position p in order (row-major), out[p with
+    p[axis] = indices[p]] combined with updates[p]. Each output element scans the index positions
+    that can reach it (those along `axis` sharing its other coordinates) in that order, so
+    repeated targets combine as the reference's loop does. An index outside the axis is skipped
+    (the reference reports it, unless skip_out_of_bounds)."""
+    if indices.lens[axis] > SCATTER_SCAN_LIMIT:
+        raise Unsupported(f"scatter of {indices.lens[axis]} positions along one axis")
+    rank = len(output.lens)
+    ct = compute_type(output.dtype)
+    coords = _coords(rank)
+    scan = [*coords[:axis], "j", *coords[axis + 1 :]]
+    reach = " && ".join(f"c{d} < {indices.lens[d]}LL" for d in range(rank) if d != axis) or "true"
+    body = [
+        f"  {ct} v = mgx_load(x0 + {_at(data, coords)});",
+        f"  if ({reach}) for (long long j = 0; j < {indices.lens[axis]}LL; ++j) {{",
+        f"    long long k = (long long)mgx_load(x1 + {_at(indices, scan)});",
+        f"    if (k < 0) k += {data.lens[axis]}LL;",
+        f"    if (k == c{axis}) v = {_combine(reduction, 'v', f'({ct})mgx_load(x2 + {_at(updates, scan)})')};",
+        "  }",
+    ]
+    return indexed_kernel(f"scatter_{reduction}_kernel", [data, indices, updates], output, body, "v")
+
+
+def scatternd_kernel(data: Tensor, indices: Tensor, updates: Tensor, reduction: str, output: Tensor) -> Kernel:
+    """out = data, then for each index tuple t in order, the block of data's trailing axes at the
+    offset the tuple addresses (MIGraphX's: the dot product with the row-major strides, so a
+    negative index moves the offset back) combined with updates' t-th block. Each output element
+    scans every tuple in order; an offset outside the output is skipped (the reference reports
+    it)."""
+    depth = indices.lens[-1]
+    tuples = math.prod(indices.lens[:-1])
+    if tuples > SCATTER_SCAN_LIMIT:
+        raise Unsupported(f"scatternd of {tuples} index tuples")
+    block = math.prod(data.lens[depth:])
+    total = math.prod(data.lens)
+    row_major = [math.prod(data.lens[d + 1 :]) for d in range(len(data.lens))]
+    ct = compute_type(output.dtype)
+    coordinates = [f"(long long)mgx_load(x1 + {_unflat(indices, f't * {depth}LL + {j}LL')})" for j in range(depth)]
+    address = " + ".join(f"{c} * {row_major[j]}LL" for j, c in enumerate(coordinates))
+    update = f"({ct})mgx_load(x2 + {_unflat(updates, f't * {block}LL + (f - offset)')})"
+    body = [
+        f"  const long long f = {_flat(output)};",
+        f"  {ct} v = mgx_load(x0 + {_at(data, _coords(len(data.lens)))});",
+        f"  for (long long t = 0; t < {tuples}LL; ++t) {{",
+        f"    const long long offset = {address};",
+        f"    if (offset >= 0 && offset + {block}LL <= {total}LL && f >= offset && f < offset + {block}LL)",
+        f"      v = {_combine(reduction, 'v', update)};",
+        "  }",
+    ]
+    return indexed_kernel(f"scatternd_{reduction}_kernel", [data, indices, updates], output, body, "v")

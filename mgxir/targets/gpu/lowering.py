@@ -30,6 +30,7 @@ from mgxir.ir.operation import Operation, ShapeError
 from mgxir.ir.program import Program
 from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape, find_permutation
+from mgxir.ops.indexing import REDUCTIONS as SCATTER_REDUCTIONS
 from mgxir.passes.base import Pass, PassContext, PassRefusal
 from mgxir.passes.registry import register_pass, register_pipeline
 from mgxir.targets.gpu import conv_kernels, data_kernels, dnn, kernels, tune
@@ -124,6 +125,16 @@ def _copy(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
     return kernels.copy_kernel(inputs[0], output, f"{ins.op.defn.name}_kernel")
 
 
+def _scatter(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    reduction = ins.op.defn.name.removeprefix("scatter_")
+    axis = ins.op["axis"] % len(output.lens)
+    return data_kernels.scatter_elements_kernel(*inputs, axis, reduction, output)
+
+
+def _scatternd(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    return data_kernels.scatternd_kernel(*inputs, ins.op.defn.name.removeprefix("scatternd_"), output)
+
+
 # generated operators whose result takes the layout of their first input that is densely laid out
 # channels-last (a permutation other than standard): pooling after a convolution, concat (what
 # MIGraphX's find_add_convs makes of a residual add of two convolutions) before one, and pointwise
@@ -144,6 +155,8 @@ GENERATORS: dict[str, Generator] = {
     "fill": _fill,
     "unpack_int4": _unpack_int4,
     "concat_past_present": _concat_past_present,
+    **{f"scatter_{reduction}": _scatter for reduction in SCATTER_REDUCTIONS},
+    **{f"scatternd_{reduction}": _scatternd for reduction in SCATTER_REDUCTIONS},
     "pooling": _pooling,
     "convolution": _convolution,  # where the platform has no DNN library (library_convolution off)
     "contiguous": _copy,
