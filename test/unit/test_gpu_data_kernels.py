@@ -162,15 +162,18 @@ n = @param:n -> half_type, {2, 2, 1, 8}, {16, 8, 8, 1}
 p = @param:p -> half_type, {2, 2, 3, 8}, {48, 24, 8, 1}
 s = @param:s -> int32_type, {2}, {1}
 c = @param:c -> half_type, {2, 2, 6, 8}, {96, 48, 8, 1}
-@4 = concat_past_present[kv_num_heads=2](n,s,c)
-@5 = concat_past_present[kv_num_heads=2](p,s,c)
-@6 = @return(@4,@5)
+t = @param:t -> int32_type, {2, 1}, {1, 1}
+@5 = concat_past_present[kv_num_heads=2](n,s,c)
+@6 = concat_past_present[kv_num_heads=2](p,s,c)
+@7 = concat_past_present[kv_num_heads=2](n,t,c)
+@8 = @return(@5,@6,@7)
 """,
         ("concat_past_present_kernel",),
         lambda rng: {
             "n": _floats(rng, (2, 2, 1, 8), np.float16),
             "p": _floats(rng, (2, 2, 3, 8), np.float16),
             "s": np.array([5, 2], np.int32),
+            "t": np.array([[1], [4]], np.int32),  # {batch, 1}, as the GroupQueryAttention parser gives it
             "c": _floats(rng, (2, 2, 6, 8), np.float16),
         },
     ),

@@ -129,9 +129,8 @@ def concat_past_present_kernel(new: Tensor, seqlens: Tensor, cache: Tensor, kv_h
     flat = _flat(output)
     body = [f"  const long long o = {flat};", "  long long from = -1;"]
     body.append(f"  for (long long b = 0; b < {batch}LL; ++b) {{")
-    if sequence == 1:
-        past_at = _at(seqlens, ["b"]) if seqlens.lens[0] > 1 else "0"
-        body.append(f"    const long long past = (long long)mgx_load(x1 + {past_at});")
+    if sequence == 1:  # seqlens read flat, as the reference reshapes it ({batch} or {batch, 1})
+        body.append(f"    const long long past = (long long)mgx_load(x1 + {_unflat(seqlens, 'b')});")
     else:
         body.append("    const long long past = 0;")
     body.append(f"    for (long long h = 0; h < {kv_heads}LL; ++h) {{")

@@ -106,7 +106,7 @@ def _unpack_int4(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kern
 
 def _concat_past_present(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
     new, seqlens, cache = inputs
-    if len(new.lens) != 4 or len(cache.lens) != 4 or len(seqlens.lens) != 1:
+    if len(new.lens) != 4 or len(cache.lens) != 4 or seqlens.elements < new.lens[0]:
         raise Unsupported("concat_past_present takes (batch, heads, rows, head size) tensors")
     return data_kernels.concat_past_present_kernel(new, seqlens, cache, ins.op["kv_num_heads"], output)
 
