@@ -16,7 +16,7 @@ import numpy as np
 
 from mgxir.ir.dtype import DType
 from mgxir.ir.operation import Operation
-from mgxir.ops.nn import _RESIZE_COORDINATES, _RESIZE_NEAREST, _cubic_kernel  # the reference's own formulas
+from mgxir.ops.nn import resize_taps
 from mgxir.targets.gpu.kernels import Kernel, Tensor, Unsupported, compute_type, indexed_kernel
 
 
@@ -168,29 +168,14 @@ def _unflat(t: Tensor, index: str) -> str:
 
 
 def _resize_taps(op: Operation, n_in: int, n_out: int, scale: float) -> tuple[np.ndarray, np.ndarray]:
-    """(source indices, weights), each (n_out, taps), of one axis, computed as the reference
-    computes them (mgxir/ops/nn.py Resize.compute)."""
-    coordinate = _RESIZE_COORDINATES.get(op["coordinate_transformation_mode"] or "half_pixel")
-    if coordinate is None:
-        raise Unsupported(f"resize: coordinate_transformation_mode '{op['coordinate_transformation_mode']}'")
-    positions = np.arange(n_out, dtype=np.float64)
-    if op["mode"] == "cubic":
-        source = coordinate(positions, n_in, n_out, float(np.float32(scale)))
-        first = np.floor(source) - 1
-        taps = first[:, None] + np.arange(4)[None, :]
-        return np.clip(taps, 0, n_in - 1).astype(np.int64), _cubic_kernel(source[:, None] - taps, op["cubic_coeff_a"])
-    if n_in == n_out and scale == 1.0:
-        return positions.astype(np.int64)[:, None], np.ones((n_out, 1))
-    source = np.clip(coordinate(positions, n_in, n_out, scale), 0, n_in - 1)
-    if op["mode"] == "nearest":
-        rounding = _RESIZE_NEAREST.get(op["nearest_mode"])
-        if rounding is None:
-            raise Unsupported(f"resize: nearest_mode '{op['nearest_mode']}'")
-        return rounding(source).astype(np.int64)[:, None], np.ones((n_out, 1))
-    low = np.floor(source).astype(np.int64)
-    high = np.minimum(low + 1, n_in - 1)
-    weight = source - low
-    return np.stack([low, high], axis=1), np.stack([1 - weight, weight], axis=1)
+    """(source indices, weights), each (n_out, taps), of one axis: the reference's (resize_taps)."""
+    try:
+        taps = resize_taps(op, n_in, n_out, scale)
+    except ValueError as e:
+        raise Unsupported(f"resize: {e}") from None
+    if taps is None:  # not resampled
+        return np.arange(n_out, dtype=np.int64)[:, None], np.ones((n_out, 1))
+    return taps
 
 
 def resize_kernel(op: Operation, source: Tensor, output: Tensor) -> Kernel:
