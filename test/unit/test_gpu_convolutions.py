@@ -7,13 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from gpu_emulator import COMPILER, run_emulated
+from test_gpu_target import _inputs, _program
 
-from mgxir.diagnostics import DiagnosticSink, MgxError
+from mgxir.diagnostics import MgxError
 from mgxir.interp import Interpreter
 from mgxir.targets.gpu.compiler import device_arch
 from mgxir.targets.gpu.driver import compile_for_gpu
-from mgxir.text.parser import parse_program
-from mgxir.verifier import verify
 
 pytest.importorskip("cuda.core")
 
@@ -107,19 +106,6 @@ w = @param:w -> half_type, {8, 8, 3, 3}, {72, 9, 3, 1}
 @6 = @return(@5)
 """,
 }
-
-
-def _program(text: str):
-    program = parse_program('module: "main"\n' + text.strip() + "\n")
-    verify(program, DiagnosticSink())
-    return program
-
-
-def _inputs(program, seed: int = 0) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    return {
-        p.param_name: rng.uniform(-1, 1, p.shape.lens).astype(p.shape.dtype.numpy) for p in program.main.parameters()
-    }
 
 
 @pytest.fixture(scope="module")

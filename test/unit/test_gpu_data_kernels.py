@@ -10,13 +10,11 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 from gpu_emulator import COMPILER, run_emulated
+from test_gpu_target import _program
 
-from mgxir.diagnostics import DiagnosticSink
 from mgxir.interp import Interpreter
 from mgxir.targets.gpu.compiler import device_arch
 from mgxir.targets.gpu.driver import compile_for_gpu
-from mgxir.text.parser import parse_program
-from mgxir.verifier import verify
 
 pytest.importorskip("cuda.core")
 
@@ -178,12 +176,6 @@ t = @param:t -> int32_type, {2, 1}, {1, 1}
         },
     ),
 }
-
-
-def _program(text: str):
-    program = parse_program('module: "main"\n' + text.strip() + "\n")
-    verify(program, DiagnosticSink())
-    return program
 
 
 @pytest.fixture(scope="module")
