@@ -262,3 +262,27 @@ b = @param:b -> half_type, {16}, {1}
     got = run_emulated(lowered_program, params)
     want = Interpreter(program).run(params)
     np.testing.assert_allclose(np.asarray(got[0], np.float64), np.asarray(want[0], np.float64), atol=2e-2)
+
+
+@pytest.mark.skipif(COMPILER is None, reason="no C++ compiler to emulate kernels with")
+def test_channels_last_pointwise_emulated_on_the_cpu_matches_reference() -> None:
+    """A pointwise module on a channels-last input, read by a kernel (pooling) that takes any
+    layout: it writes NHWC walking the output's memory order, with a broadcast operand."""
+    text = """
+x = @param:x -> half_type, {2, 16, 6, 4}, {384, 1, 64, 16}
+s = @param:s -> half_type, {2, 16, 1, 1}, {16, 1, 1, 1}
+@2 = multibroadcast[out_lens={2, 16, 6, 4}](s)
+@3 = mul(x,@2)
+@4 = tanh(@3)
+@5 = pooling[mode=max,padding={0, 0},stride={2, 2},lengths={2, 2}](@4)
+@6 = @return(@5)
+"""
+    program = _program(text)
+    lowered_program = compile_for_gpu(_program(text), arch="sm_90")
+    scaling = next(i for i in lowered_program.main if "mul_tanh_kernel" in i.op.text)
+    assert scaling.shape.strides == (384, 1, 64, 16)
+    assert "mgx_vec<mgx_half, 8>" in scaling.op["code_object"].source
+    params = _inputs(program, seed=5)
+    got = run_emulated(lowered_program, params)
+    want = Interpreter(program).run(params)
+    np.testing.assert_allclose(np.asarray(got[0], np.float64), np.asarray(want[0], np.float64), atol=2e-3)
