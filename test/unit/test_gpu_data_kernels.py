@@ -1,5 +1,6 @@
 """Generated kernels for the operators that ran on the host (pad's reflect and edge modes,
-reverse, onehot, resize, gathernd, fill, unpack_int4, concat_past_present, scatter, scatternd): each program lowers
+reverse, onehot, resize, gathernd, fill, unpack_int4, concat_past_present, scatter, scatternd,
+prefix_scan_sum): each program lowers
 with no host step and its kernels compile with NVRTC here; on a GPU (`gpu` mark) each gives the
 reference interpreter's result."""
 
@@ -151,6 +152,24 @@ v = @param:v -> half_type, {3, 2}, {2, 1}
             "u": _floats(rng, (5, 3, 2), np.float16),
             "k": np.stack([rng.integers(0, 4, 3), rng.integers(0, 3, 3)], axis=1),
             "v": _floats(rng, (3, 2), np.float16),
+        },
+    ),
+    # inclusive, exclusive, reversed; float and int32 (which wraps as the reference's cumsum)
+    "prefix_scan_sum": (
+        """
+x = @param:x -> float_type, {3, 7}, {7, 1}
+y = @param:y -> int32_type, {5, 2}, {1, 5}
+@2 = prefix_scan_sum[axis=1](x)
+@3 = prefix_scan_sum[axis=1,exclusive=1](x)
+@4 = prefix_scan_sum[axis=-1,reverse=1](x)
+@5 = prefix_scan_sum[axis=0,exclusive=1,reverse=1](y)
+@6 = prefix_scan_sum[axis=0](y)
+@7 = @return(@2,@3,@4,@5,@6)
+""",
+        ("prefix_scan_sum_kernel",),
+        lambda rng: {
+            "x": _floats(rng, (3, 7), np.float32),
+            "y": rng.integers(2**30, 2**31 - 1, (5, 2)).astype(np.int32),
         },
     ),
     # a decoding step (one new row per head, at each batch's past length) and a prompt (rows from 0)

@@ -17,7 +17,7 @@ import numpy as np
 from mgxir.ir.dtype import DType
 from mgxir.ir.operation import Operation
 from mgxir.ops.nn import resize_taps
-from mgxir.targets.gpu.kernels import Kernel, Tensor, Unsupported, compute_type, indexed_kernel
+from mgxir.targets.gpu.kernels import Kernel, Tensor, Unsupported, accumulator_type, compute_type, indexed_kernel
 
 
 def _at(tensor: Tensor, coords: Sequence[str]) -> str:
@@ -289,3 +289,30 @@ def scatternd_kernel(data: Tensor, indices: Tensor, updates: Tensor, reduction: 
         "  }",
     ]
     return indexed_kernel(f"scatternd_{reduction}_kernel", [data, indices, updates], output, body, "v")
+
+
+# -- prefix scans --------------------------------------------------------------------------------
+
+PREFIX_SCAN_LIMIT = 4096  # elements one output element sums at most; a longer axis stays on the host
+
+
+def prefix_scan_sum_kernel(source: Tensor, axis: int, exclusive: bool, reverse: bool, output: Tensor) -> Kernel:
+    """Each output element the sum of the elements before it along `axis` (itself included unless
+    `exclusive`; after it with `reverse`), in order from the scan's start, accumulated wide (float
+    for half, 64-bit for integers, which wrap to the type as the reference's cumsum does)."""
+    n = source.lens[axis]
+    if n > PREFIX_SCAN_LIMIT:
+        raise Unsupported(f"prefix scan along an axis of {n} elements")
+    acc = accumulator_type(output.dtype)
+    coords = _coords(len(output.lens))
+    scanned = [*coords[:axis], "j", *coords[axis + 1 :]]
+    first, last = ("0", f"c{axis}") if not reverse else (f"c{axis}", f"{n - 1}LL")
+    if exclusive:
+        first, last = (first, f"c{axis} - 1") if not reverse else (f"c{axis} + 1", last)
+    step = "++j" if not reverse else "--j"
+    start, stop = (first, f"j <= {last}") if not reverse else (last, f"j >= {first}")
+    body = [
+        f"  {acc} acc = 0;",
+        f"  for (long long j = {start}; {stop}; {step}) acc += ({acc})mgx_load(x0 + {_at(source, scanned)});",
+    ]
+    return indexed_kernel("prefix_scan_sum_kernel", [source], output, body, f"({compute_type(output.dtype)})acc")

@@ -135,6 +135,11 @@ def _scatternd(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel
     return data_kernels.scatternd_kernel(*inputs, ins.op.defn.name.removeprefix("scatternd_"), output)
 
 
+def _prefix_scan_sum(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    axis = ins.op["axis"] % len(output.lens)
+    return data_kernels.prefix_scan_sum_kernel(inputs[0], axis, ins.op["exclusive"], ins.op["reverse"], output)
+
+
 # generated operators whose result takes the layout of their first input that is densely laid out
 # channels-last (a permutation other than standard): pooling after a convolution, concat (what
 # MIGraphX's find_add_convs makes of a residual add of two convolutions) before one, and pointwise
@@ -155,6 +160,7 @@ GENERATORS: dict[str, Generator] = {
     "fill": _fill,
     "unpack_int4": _unpack_int4,
     "concat_past_present": _concat_past_present,
+    "prefix_scan_sum": _prefix_scan_sum,
     **{f"scatter_{reduction}": _scatter for reduction in SCATTER_REDUCTIONS},
     **{f"scatternd_{reduction}": _scatternd for reduction in SCATTER_REDUCTIONS},
     "pooling": _pooling,
