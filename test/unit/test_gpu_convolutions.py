@@ -93,6 +93,16 @@ w1 = @param:w1 -> half_type, {8, 16, 1, 1}, {16, 1, 1, 1}
 @9 = convolution[padding={0, 0},stride={1, 1},dilation={1, 1},group=1](@8,w1)
 @10 = @return(@9)
 """,
+    # transposed convolutions (ConvTranspose): stride, dilation, groups, asymmetric padding, 1-d
+    "convolution_backwards": """
+x = @param:x -> float_type, {2, 4, 3, 5}, {60, 15, 5, 1}
+w = @param:w -> float_type, {4, 3, 3, 2}, {18, 6, 2, 1}
+y = @param:y -> float_type, {1, 6, 7}, {42, 7, 1}
+v = @param:v -> float_type, {6, 1, 4}, {4, 4, 1}
+@4 = convolution_backwards[padding={1, 0, 0, 1},stride={2, 3},dilation={1, 2},padding_mode=0,group=2](x,w)
+@5 = convolution_backwards[padding={2},stride={2},dilation={1},padding_mode=0,group=6](y,v)
+@6 = @return(@4,@5)
+""",
     # a channels-last convolution result whose consumer has no kernel (fp8 has no GPU type) and
     # runs on the host: it reads a standard copy (the float16 ShuffleNet failure:
     # `pass 'gpu_lowering' left invalid IR`)
@@ -228,10 +238,10 @@ def test_perf_batch_size_is_the_first_inputs_leading_dimension() -> None:
 
 
 @pytest.mark.skipif(COMPILER is None, reason="no C++ compiler to emulate kernels with")
-@pytest.mark.parametrize("name", ["depthwise_float_multiplier", "depthwise_1d"])
-def test_depthwise_kernels_emulated_on_the_cpu_match_reference(lowered: dict, name: str) -> None:
-    """The generated depthwise kernels (programs with no library call) run on the CPU
-    (gpu_emulator.py) against the reference."""
+@pytest.mark.parametrize("name", ["depthwise_float_multiplier", "depthwise_1d", "convolution_backwards"])
+def test_generated_convolutions_emulated_on_the_cpu_match_reference(lowered: dict, name: str) -> None:
+    """The generated depthwise and transposed convolution kernels (programs with no library call)
+    run on the CPU (gpu_emulator.py) against the reference."""
     program = _program(PROGRAMS[name])
     params = _inputs(program, seed=3)
     got = run_emulated(lowered[name], params)

@@ -136,3 +136,36 @@ def _in_vectors(t: Tensor, width: int) -> Tensor:
     lens, strides = list(t.lens), list(t.strides)
     lens[1], strides[1] = lens[1] // width, width if width > 1 else strides[1]
     return Tensor(t.dtype, tuple(lens), tuple(strides), t.aligned)
+
+
+def convolution_backwards_kernel(op: Operation, x: Tensor, w: Tensor, output: Tensor) -> Kernel:
+    """A transposed convolution (ONNX ConvTranspose; weights {C_in, C_out / group, window...}), one
+    thread per output element: the sum over its group's input channels and the window positions
+    whose stride grid reaches it, the leading padding cropped, accumulated in float (double for
+    double) as the reference accumulates in float64."""
+    if not output.dtype.is_float:
+        raise Unsupported("generated transposed convolutions: floating point")
+    k = len(x.lens) - 2
+    pads = list(op["padding"])
+    begin = pads[:k] if len(pads) == 2 * k else pads
+    stride, dilation, group = op["stride"], op["dilation"], op["group"]
+    in_per_group, out_per_group = x.lens[1] // group, w.lens[1]
+    acc = "double" if DType.double in (x.dtype, output.dtype) else "float"
+    body = [
+        f"  {acc} acc = 0;",
+        f"  const long long g = c1 / {out_per_group}LL;",
+        f"  const long long o = c1 % {out_per_group}LL;",
+        f"  for (long long ci = 0; ci < {in_per_group}LL; ++ci) {{",
+        f"  const long long ch = g * {in_per_group}LL + ci;",
+    ]
+    reached = []
+    for d in range(k):
+        body.append(f"  for (long long t{d} = 0; t{d} < {w.lens[d + 2]}LL; ++t{d}) {{")
+        body.append(f"  const long long r{d} = c{d + 2} + {begin[d]}LL - t{d} * {dilation[d]}LL;")
+        body.append(f"  const long long q{d} = r{d} / {stride[d]}LL;")
+        reached.append(f"r{d} >= 0 && r{d} % {stride[d]}LL == 0 && q{d} < {x.lens[d + 2]}LL")
+    x_at = _element(x, ["c0", "ch", *[f"q{d}" for d in range(k)]])
+    w_at = _element(w, ["ch", "o", *[f"t{d}" for d in range(k)]])
+    body.append(f"  if ({' && '.join(reached)}) acc += ({acc})mgx_load(x0 + {x_at}) * ({acc})mgx_load(x1 + {w_at});")
+    body.extend("  }" for _ in range(k + 1))
+    return kernels.indexed_kernel("convolution_backwards_kernel", [x, w], output, body, "acc")

@@ -121,6 +121,10 @@ def _convolution(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kern
     return kernels.convolution_kernel(ins.op, inputs[0], inputs[1], output)
 
 
+def _convolution_backwards(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    return conv_kernels.convolution_backwards_kernel(ins.op, inputs[0], inputs[1], output)
+
+
 def _copy(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
     return kernels.copy_kernel(inputs[0], output, f"{ins.op.defn.name}_kernel")
 
@@ -165,6 +169,7 @@ GENERATORS: dict[str, Generator] = {
     **{f"scatternd_{reduction}": _scatternd for reduction in SCATTER_REDUCTIONS},
     "pooling": _pooling,
     "convolution": _convolution,  # where the platform has no DNN library (library_convolution off)
+    "convolution_backwards": _convolution_backwards,
     "contiguous": _copy,
     "reshape": _copy,
     "reshape_lazy": _copy,
