@@ -103,6 +103,13 @@ v = @param:v -> float_type, {6, 1, 4}, {4, 4, 1}
 @5 = convolution_backwards[padding={2},stride={2},dilation={1},padding_mode=0,group=6](y,v)
 @6 = @return(@4,@5)
 """,
+    # int8 convolutions into int32 (groups, stride, asymmetric padding)
+    "quant_convolution": """
+x = @param:x -> int8_type, {2, 4, 5, 6}, {120, 30, 6, 1}
+w = @param:w -> int8_type, {6, 2, 3, 2}, {12, 6, 2, 1}
+@2 = quant_convolution[padding={1, 0, 0, 1},stride={1, 2},dilation={1, 1},padding_mode=0,group=2](x,w)
+@3 = @return(@2)
+""",
     # a channels-last convolution result whose consumer has no kernel (fp8 has no GPU type) and
     # runs on the host: it reads a standard copy (the float16 ShuffleNet failure:
     # `pass 'gpu_lowering' left invalid IR`)
@@ -238,10 +245,12 @@ def test_perf_batch_size_is_the_first_inputs_leading_dimension() -> None:
 
 
 @pytest.mark.skipif(COMPILER is None, reason="no C++ compiler to emulate kernels with")
-@pytest.mark.parametrize("name", ["depthwise_float_multiplier", "depthwise_1d", "convolution_backwards"])
+@pytest.mark.parametrize(
+    "name", ["depthwise_float_multiplier", "depthwise_1d", "convolution_backwards", "quant_convolution"]
+)
 def test_generated_convolutions_emulated_on_the_cpu_match_reference(lowered: dict, name: str) -> None:
-    """The generated depthwise and transposed convolution kernels (programs with no library call)
-    run on the CPU (gpu_emulator.py) against the reference."""
+    """The generated depthwise, transposed and int8 convolution kernels (programs with no library
+    call) run on the CPU (gpu_emulator.py) against the reference."""
     program = _program(PROGRAMS[name])
     params = _inputs(program, seed=3)
     got = run_emulated(lowered[name], params)

@@ -170,6 +170,7 @@ GENERATORS: dict[str, Generator] = {
     "pooling": _pooling,
     "convolution": _convolution,  # where the platform has no DNN library (library_convolution off)
     "convolution_backwards": _convolution_backwards,
+    "quant_convolution": _convolution,  # int8 -> int32, a direct kernel (no int8 tensor cores yet)
     "contiguous": _copy,
     "reshape": _copy,
     "reshape_lazy": _copy,
