@@ -110,6 +110,16 @@ w = @param:w -> int8_type, {6, 2, 3, 2}, {12, 6, 2, 1}
 @2 = quant_convolution[padding={1, 0, 0, 1},stride={1, 2},dilation={1, 1},padding_mode=0,group=2](x,w)
 @3 = @return(@2)
 """,
+    # int8 products into int32: batched, and with a transposed operand
+    "quant_dot": """
+a = @param:a -> int8_type, {2, 3, 5}, {15, 5, 1}
+b = @param:b -> int8_type, {2, 5, 4}, {20, 4, 1}
+c = @param:c -> int8_type, {4, 5}, {1, 4}
+d = @param:d -> int8_type, {3, 4}, {4, 1}
+@4 = quant_dot(a,b)
+@5 = quant_dot(d,c)
+@6 = @return(@4,@5)
+""",
     # a channels-last convolution result whose consumer has no kernel (fp8 has no GPU type) and
     # runs on the host: it reads a standard copy (the float16 ShuffleNet failure:
     # `pass 'gpu_lowering' left invalid IR`)
@@ -246,11 +256,11 @@ def test_perf_batch_size_is_the_first_inputs_leading_dimension() -> None:
 
 @pytest.mark.skipif(COMPILER is None, reason="no C++ compiler to emulate kernels with")
 @pytest.mark.parametrize(
-    "name", ["depthwise_float_multiplier", "depthwise_1d", "convolution_backwards", "quant_convolution"]
+    "name", ["depthwise_float_multiplier", "depthwise_1d", "convolution_backwards", "quant_convolution", "quant_dot"]
 )
 def test_generated_convolutions_emulated_on_the_cpu_match_reference(lowered: dict, name: str) -> None:
-    """The generated depthwise, transposed and int8 convolution kernels (programs with no library
-    call) run on the CPU (gpu_emulator.py) against the reference."""
+    """The generated depthwise, transposed and int8 convolution and int8 product kernels (programs
+    with no library call) run on the CPU (gpu_emulator.py) against the reference."""
     program = _program(PROGRAMS[name])
     params = _inputs(program, seed=3)
     got = run_emulated(lowered[name], params)

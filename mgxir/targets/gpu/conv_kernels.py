@@ -1,6 +1,7 @@
 """Generated convolution kernels where one beats the DNN library: depthwise convolutions (one input
 channel per group, MobileNet's, EfficientNet's, ConvNeXt's), with the pointwise module the
-convolution feeds (bias, activation, residual add) computed in the same kernel.
+convolution feeds (bias, activation, residual add) computed in the same kernel; and direct
+kernels for what the libraries are not asked for yet: transposed convolutions and int8 products.
 
 One thread per output element, walked in the output's memory order (channels fastest for a
 channels-last output), so that neighbouring threads read neighbouring input channels; the window
@@ -169,3 +170,23 @@ def convolution_backwards_kernel(op: Operation, x: Tensor, w: Tensor, output: Te
     body.append(f"  if ({' && '.join(reached)}) acc += ({acc})mgx_load(x0 + {x_at}) * ({acc})mgx_load(x1 + {w_at});")
     body.extend("  }" for _ in range(k + 1))
     return kernels.indexed_kernel("convolution_backwards_kernel", [x, w], output, body, "acc")
+
+
+def quant_dot_kernel(a: Tensor, b: Tensor, output: Tensor) -> Kernel:
+    """An int8 matrix product into int32 (batched alike), one thread per output element summing
+    its row and column in 64 bits, which wraps to int32 as the reference's int32 matmul does: a
+    direct kernel (no int8 tensor cores yet)."""
+    if a.dtype.is_float or b.dtype.is_float:
+        raise Unsupported("generated quant_dot: integer inputs")
+    rank = len(output.lens)
+    batch = [f"c{d}" for d in range(rank - 2)]
+    acc = kernels.accumulator_type(output.dtype)
+    a_at = _element(a, [*batch, f"c{rank - 2}", "j"])
+    b_at = _element(b, [*batch, "j", f"c{rank - 1}"])
+    body = [
+        f"  {acc} acc = 0;",
+        f"  for (long long j = 0; j < {a.lens[-1]}LL; ++j)",
+        f"    acc += ({acc})mgx_load(x0 + {a_at}) * ({acc})mgx_load(x1 + {b_at});",
+    ]
+    value = f"({kernels.compute_type(output.dtype)})acc"
+    return kernels.indexed_kernel("quant_dot_kernel", [a, b], output, body, value)

@@ -125,6 +125,10 @@ def _convolution_backwards(ins: Instruction, inputs: list[Tensor], output: Tenso
     return conv_kernels.convolution_backwards_kernel(ins.op, inputs[0], inputs[1], output)
 
 
+def _quant_dot(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    return conv_kernels.quant_dot_kernel(inputs[0], inputs[1], output)
+
+
 def _copy(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
     return kernels.copy_kernel(inputs[0], output, f"{ins.op.defn.name}_kernel")
 
@@ -171,6 +175,7 @@ GENERATORS: dict[str, Generator] = {
     "convolution": _convolution,  # where the platform has no DNN library (library_convolution off)
     "convolution_backwards": _convolution_backwards,
     "quant_convolution": _convolution,  # int8 -> int32, a direct kernel (no int8 tensor cores yet)
+    "quant_dot": _quant_dot,
     "contiguous": _copy,
     "reshape": _copy,
     "reshape_lazy": _copy,
