@@ -110,6 +110,7 @@ class OptOptions(DeclaredOptions):
             "--run-reproducer",
             help="The input is a reproducer: run the pipeline named in its first line.",
         ),
+        flag("no_host", "--no-host", help="A target lowering (-p gpu) fails on an instruction left for the host."),
         flag("quiet", "-q", "--quiet", help="No progress display (shown on a terminal for work that takes seconds)."),
     )
 
@@ -267,6 +268,9 @@ def _pipeline(options: OptOptions, text: str | None) -> list[Pass]:
 
     load_target_passes(pipeline_text)
     passes = parse_pipeline(pipeline_text)
+    for p in passes:  # --no-host: lowerings that would leave instructions for the host fail instead
+        if options.no_host and hasattr(p, "allow_host"):
+            p.allow_host = False
     if options.dump_pipeline:
         print(f"-p '{format_pipeline(passes)}'" + (" -O-scope=main" if main_only else ""), file=sys.stderr)
     return passes

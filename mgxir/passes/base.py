@@ -7,6 +7,7 @@ import dataclasses
 from collections import Counter
 from typing import ClassVar
 
+from mgxir.diagnostics import DiagnosticSink, Location, MgxError
 from mgxir.ir.module import Module
 from mgxir.ir.program import Program
 from mgxir.ir.traits import FusedBody
@@ -14,14 +15,25 @@ from mgxir.records import Record
 
 
 class PassContext(Record):
-    """What a pass reports while it runs: named counters for `--pass-statistics`."""
+    """What a pass reports while it runs: named counters for `--pass-statistics`, and warnings."""
 
-    def __init__(self, statistics: Counter[str] | None = None, main_only: bool = False):
+    def __init__(
+        self, statistics: Counter[str] | None = None, main_only: bool = False, sink: DiagnosticSink | None = None
+    ):
         self.statistics: Counter[str] = Counter() if statistics is None else statistics
         self.main_only = main_only  # run module passes on the main module only (`read -O` does)
+        self.sink = sink if sink is not None else DiagnosticSink()
 
     def count(self, what: str, n: int = 1) -> None:
         self.statistics[what] += n
+
+    def warn(self, message: str, location: Location | None = None, source_line: str | None = None) -> None:
+        self.sink.warn(message, location, source_line)
+
+
+class PassRefusal(MgxError):
+    """A pass declines the program it was given, by a rule the user asked for (`--no-host`): the
+    pass manager reports it as it is, at its place in the input, with no reproducer."""
 
 
 @dataclasses.dataclass

@@ -24,7 +24,7 @@ from typing import TextIO
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.ir.program import Program
-from mgxir.passes.base import Pass, PassContext
+from mgxir.passes.base import Pass, PassContext, PassRefusal
 from mgxir.passes.registry import ALIASES, format_pipeline
 from mgxir.progress import Advance, progress
 from mgxir.records import Record
@@ -108,7 +108,7 @@ class PassManager:
                 self._dump(f"Before {p.name}", _ir(program))
             before = _ir(program) if keep_snapshot else None
             count_before = _instruction_count(program) if o.statistics else 0
-            context = PassContext(main_only=o.main_only)
+            context = PassContext(main_only=o.main_only, sink=sink)
             start = time.perf_counter()
             stage = "failed"
             try:
@@ -117,6 +117,8 @@ class PassManager:
                     stage = "left invalid IR"
                     verify(program, sink)
                     verified = _fingerprint(program)
+            except PassRefusal:
+                raise
             except Exception as e:
                 message = e.message if isinstance(e, MgxError) else f"{type(e).__name__}: {e}"
                 text = f"pass '{p.name}' {stage}: {message.splitlines()[0] if message else ''}"

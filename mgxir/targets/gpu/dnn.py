@@ -3,6 +3,9 @@ with the pointwise epilogue the lowering fused into it (bias, residual add, relu
 pointwise nodes after the conv_fprop node, so the library runs them in the convolution's kernel
 where one of its engines can.
 
+Grouped convolutions need nothing more: cuDNN reads the group count off the weights, whose
+channels (dimension 1) are the input's divided by it.
+
 The epilogue is the `pointwise` module the convolution fed, bound as MIGraphX binds pointwise
 parameters (by name order): parameter `conv_arg` is the convolution's result, the others are the
 `gpu::convolution`'s inputs after x and w, in order.
@@ -117,8 +120,6 @@ class ConvPlan:
         self.cudnn, self.handle = cudnn, handle
         if out.dtype not in IO_TYPES or x.dtype != out.dtype or w.dtype != out.dtype:
             raise MgxError(f"gpu::convolution: no cuDNN type for {out.dtype.type_name}")
-        if op["group"] != 1:
-            raise MgxError("gpu::convolution: grouped convolutions are not planned")
         io = getattr(cudnn.data_type, IO_TYPES[out.dtype])
         f32 = cudnn.data_type.FLOAT
         graph = cudnn.pygraph(io_data_type=io, intermediate_data_type=f32, compute_data_type=f32, handle=handle)

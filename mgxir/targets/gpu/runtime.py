@@ -281,8 +281,9 @@ class GpuExecutable:
             lines.append(f"{key}: {sum(times):.5g}ms / {len(times)} = {sum(times) / len(times):.5g}ms, {share:.0f}%")
         lines.append("")
         mean = statistics.fmean(runs)
-        lines.append("Batch size: 1")
-        lines.append(f"Rate: {1000 / mean:.6g} inferences/sec")
+        batch = batch_size(self.program)
+        lines.append(f"Batch size: {batch}")
+        lines.append(f"Rate: {1000 * batch / mean:.6g} inferences/sec")
         lines.append(
             f"Total time: {mean:.5g}ms (Min: {min(runs):.5g}ms, Max: {max(runs):.5g}ms, "
             f"Mean: {mean:.5g}ms, Median: {statistics.median(runs):.5g}ms)"
@@ -293,6 +294,16 @@ class GpuExecutable:
         host = sum(1 for s in self.steps if s.on_host)
         lines.append(f"Replayed as {graphs} {self.platform.graph_name}(s); {host} host step(s)")
         return "\n".join(lines) + "\n"
+
+
+def batch_size(program: Program) -> int:
+    """What `migraphx-driver perf` prints as the batch (the `--batch` its loader gave the inputs):
+    the leading dimension of the main module's first parameter that is not a scalar, else 1."""
+    for param in program.main.parameters():
+        shape = param.shape
+        if not (shape.is_tuple or shape.is_dynamic or shape.scalar):
+            return shape.lens[0]
+    return 1
 
 
 def open_device(index: int):
