@@ -106,7 +106,7 @@ class _Builder:
         module = self.module
         if module is None:
             module = self.module = self.program.create_module("main")
-        name = d[: d.index("=")].rstrip()
+        name = d[: d.index("=")].strip()
         op_column = 1 + len(d)
         args_column = op_column + len(o)
         modules_column = args_column + (len(a) if a is not None else 0)
@@ -122,7 +122,7 @@ class _Builder:
         if a is not None and len(a) > 2:
             lookup_local = self.local.get
             lookup_global = self.globals.get
-            for arg_name in a[1:-1].split(","):
+            for arg_name in _listed_names(a[1:-1]):
                 found = lookup_local(arg_name) or lookup_global(arg_name)
                 if found is None:
                     found = self._missing(arg_name, a, line, args_column)
@@ -177,6 +177,8 @@ class _Builder:
                 target_id = int(target) if target is not None else 0
                 syms = tuple(symbols.split(", ")) if symbols else ()
             except SyntaxProblem as e:
+                if text.lstrip().startswith("("):
+                    e.message = "an operator's arguments follow its name with no space: 'NAME(args)'"
                 raise self.source.error(e.message, line, column + e.column) from None
             except ShapeSyntaxError as e:
                 col = column + max(text.find("->") + 3, 0)
@@ -239,7 +241,7 @@ class _Builder:
 
     def resolve_modules(self) -> None:
         for ins, text, line, column in self.pending_modules:
-            names = text[3:-1].split(", ") if len(text) > 4 else []
+            names = _listed_names(text[text.index("[") + 1 : -1])
             mods = []
             for n in names:
                 found = self.program.get_module(n)
@@ -250,10 +252,16 @@ class _Builder:
             ins.module_args = mods
 
 
+def _listed_names(inside: str) -> list[str]:
+    """The names of an argument or module list without its brackets: `a,b` as MIGraphX prints it, or
+    with any spacing (`a, b`, ` a `)."""
+    return [name.strip() for name in inside.split(",")] if inside.strip() else []
+
+
 def _item_offset(listed: str, item: str) -> int:
     """Where `item` stands in a printed list, `(a,b)` or `, [a, b]`: as a whole item, not inside a
     longer name."""
-    found = re.search(rf"(?<=[(,\[ ]){re.escape(item)}(?=[,)\]])", listed)
+    found = re.search(rf"(?<=[(,\[ \t]){re.escape(item)}(?=[ \t,)\]])", listed)
     assert found is not None, (listed, item)  # ARGS and MODULES put a separator on both sides of each
     return found.start()
 
@@ -350,7 +358,7 @@ class _LineReader:
 
 
 # the characters MODULE, _COMMENT and _BLANK can start with; DEF is tried first on any other line
-_GAP_OR_MODULE_START = frozenset("m/ \t\r\n")
+_GAP_OR_MODULE_START = frozenset("m/# \t\r\n")
 
 
 @functools.cache

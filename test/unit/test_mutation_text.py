@@ -415,7 +415,7 @@ def test_expected_terminals_are_listed_in_words() -> None:
     assert describe_expected(set()) == "something else"
     assert describe_expected({"_WS"}) == "a space"
     assert describe_expected({"_WS", "ATOM"}) == "a name or number"
-    assert describe_expected({"ATOM", "RBRACE", "COMMA", "FOO"}) == "',', '}', FOO or a name or number"
+    assert describe_expected({"ATOM", "_RBRACE", "_SEP", "FOO"}) == "',', '}', FOO or a name or number"
 
 
 def test_layer2_values_and_problems() -> None:
