@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
-from mgxir.drivers.common import check_output_path, read_text, run_guarded
+from mgxir.drivers.common import check_output_path, keeps_literals, read_text, run_guarded
 from mgxir.ir.program import Program
 from mgxir.records import Record
 from mgxir.text.parser import parse_program, read_program
@@ -39,6 +39,7 @@ class OptOptions(Record):
         output: str | None = None,
         lossless: bool = False,
         sidecar: str | None = None,
+        elide_literals: bool = False,
         from_log: bool = False,
         log_pass: str | None = None,
         no_verify: bool = False,
@@ -64,8 +65,9 @@ class OptOptions(Record):
     ):
         self.input = input
         self.output = output
-        self.lossless = lossless
+        self.lossless = lossless  # the default; the flag stays for the command lines that spell it out
         self.sidecar = sidecar
+        self.elide_literals = elide_literals  # print as MIGraphX does: `{ ... }` past 10 values, 6 digits
         self.from_log = from_log
         self.log_pass = log_pass
         self.no_verify = no_verify
@@ -108,6 +110,7 @@ def _opt(options: OptOptions, sink: DiagnosticSink) -> int:
         sys.stdout.write(list_passes())
         return 0
     check_output_path(options.output)
+    options.lossless = keeps_literals(options.lossless, options.elide_literals, options.sidecar)
     from_log = options.from_log or options.log_pass is not None
     text = None if from_log else read_text(options.input)
     transform = _transformer(options, text)

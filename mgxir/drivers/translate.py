@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
-from mgxir.drivers.common import check_output_path, load_entry, run_guarded
+from mgxir.drivers.common import check_output_path, keeps_literals, load_entry, run_guarded
 from mgxir.ir.program import Program
 from mgxir.records import Record
 from mgxir.text.parser import read_program
@@ -58,8 +58,10 @@ FOLDER_WRITERS = frozenset({"spirv"})
 
 
 def write_mgx(program: Program, output: str | None, options: Options, sink: DiagnosticSink) -> None:
-    """MIGraphX's text, as MIGraphX prints it."""
-    write_program(program, output)
+    """The program text, every literal value kept (as `mgx-lossless`), or as MIGraphX prints it with
+    `elide_literals`."""
+    lossless = keeps_literals(bool(options.get("lossless")), bool(options.get("elide_literals")))
+    write_program(program, output, lossless=lossless)
 
 
 def write_mgx_lossless(program: Program, output: str | None, options: Options, sink: DiagnosticSink) -> None:

@@ -26,7 +26,7 @@ from mgxir.ir.registry import lookup, operation_from_node
 from mgxir.ir.shape import Shape
 from mgxir.ops import register_all_ops
 from mgxir.text import lalr
-from mgxir.text.literals import LiteralSyntaxError, literal_from_items
+from mgxir.text.literals import LiteralSyntaxError, Sidecars, literal_from_items
 from mgxir.text.syntax import SyntaxProblem, describe_expected, lark, parse_layer2
 
 if TYPE_CHECKING:
@@ -65,9 +65,15 @@ class SourceText:
 
 class _Builder:
     def __init__(
-        self, source: SourceText, base_dir: str | Path | None, sink: DiagnosticSink, allow_undefined: bool = False
+        self,
+        source: SourceText,
+        base_dir: str | Path | None,
+        sink: DiagnosticSink,
+        allow_undefined: bool = False,
+        sidecars: Sidecars | None = None,
     ):
         self.source = source
+        self.sidecars = sidecars if sidecars is not None else Sidecars(base_dir)
         self.allow_undefined = allow_undefined
         self.base_dir = base_dir
         self.sink = sink
@@ -202,7 +208,7 @@ class _Builder:
                 raise self.source.error("a literal needs a shape: '-> TYPE, {lens}, {strides}'", line, column)
             try:
                 items = parse_layer2(text[8:], "literal_body", "the literal")
-                lit = literal_from_items(items, shape, self.base_dir)
+                lit = literal_from_items(items, shape, self.base_dir, self.sidecars)
             except SyntaxProblem as e:
                 raise self.source.error(e.message, line, column + 8 + e.column) from None
             except LiteralSyntaxError as e:
@@ -384,11 +390,13 @@ def parse_program(
     sink = sink if sink is not None else DiagnosticSink()
     gc_was_enabled = gc.isenabled()
     gc.disable()
+    sidecars = Sidecars(base_dir)
     try:
-        builder = _read_lines(text, source, base_dir, sink, allow_undefined) if FAST_LINES else None
+        builder = _read_lines(text, source, sidecars, sink, allow_undefined) if FAST_LINES else None
         if builder is None:
-            builder = _read_with_lark(text, source, base_dir, sink, allow_undefined)
+            builder = _read_with_lark(text, source, sidecars, sink, allow_undefined)
     finally:
+        sidecars.close()
         if gc_was_enabled:
             gc.enable()
     builder.resolve_modules()
@@ -400,13 +408,13 @@ def parse_program(
 
 
 def _read_lines(
-    text: str, source: SourceText, base_dir: str | Path | None, sink: DiagnosticSink, allow_undefined: bool
+    text: str, source: SourceText, sidecars: Sidecars, sink: DiagnosticSink, allow_undefined: bool
 ) -> _Builder | None:
     """The program read by `_LineReader`, or None where Lark must read it; the warnings reach `sink`
     only when the reader succeeds (Lark's reading repeats them otherwise)."""
     scratch = DiagnosticSink()
     scratch.seen = set(sink.seen)
-    builder = _Builder(source, base_dir, scratch, allow_undefined)
+    builder = _Builder(source, sidecars.base_dir, scratch, allow_undefined, sidecars)
     try:
         if not _line_reader().read(text, builder):
             return None
@@ -419,9 +427,9 @@ def _read_lines(
 
 
 def _read_with_lark(
-    text: str, source: SourceText, base_dir: str | Path | None, sink: DiagnosticSink, allow_undefined: bool
+    text: str, source: SourceText, sidecars: Sidecars, sink: DiagnosticSink, allow_undefined: bool
 ) -> _Builder:
-    builder = _Builder(source, base_dir, sink, allow_undefined)
+    builder = _Builder(source, sidecars.base_dir, sink, allow_undefined, sidecars)
     parser, callbacks = _program_parser()
     callbacks.local.builder = builder
     try:

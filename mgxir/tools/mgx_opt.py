@@ -18,7 +18,11 @@ def mgx_opt(
     ] = None,
     lossless: Annotated[
         bool,
-        typer.Option("--lossless", help="Print every literal value exactly (all dtypes, NaN payloads, bf16/fp8 bits)."),
+        typer.Option("--lossless", help="Keep every literal value exactly (the default; NaN payloads, bf16/fp8 bits)."),
+    ] = False,
+    elide_literals: Annotated[
+        bool,
+        typer.Option("--elide-literals", help="Print literals as MIGraphX does: '{ ... }' past 10 values, 6 digits."),
     ] = False,
     sidecar: Annotated[
         str | None,

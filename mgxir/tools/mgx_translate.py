@@ -64,6 +64,13 @@ def mgx_translate(
     list_lowerings: Annotated[
         bool, typer.Option("--list-lowerings", help="Print the table of what each operator lowers to in MLIR.")
     ] = False,
+    lossless: Annotated[
+        bool, typer.Option("--lossless", help="Text: keep every literal value exactly (the default).")
+    ] = False,
+    elide_literals: Annotated[
+        bool,
+        typer.Option("--elide-literals", help="Text: print literals as MIGraphX does ('{ ... }' past 10 values)."),
+    ] = False,
 ) -> None:
     """Translate a MIGraphX program to another format.
 
@@ -87,6 +94,8 @@ def mgx_translate(
             "dyn_input_dim": dyn_input_dim,
             "dim_param": dim_param,
             "skip_unknown_operators": skip_unknown_operators,
+            "lossless": lossless,
+            "elide_literals": elide_literals,
         },
     )
     raise SystemExit(translate_main(options))

@@ -69,7 +69,7 @@ def test_undefined_values_print_their_name_or_a_question_mark() -> None:
 
 def test_lossless_keeps_values_and_fills_the_sidecar() -> None:
     values = [round(0.1 * i, 1) for i in range(20)]
-    text = ", ".join(map(str, values))
+    text = ", ".join("%g" % v for v in values)  # noqa: UP031 (MIGraphX's form, exact for these)
     program = parse_program(f'module: "main"\n@0 = @literal{{{text}}} -> float_type, {{20}}, {{1}}\n@1 = @return(@0)\n')
     assert (
         print_program(program)
