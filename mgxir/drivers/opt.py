@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.drivers.common import check_output_path, keeps_literals, read_text, run_guarded
+from mgxir.drivers.formats import INPUT_FORMATS, input_format, read_input
 from mgxir.ir.program import Program
 from mgxir.records import Record
 from mgxir.text.parser import parse_program, read_program
@@ -112,10 +113,13 @@ def _opt(options: OptOptions, sink: DiagnosticSink) -> int:
     check_output_path(options.output)
     options.lossless = keeps_literals(options.lossless, options.elide_literals, options.sidecar)
     from_log = options.from_log or options.log_pass is not None
-    text = None if from_log else read_text(options.input)
+    form = "log" if from_log else input_format(options.input)
+    text = read_text(options.input) if form == "mgx" else None
     transform = _transformer(options, text)
     if from_log:
         return _opt_log(options, sink, transform)
+    if text is None:
+        return _opt_other_format(options, form, sink, transform)
     assert text is not None
     filename = "<stdin>" if options.input == "-" else options.input
     # the input's folder, where its sidecars are (as Path(input).parent for a file that could be read)
@@ -162,6 +166,18 @@ def _opt_chunks(
     if not failed or options.output in (None, "-"):
         write_output(f"{SPLIT_MARKER}\n".join(outputs), options.output)
     return 1 if failed else 0
+
+
+def _opt_other_format(options: OptOptions, form: str, sink: DiagnosticSink, transform: Transform) -> int:
+    """An input in another format than program text (.mxr, JSON, ONNX, MLIR), read by its content."""
+    if options.split or options.verify_diagnostics:
+        flag = "--split-input-file" if options.split else "--verify-diagnostics"
+        raise MgxError(f"{flag} reads program text; {options.input} is {INPUT_FORMATS[form].what}")
+    program = read_input(options.input, {}, sink, form)
+    again = None if options.input == "-" else lambda: read_input(options.input, {}, DiagnosticSink(), form)
+    transform(program, sink, again)
+    write_program(program, options.output, lossless=options.lossless, sidecar=options.sidecar)
+    return 0
 
 
 def _opt_log(options: OptOptions, sink: DiagnosticSink, transform: Transform) -> int:

@@ -18,6 +18,7 @@ import numpy as np
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.drivers.common import check_output_path, load_entry, run_guarded
+from mgxir.drivers.formats import input_format, read_input
 from mgxir.interp import Interpreter, check_memory
 from mgxir.ir.dtype import DType
 from mgxir.ir.operation import RuntimeValue
@@ -431,24 +432,23 @@ def _run(o: RunOptions, sink: DiagnosticSink) -> int:
 
 @contextlib.contextmanager
 def _target_context(o: RunOptions) -> Iterator[Callable[..., Program]]:
-    """The program reader for the run, inside the target's options: an ONNX model is imported as
-    `--from-onnx` does; IREE also reads the MLIR that mgx-translate wrote (`prog.mlirbc`) and compiles
-    it as it is."""
-    is_mlir = o.input_file.endswith((".mlir", ".mlirbc"))
-    if o.input_file.endswith(".onnx"):
-        yield lambda path, sink, from_log, log_pass: load_entry("mgxir.drivers.formats:read_onnx")(path, {}, sink)
-        return
+    """The program reader for the run, inside the target's options: the input is read as its content
+    says (`mgxir.drivers.formats.input_format`: an ONNX model is imported as `--from-onnx` does); IREE
+    reads program text and the MLIR that mgx-translate wrote (`prog.mlirbc`) itself, and compiles MLIR
+    as it is."""
+    form = "log" if o.from_log or o.log_pass is not None else input_format(o.input_file)
     if o.target == "gpu":
         from mgxir.targets.gpu.driver import gpu_options, select_device
 
         select_device(o.device)
         gpu_options.perf, gpu_options.exhaustive_tune = o.perf, o.exhaustive_tune
         gpu_options.fp32_math = o.fp32_math
-    if o.target != "iree" and not is_mlir:
+    if form in ("mgx", "log") and o.target != "iree":
         yield read_program
         return
-    if o.target != "iree":
-        raise MgxError(f"an MLIR input runs with --target=iree, not --target={o.target}")
+    if form not in ("mgx", "log", "mlir", "mlirbc") or o.target != "iree":  # read by its content
+        yield lambda path, sink, from_log, log_pass: read_input(path, {}, sink, form)
+        return
     from pathlib import Path
 
     from mgxir.targets.iree import IreeOptions, read_any_program, using

@@ -21,6 +21,7 @@ from typing import Any
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.drivers.common import check_output_path, keeps_literals, load_entry, run_guarded
+from mgxir.drivers.formats import INPUT_FORMATS, input_format
 from mgxir.ir.program import Program
 from mgxir.records import Record
 from mgxir.text.parser import read_program
@@ -44,15 +45,8 @@ WRITERS: dict[str, str] = {
     "dot": "mgxir.drivers.formats:write_dot",
     "svg": "mgxir.drivers.formats:write_svg",
 }
-READERS: dict[str, str] = {
-    "mgx": "mgxir.drivers.translate:read_mgx",
-    "log": "mgxir.drivers.translate:read_log",
-    "onnx": "mgxir.drivers.formats:read_onnx",
-    "mlir": "mgxir.drivers.formats:read_mlir",
-    "mxr": "mgxir.drivers.formats:read_mxr",
-    "json": "mgxir.drivers.formats:read_json",
-    "py": "mgxir.drivers.formats:read_py",
-}
+# `--from NAME`: the input formats (without --from, the input's content says which)
+READERS: dict[str, str] = {name: form.reader for name, form in INPUT_FORMATS.items()}
 # writers whose -o names a folder they fill (not a file written atomically)
 FOLDER_WRITERS = frozenset({"spirv"})
 
@@ -89,7 +83,7 @@ class TranslateOptions(Record):
         self,
         input: str = "-",
         to: str = "mgx",
-        source: str = "mgx",
+        source: str | None = None,
         output: str | None = None,
         split_input_file: bool = False,
         list_lowerings: bool = False,
@@ -97,7 +91,7 @@ class TranslateOptions(Record):
     ):
         self.input = input
         self.to = to
-        self.source = source
+        self.source = source  # None: the input's content says which format it is
         self.output = output
         self.split_input_file = split_input_file  # with --to-mlir/--from-mlir: each `// -----` part on its own
         self.list_lowerings = list_lowerings  # print what each operator lowers to in MLIR, read nothing
@@ -117,14 +111,17 @@ def _translate(options: TranslateOptions, sink: DiagnosticSink) -> int:
     if options.format_options.get("bytecode_version") is not None and options.to != "mlirbc":
         raise MgxError("--bytecode-version goes with --to-mlirbc")
     write: Writer = _entry(WRITERS, options.to, "--to")
-    read: Reader = _entry(READERS, options.source, "--from")
+    if options.source is not None:
+        _entry(READERS, options.source, "--from")
     if options.to not in FOLDER_WRITERS:
         check_output_path(options.output)
+    source = options.source or input_format(options.input)
+    read: Reader = _entry(READERS, source, "--from")
     if options.split_input_file:
-        if (options.to, options.source) == ("mgx", "mlir"):
+        if (options.to, source) == ("mgx", "mlir"):
             load_entry("mgxir.drivers.formats:programs_of_split_mlir")(options.input, options.output, sink)
             return 0
-        if options.to != "mlir" or options.source != "mgx":
+        if options.to != "mlir" or source != "mgx":
             raise MgxError("--split-input-file goes with --to-mlir on program text or --from-mlir on MLIR text")
         load_entry("mgxir.drivers.formats:mlir_of_split_input")(options.input, options.output, sink)
         return 0

@@ -24,8 +24,9 @@ def mgx_translate(
     input: Annotated[str, typer.Argument(help="Program to read ('-' for standard input).")] = "-",
     to: Annotated[str, typer.Option("--to", help=f"Output format: {', '.join(WRITERS)} (or --to-FORMAT).")] = "mgx",
     source: Annotated[
-        str, typer.Option("--from", help=f"Input format: {', '.join(READERS)} (or --from-FORMAT).")
-    ] = "mgx",
+        str | None,
+        typer.Option("--from", help=f"Input format: {', '.join(READERS)} (or --from-FORMAT; default: by content)."),
+    ] = None,
     output: Annotated[
         str | None, typer.Option("-o", "--output", help="Write here (atomically) instead of standard output.")
     ] = None,
