@@ -7,6 +7,7 @@ import numpy as np
 from mgxir.ir.format import format_shape_lossless
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
+from mgxir.ir.operation import Operation
 from mgxir.ir.program import Program
 from mgxir.ir.shape import format_shape
 from mgxir.records import Record
@@ -24,6 +25,7 @@ class PrintOptions(Record):
         # with lossless: arrays for the sidecar .npz are collected here, named as `sidecar_name`
         self.sidecar_name = sidecar_name
         self.sidecar: dict[str, np.ndarray] = {} if sidecar is None else sidecar
+        self.exact_texts: dict[Operation, str] = {}  # with lossless: each operation's exact text, once
 
 
 def print_program(program: Program, options: PrintOptions | None = None) -> str:
@@ -58,6 +60,7 @@ def _print_module(module: Module, names: dict[Instruction, str], out: list[str],
     count = 0
     append = out.append
     get = names.get
+    exact_texts = options.exact_texts
     for ins in module:
         op = ins.op
         kind = op.defn.name
@@ -67,7 +70,10 @@ def _print_module(module: Module, names: dict[Instruction, str], out: list[str],
             name = f"{prefix}@{count}"
         count += 1
         name = names.setdefault(ins, name)
-        text = op._text if op._text is not None else op.text
+        if lossless:  # float attributes with all their bits
+            text = exact_texts.get(op) or exact_texts.setdefault(op, op.defn.format_exact(op))
+        else:
+            text = op._text if op._text is not None else op.text
         if kind == "@literal":
             lit = op.values[0]
             if lossless:
