@@ -37,7 +37,8 @@ def test_labels_and_a_shared_module() -> None:
     assert dot.count('subgraph "cluster_body"') == 1
     edges = [line.strip() for line in dot.splitlines() if line.strip().startswith('"body:(module)" ->')]
     assert [e.split(" -> ")[1].split(" ")[0] for e in edges] == ['"@3"', '"@3"', '"@4"', '"@4"']
-    assert '"x" -> "@2";' in dot  # the shape is on the node, not on the edge
+    assert '"x" -> "@2" [weight=8];' in dot  # the shape is on the node, not on the edge
+    assert '"c" -> "@3" [weight=8];' not in dot and '"@0" -> "@3" [weight=8];' in dot
     legend = dot[dot.index('subgraph "cluster_(legend)"') :]
     assert [line.split('label="')[1].split('"')[0] for line in legend.splitlines()[2:-2]] == [
         "parameter",

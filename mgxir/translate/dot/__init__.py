@@ -37,6 +37,7 @@ from mgxir.text.writer import write_output
 __all__ = ["FAMILIES", "op_family", "program_to_dot", "program_to_svg", "write_dot", "write_svg"]
 
 _LABEL_LIMIT = 48  # longer operator texts are cut in labels
+_MAIN_PATH = " [weight=8]"  # the edge from an instruction's first argument
 
 # Operator families, the first that an operator is in: (family, fill colour, test of the op's
 # definition). Colours from ColorBrewer's Pastel1/Set3, told apart at a glance.
@@ -138,9 +139,12 @@ class _DotWriter:
         if not main:
             self.lines.append(f"{indent}}}")
         for ins in module:
-            for arg in ins.args:  # the argument's shape is on its node
+            for index, arg in enumerate(ins.args):  # the argument's shape is on its node
                 source = self.ids.get(arg) or quote(undefined_name(arg))
-                self.lines.append(f"{indent}{source} -> {self.ids[ins]};")
+                # the first argument is the main data path: weighted, it stays straight (without, a
+                # chain of residual blocks drifts sideways and a 1000-node picture is 5x as wide)
+                weight = _MAIN_PATH if index == 0 else ""
+                self.lines.append(f"{indent}{source} -> {self.ids[ins]}{weight};")
             for sub in ins.module_args:
                 if sub.name not in self.drawn:
                     self._module(sub, indent)
