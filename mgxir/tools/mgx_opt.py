@@ -26,7 +26,7 @@ def mgx_opt(
     ] = False,
     sidecar: Annotated[
         str | None,
-        typer.Option("--sidecar", help="With --lossless: put literal data in this .npz and name it in the text."),
+        typer.Option("--sidecar", help="Put the data of literals past ten values in this .npz; the text names it."),
     ] = None,
     from_log: Annotated[
         bool, typer.Option("--from-log", help="The input is MIGraphX log output: load the program printed in it.")
