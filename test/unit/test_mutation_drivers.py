@@ -1170,7 +1170,7 @@ def test_translate_reports_the_warnings_of_a_text_or_log_input(
     out = tmp_path / "o.mgx"
     assert translate_main(TranslateOptions(input=path, output=str(out))) == 0
     assert out.read_text() == WARNED + "\n\n"  # every literal value kept
-    elided = TranslateOptions(input=path, output=str(out), format_options={"elide_literals": True})
+    elided = TranslateOptions(input=path, output=str(out), elide_literals=True)
     assert translate_main(elided) == 0
     assert out.read_text() == WARNED.replace("1.2345678", "1.23457") + "\n\n"
     out_, err = capsys.readouterr()
