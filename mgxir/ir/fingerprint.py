@@ -49,7 +49,8 @@ def data_digest(data: np.ndarray) -> str:
     """The digest of an array's element type, dimensions and values in row-major order."""
     h = hashlib.blake2b(digest_size=DIGEST_SIZE)
     h.update(f"{data.dtype.str}{data.shape}".encode())
-    h.update(memoryview(np.ascontiguousarray(data)).cast("B"))
+    # as bytes: a buffer of ml_dtypes' types (bf16, fp8) has a format memoryview cannot cast
+    h.update(memoryview(np.ascontiguousarray(data).reshape(-1).view(np.uint8)))
     return h.hexdigest()
 
 

@@ -151,3 +151,15 @@ pw:@2 = @return(pw:@1)
     copy = program.clone()
     assert copy.main.first.next.module_args[0] is copy.get_module("pw")
     assert program_fingerprint(copy) == program_fingerprint(program)
+
+
+@pytest.mark.parametrize("dtype", [DType.bf16, DType.fp8e4m3fn, DType.half, DType.bool, DType.int64])
+def test_literals_of_every_type_are_digested_by_their_bits(dtype: DType) -> None:
+    def program(values: list[float]) -> Program:
+        p = Program()
+        data = np.array(values).astype(dtype.numpy)
+        p.main.add_return([p.main.add_literal(Literal(Shape.make(dtype, data.shape), data))])
+        return p
+
+    assert program_fingerprint(program([0, 1, 1])) == program_fingerprint(program([0, 1, 1]))
+    assert program_fingerprint(program([0, 1, 1])) != program_fingerprint(program([1, 1, 0]))

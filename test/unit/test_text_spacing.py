@@ -106,3 +106,19 @@ def test_a_space_between_an_operator_and_its_arguments_is_an_error() -> None:
     """MIGraphX's `NAME(args)` has the arguments glued to the name; ` (x)` would read as a tail."""
     with pytest.raises(MgxError, match=r"^<input>:2:11: error: an operator's arguments follow its name with no space"):
         parse_program("x = @param:x -> float_type, {2}, {1}\n@1 = relu (x)\n")
+
+
+def test_names_holding_a_hash_are_names_not_comments() -> None:
+    """MIGraphX names output parameters `#output_0`: such a definition, at the start of a line too, is
+    read as an instruction (a comment's `#` is followed by a blank)."""
+    text = (
+        'module: "main"\n'
+        "#output_0 = @param:#output_0 -> float_type, {2}, {1}\n"
+        "x = @param:x -> float_type, {2}, {1}\n"
+        "@2 = neg(x) -> float_type, {2}, {1}\n"
+        "# a comment\n"
+        "@3 = @return(@2,#output_0)\n"
+    )
+    printed = print_program(parse_program(text))
+    assert "#output_0 = @param:#output_0 -> float_type, {2}, {1}" in printed
+    assert "a comment" not in printed
