@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -15,6 +15,18 @@ from mgxir.ir.registry import register
 from mgxir.ir.shape import Shape
 from mgxir.ir.traits import FoldsWithItsInput, NopWhenShapeKept, ValueTransparent, ZeroPointed
 from mgxir.ops.common import elementwise_result, fail, require_static, same_dims, same_type, unary_result
+from mgxir.ops.scalar import (
+    Emitter,
+    MathFunction,
+    NoScalarMeaning,
+    compute_type,
+    guarded_division,
+    integer_limits,
+    require_float,
+    require_numeric,
+    saturating_convert,
+    truthy,
+)
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module
@@ -22,6 +34,8 @@ if TYPE_CHECKING:
 Arrays = list[np.ndarray]
 Shapes = Sequence[Shape]
 Modules = Sequence["Module"]
+# a scalar meaning (mgxir/ops/scalar.py): (emitter, operation, operand values, result type) -> value
+Scalar = Callable[[Emitter[Any], Operation, Sequence[Any], DType], Any]
 
 
 # numpy computes these dtypes natively; others (bf16, fp8) are computed in float32 and rounded back
@@ -88,8 +102,14 @@ class Binary(_TableOp):
         return elementwise_result(self.name, inputs[0], inputs[1])
 
 
-def _define(base: type[OpDef], name: str, fn: Callable, **flags: object) -> None:
-    register(type(name.title().replace("_", ""), (base,), {"name": name, "fn": staticmethod(fn), **flags}))
+def _define(base: type[OpDef], name: str, fn: Callable, point: Scalar, **flags: object) -> None:
+    """Registers a table row: its reference compute `fn` and its scalar meaning `point`."""
+
+    def scalar(self: OpDef, em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        return point(em, op, args, out)
+
+    members = {"name": name, "fn": staticmethod(fn), "scalar": scalar, **flags}
+    register(type(name.title().replace("_", ""), (base,), members))
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -146,72 +166,280 @@ def _not(x: np.ndarray) -> np.ndarray:
     return x == 0
 
 
-UNARY: dict[str, Callable] = {
-    "abs": np.abs,
-    "acos": np.arccos,
-    "acosh": np.arccosh,
-    "asin": np.arcsin,
-    "asinh": np.arcsinh,
-    "atan": np.arctan,
-    "atanh": np.arctanh,
-    "ceil": np.ceil,
-    "cos": np.cos,
-    "cosh": np.cosh,
-    "erf": _erf,
-    "exp": np.exp,
-    "floor": np.floor,
-    "log": np.log,
-    "log2": np.log2,
-    "nearbyint": np.rint,  # rounds half to even, as std::nearbyint in the default rounding mode
-    "neg": np.negative,
-    "not": _not,
-    "recip": np.reciprocal,
-    "relu": lambda x: np.maximum(x, np.zeros((), x.dtype)),
-    "rsqrt": lambda x: 1 / np.sqrt(x),
-    "sigmoid": _sigmoid,
-    "sign": _sign,
-    "sin": np.sin,
-    "sinh": np.sinh,
-    "sqrt": np.sqrt,
-    "tan": np.tan,
-    "tanh": np.tanh,
+# -- scalar meanings (mgxir/ops/scalar.py): what each table row's numpy function computes, per element
+
+
+def _float_function(function: MathFunction) -> Scalar:
+    """A C math function, on floats only (numpy computes integer inputs in float64, which a
+    kernel does not); bf16 and fp8 computed in float."""
+
+    def point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        t = em.dtype_of(args[0])
+        require_float(op.name, t)
+        return em.math(function, em.convert(args[0], compute_type(t)))
+
+    return point
+
+
+def _in_compute_type(em: Emitter[Any], args: Sequence[Any]) -> list[Any]:
+    t = compute_type(em.dtype_of(args[0]))
+    return [em.convert(a, t) if em.dtype_of(a) is not t else a for a in args]
+
+
+def _abs_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    (x,) = _in_compute_type(em, args)
+    t = em.dtype_of(x)
+    if t.is_float:
+        return em.math("fabs", x)
+    if t.is_unsigned:
+        return x
+    return em.select(em.compare("lt", x, em.constant(0, t)), em.neg(x), x)  # abs(MIN) wraps to MIN
+
+
+def _rounding(function: MathFunction) -> Scalar:
+    """ceil, floor, nearbyint: integers are their own value."""
+
+    def point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        (x,) = _in_compute_type(em, args)
+        t = em.dtype_of(x)
+        if function == "rint" and t.itemsize == 8 and not t.is_float:
+            # np.rint goes through float64, which changes integers beyond 2^53
+            raise NoScalarMeaning(f"'{op.name}' of {t.type_name} has no scalar meaning (the host computes it)")
+        return em.math(function, x) if t.is_float else x
+
+    return point
+
+
+def _neg_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    (x,) = _in_compute_type(em, args)
+    require_numeric(op.name, em.dtype_of(x))
+    return em.neg(x)
+
+
+def _not_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    (x,) = args
+    return em.compare("eq", x, em.constant(0, em.dtype_of(x)))
+
+
+def _recip_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    (x,) = _in_compute_type(em, args)
+    t = em.dtype_of(x)
+    require_numeric(op.name, t)
+    one = em.constant(1, t)
+    if t.is_float:
+        return em.arithmetic("div", one, x)
+    # numpy's integer reciprocal of 0: x86's integer indefinite (MIN) for 32 and 64 bits, else 0
+    at_zero = integer_limits(t)[0] if t.itemsize >= 4 and not t.is_unsigned else 0
+    quotient = guarded_division(em, "div", one, x)
+    return em.select(em.compare("eq", x, em.constant(0, t)), em.constant(at_zero, t), quotient)
+
+
+def _relu_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    (x,) = _in_compute_type(em, args)
+    return em.extremum(x, em.constant(0, em.dtype_of(x)), True)
+
+
+def _rsqrt_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    (x,) = _in_compute_type(em, args)
+    t = em.dtype_of(x)
+    require_float(op.name, t)
+    return em.arithmetic("div", em.constant(1, t), em.math("sqrt", x))
+
+
+def _sigmoid_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    (x,) = _in_compute_type(em, args)
+    t = em.dtype_of(x)
+    require_float(op.name, t)
+    one = em.constant(1, t)
+    return em.arithmetic("div", one, em.arithmetic("add", one, em.math("exp", em.neg(x))))
+
+
+def _sign_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    (x,) = _in_compute_type(em, args)
+    t = em.dtype_of(x)
+    require_numeric(op.name, t)
+    zero = em.constant(0, t)
+    rest = em.select(em.is_nan(x), x, zero) if t.is_float else zero  # NaN stays NaN, -0 becomes 0
+    if not t.is_unsigned:
+        rest = em.select(em.compare("lt", x, zero), em.constant(-1, t), rest)
+    return em.select(em.compare("gt", x, zero), em.constant(1, t), rest)
+
+
+def _float_test(test: str) -> Scalar:
+    def point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        (x,) = args
+        if not em.dtype_of(x).is_float:
+            return em.constant(False, DType.bool)  # integers are never inf or NaN
+        return em.is_inf(x) if test == "isinf" else em.is_nan(x)
+
+    return point
+
+
+def _arithmetic(name: str, on_bool: str | None) -> Scalar:
+    """add, sub, mul in the compute type; numpy's bool add is or, bool mul is and."""
+
+    def point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        a, b = _in_compute_type(em, args)
+        if em.dtype_of(a) is DType.bool:
+            if on_bool is None:
+                raise NoScalarMeaning(f"'{op.name}' of bool_type has no scalar meaning (numpy has no such operation)")
+            return em.logic(on_bool, a, b)  # type: ignore[arg-type]
+        return em.arithmetic(name, a, b)  # type: ignore[arg-type]
+
+    return point
+
+
+def _div_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    a, b = _in_compute_type(em, args)
+    t = em.dtype_of(a)
+    require_numeric(op.name, t)
+    return em.arithmetic("div", a, b) if t.is_float else guarded_division(em, "div", a, b)
+
+
+def _fmod_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    a, b = _in_compute_type(em, args)
+    t = em.dtype_of(a)
+    require_numeric(op.name, t)
+    return em.arithmetic("rem", a, b) if t.is_float else guarded_division(em, "rem", a, b)
+
+
+def _mod_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    """fmod(remainder(a, b) + b, b): the remainder in double, the rest in the operands' type;
+    integers entirely in double, 0 for a zero divisor."""
+    a, b = args
+    t = em.dtype_of(a)
+    require_numeric(op.name, t)
+    if t is DType.bool or not t.is_float:
+        x, y = em.convert(a, DType.double), em.convert(b, DType.double)
+        r = em.arithmetic("rem", em.arithmetic("add", em.binary_math("remainder", x, y), y), y)
+        return em.select(em.compare("eq", y, em.constant(0, DType.double)), em.constant(0, t), em.convert(r, t))
+    c = compute_type(t)
+    remainder = em.binary_math("remainder", em.convert(a, DType.double), em.convert(b, DType.double))
+    r = em.convert(em.convert(remainder, t), c)
+    y = em.convert(b, c)
+    return em.arithmetic("rem", em.arithmetic("add", r, y), y)
+
+
+def _pow_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    a, b = _in_compute_type(em, args)
+    require_float(op.name, em.dtype_of(a))  # numpy's integer power refuses negative exponents
+    return em.binary_math("pow", a, b)
+
+
+def _extremum(largest: bool) -> Scalar:
+    def point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        a, b = _in_compute_type(em, args)
+        return em.extremum(a, b, largest)
+
+    return point
+
+
+def _sqdiff_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    a, b = _in_compute_type(em, args)
+    require_numeric(op.name, em.dtype_of(a))
+    d = em.arithmetic("sub", a, b)
+    return em.arithmetic("mul", d, d)
+
+
+def _prelu_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    x, slope = _in_compute_type(em, args)
+    t = em.dtype_of(x)
+    if t is DType.bool:
+        return x  # never below 0
+    return em.select(em.compare("lt", x, em.constant(0, t)), em.arithmetic("mul", x, slope), x)
+
+
+def _comparison(predicate: str) -> Scalar:
+    def point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        a, b = args
+        return em.compare(predicate, a, b)  # type: ignore[arg-type]
+
+    return point
+
+
+def _logical(name: str) -> Scalar:
+    def point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        a, b = args
+        return em.logic(name, truthy(em, a), truthy(em, b))  # type: ignore[arg-type]
+
+    return point
+
+
+def _bitwise_and_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    a, b = args
+    if em.dtype_of(a).is_float:
+        raise NoScalarMeaning("'bitwise_and' of floats has no scalar meaning (numpy has no such operation)")
+    return em.bitwise_and(a, b)
+
+
+UNARY: dict[str, tuple[Callable, Scalar]] = {
+    # name: (reference compute, scalar meaning)
+    "abs": (np.abs, _abs_point),
+    "acos": (np.arccos, _float_function("acos")),
+    "acosh": (np.arccosh, _float_function("acosh")),
+    "asin": (np.arcsin, _float_function("asin")),
+    "asinh": (np.arcsinh, _float_function("asinh")),
+    "atan": (np.arctan, _float_function("atan")),
+    "atanh": (np.arctanh, _float_function("atanh")),
+    "ceil": (np.ceil, _rounding("ceil")),
+    "cos": (np.cos, _float_function("cos")),
+    "cosh": (np.cosh, _float_function("cosh")),
+    "erf": (_erf, _float_function("erf")),
+    "exp": (np.exp, _float_function("exp")),
+    "floor": (np.floor, _rounding("floor")),
+    "log": (np.log, _float_function("log")),
+    "log2": (np.log2, _float_function("log2")),
+    # rounds half to even, as std::nearbyint in the default rounding mode
+    "nearbyint": (np.rint, _rounding("rint")),
+    "neg": (np.negative, _neg_point),
+    "not": (_not, _not_point),
+    "recip": (np.reciprocal, _recip_point),
+    "relu": (lambda x: np.maximum(x, np.zeros((), x.dtype)), _relu_point),
+    "rsqrt": (lambda x: 1 / np.sqrt(x), _rsqrt_point),
+    "sigmoid": (_sigmoid, _sigmoid_point),
+    "sign": (_sign, _sign_point),
+    "sin": (np.sin, _float_function("sin")),
+    "sinh": (np.sinh, _float_function("sinh")),
+    "sqrt": (np.sqrt, _float_function("sqrt")),
+    "tan": (np.tan, _float_function("tan")),
+    "tanh": (np.tanh, _float_function("tanh")),
 }
 
 # elementwise tests whose result is bool_type whatever the input type
-UNARY_PREDICATES: dict[str, Callable] = {
-    "isinf": np.isinf,
-    "isnan": np.isnan,
+UNARY_PREDICATES: dict[str, tuple[Callable, Scalar]] = {
+    "isinf": (np.isinf, _float_test("isinf")),
+    "isnan": (np.isnan, _float_test("isnan")),
 }
 
-BINARY: dict[str, tuple[Callable, bool]] = {
-    # name: (compute, commutative)
-    "add": (np.add, True),
-    "sub": (np.subtract, False),
-    "mul": (np.multiply, True),
-    "div": (_truncating_divide, False),
-    "pow": (np.power, False),
-    "max": (np.maximum, True),
-    "min": (np.minimum, True),
-    "mod": (_migraphx_mod, False),
-    "fmod": (np.fmod, False),
-    "sqdiff": (lambda a, b: (a - b) * (a - b), True),
-    "prelu": (lambda x, s: np.where(x < 0, x * s, x), False),
+BINARY: dict[str, tuple[Callable, bool, Scalar]] = {
+    # name: (reference compute, commutative, scalar meaning)
+    "add": (np.add, True, _arithmetic("add", on_bool="or")),
+    "sub": (np.subtract, False, _arithmetic("sub", on_bool=None)),
+    "mul": (np.multiply, True, _arithmetic("mul", on_bool="and")),
+    "div": (_truncating_divide, False, _div_point),
+    "pow": (np.power, False, _pow_point),
+    "max": (np.maximum, True, _extremum(largest=True)),
+    "min": (np.minimum, True, _extremum(largest=False)),
+    "mod": (_migraphx_mod, False, _mod_point),
+    "fmod": (np.fmod, False, _fmod_point),
+    "sqdiff": (lambda a, b: (a - b) * (a - b), True, _sqdiff_point),
+    "prelu": (lambda x, s: np.where(x < 0, x * s, x), False, _prelu_point),
     # comparisons and logic return the input type (MIGraphX's binary shape rule)
-    "equal": (np.equal, True),
-    "greater": (np.greater, False),
-    "less": (np.less, False),
-    "logical_and": (np.logical_and, True),
-    "logical_or": (np.logical_or, True),
-    "logical_xor": (np.logical_xor, True),
-    "bitwise_and": (np.bitwise_and, True),
+    "equal": (np.equal, True, _comparison("eq")),
+    "greater": (np.greater, False, _comparison("gt")),
+    "less": (np.less, False, _comparison("lt")),
+    "logical_and": (np.logical_and, True, _logical("and")),
+    "logical_or": (np.logical_or, True, _logical("or")),
+    "logical_xor": (np.logical_xor, True, _logical("xor")),
+    "bitwise_and": (np.bitwise_and, True, _bitwise_and_point),
 }
 
-for _name, _fn in UNARY.items():
-    _define(Unary, _name, _fn)
-for _name, _fn in UNARY_PREDICATES.items():
-    _define(Unary, _name, _fn, result_type=DType.bool)
-for _name, (_fn, _comm) in BINARY.items():
-    _define(Binary, _name, _fn, commutative=_comm)
+for _name, (_fn, _point) in UNARY.items():
+    _define(Unary, _name, _fn, _point)
+for _name, (_fn, _point) in UNARY_PREDICATES.items():
+    _define(Unary, _name, _fn, _point, result_type=DType.bool)
+for _name, (_fn, _comm, _point) in BINARY.items():
+    _define(Binary, _name, _fn, _point, commutative=_comm)
 
 
 @register
@@ -223,6 +451,15 @@ class LeakyRelu(Unary):
         alpha = op["alpha"]
         return lambda x: np.where(x < 0, x * x.dtype.type(alpha), x)
 
+    def scalar(self, em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        (x,) = _in_compute_type(em, args)
+        t = em.dtype_of(x)
+        require_numeric(op.name, t)
+        if t.is_unsigned:
+            return x  # never below 0
+        alpha = em.constant(_in_type(op["alpha"], t), t)
+        return em.select(em.compare("lt", x, em.constant(0, t)), em.arithmetic("mul", x, alpha), x)
+
 
 @register
 class Elu(Unary):
@@ -232,6 +469,19 @@ class Elu(Unary):
     def function(self, op: Operation) -> Callable[..., np.ndarray]:
         alpha = op["alpha"]
         return lambda x: np.where(x < 0, x.dtype.type(alpha) * np.expm1(x), x)
+
+    def scalar(self, em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        (x,) = _in_compute_type(em, args)
+        t = em.dtype_of(x)
+        require_float(op.name, t)
+        scaled = em.arithmetic("mul", em.constant(_in_type(op["alpha"], t), t), em.math("expm1", x))
+        return em.select(em.compare("lt", x, em.constant(0, t)), scaled, x)
+
+
+def _in_type(value: float, t: DType) -> float | int:
+    """An attribute as numpy's `dtype.type(value)` makes it: rounded to half, truncated to int."""
+    converted = t.numpy.type(value)
+    return float(converted) if t.is_float else int(converted)
 
 
 def convert_values(x: np.ndarray, target: DType) -> np.ndarray:
@@ -249,12 +499,14 @@ def convert_values(x: np.ndarray, target: DType) -> np.ndarray:
     dx = x.astype(np.float64)
     if want.kind in "iu":
         info = np.iinfo(want)
-        nan = np.isnan(dx)
+        # in the target type throughout: int64's limits are not floats (2^63 - 1 rounds up)
+        out = np.zeros(dx.shape, want)
         with np.errstate(invalid="ignore"):
-            out = np.where(dx >= float(info.max), info.max, np.where(dx <= float(info.min), info.min, 0))
-            inside = ~nan & (dx < float(info.max)) & (dx > float(info.min))
-            out = np.where(inside, np.trunc(np.where(inside, dx, 0)), out)
-        return np.where(nan, 0, out).astype(want)
+            inside = (dx < float(info.max)) & (dx > float(info.min))
+            out[inside] = np.trunc(dx[inside])
+            out[dx >= float(info.max)] = info.max
+            out[dx <= float(info.min)] = info.min
+        return out
     if want.kind == "b":
         return dx > 0
     finfo = _float_range(target)
@@ -285,6 +537,41 @@ class Convert(Unary):
     def kernel(self, op: Operation, inputs: Shapes, modules: Modules, run_module: RunModule) -> Callable:
         target = op["target_type"]
         return lambda x: convert_values(x, target)
+
+    def scalar(self, em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        return convert_scalar(em, args[0], op["target_type"])
+
+
+def convert_scalar(em: Emitter[Any], x: Any, target: DType) -> Any:
+    """`convert_values` for one element: bool is x > 0, integers and finite floats saturate to the
+    target's range, floats truncate into integers with NaN as 0."""
+    source = em.dtype_of(x)
+    if source is target:
+        return x
+    if target is DType.bool:
+        return em.compare("gt", x, em.constant(0, source))
+    if source is DType.bool:
+        return em.convert(x, target)
+    if target.is_integral:
+        if source.is_float:
+            return saturating_convert(em, x, target)
+        low, high = integer_limits(target)
+        source_low, source_high = integer_limits(source)
+        value = em.convert(x, target)
+        if high < source_high:
+            value = em.select(em.compare("gt", x, em.constant(high, source)), em.constant(high, target), value)
+        if low > source_low:
+            value = em.select(em.compare("lt", x, em.constant(low, source)), em.constant(low, target), value)
+        return value
+    # into a float: through double as the reference converts; finite values clipped to the range
+    wide = em.convert(x, DType.double) if source is not DType.double else x
+    if target is DType.double:
+        return wide
+    limit = _float_range(target)
+    finite = em.logical_not(em.logic("or", em.is_nan(wide), em.is_inf(wide)))
+    top, bottom = em.constant(limit, DType.double), em.constant(-limit, DType.double)
+    clipped = em.extremum(em.extremum(wide, bottom, True), top, False)
+    return em.convert(em.select(finite, clipped, wide), target)
 
 
 @register
@@ -321,6 +608,10 @@ class Clip(OpDef):
         x, lo, hi = inputs
         return _apply(lambda a, b, c: np.minimum(np.maximum(a, b), c), x.dtype, x, lo, hi)
 
+    def scalar(self, em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        x, low, high = _in_compute_type(em, args)
+        return em.extremum(em.extremum(x, low, True), high, False)
+
 
 @register
 class Where(OpDef):
@@ -352,6 +643,10 @@ class Where(OpDef):
         if cond.size == 1:
             cond = cond.reshape(())
         return np.where(cond.astype(bool), a, b)
+
+    def scalar(self, em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        condition, a, b = args
+        return em.select(truthy(em, condition), a, b)
 
 
 def _in_layout(x: Shape, dtype: DType) -> Shape:
@@ -398,6 +693,25 @@ class Quantizelinear(OpDef):
         info = np.iinfo(out.numpy)
         return np.clip(q, info.min, info.max).astype(out.numpy)
 
+    def scalar(self, em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        x, scale = args[0], args[1]
+        if out.is_float:
+            q = em.arithmetic("div", em.convert(x, DType.double), em.convert(scale, DType.double))
+        else:
+            q = em.convert(em.math("rint", em.arithmetic("div", x, scale)), DType.double)
+        if len(args) == 3:
+            q = em.arithmetic("add", q, em.convert(args[2], DType.double))
+        if out.is_float:
+            return convert_scalar(em, q, out)
+        low, high = integer_limits(out)
+        clipped = em.extremum(
+            em.extremum(q, em.constant(low, DType.double), True), em.constant(high, DType.double), False
+        )
+        # NaN (0 / 0) through numpy's cast: x86's integer indefinite (MIN) for 32 and 64 bits, else 0
+        at_nan = low if out.itemsize >= 4 and not out.is_unsigned else 0
+        safe = em.select(em.is_nan(q), em.constant(0, DType.double), clipped)
+        return em.select(em.is_nan(q), em.constant(at_nan, out), em.convert(safe, out))
+
 
 @register
 class Dequantizelinear(OpDef):
@@ -417,3 +731,9 @@ class Dequantizelinear(OpDef):
         if len(inputs) == 3:
             x = x - inputs[2].astype(np.float64)
         return (x * inputs[1].astype(np.float64)).astype(inputs[1].dtype)
+
+    def scalar(self, em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        x = em.convert(args[0], DType.double)
+        if len(args) == 3:
+            x = em.arithmetic("sub", x, em.convert(args[2], DType.double))
+        return em.convert(em.arithmetic("mul", x, em.convert(args[1], DType.double)), out)
