@@ -22,8 +22,8 @@ The rules every emitter keeps (a meaning relies on them and guards everything el
   the target's range: a meaning selects those results itself (see `saturating_convert`).
 - `math` functions take and give floats of one type as C's functions do (IEEE special values as C
   specifies them); a half value is computed in float and rounded to half, as numpy computes it.
-- `extremum` propagates NaN from either operand and returns `b` for equal operands (numpy's
-  maximum/minimum, so max(-0, +0) is +0 and max(+0, -0) is -0).
+- `extremum` propagates NaN from either operand and, for equal operands, returns `b`, except
+  for half, `a` (numpy's maximum/minimum: max(-0, +0) is +0 in float, -0 in half).
 """
 
 from __future__ import annotations

@@ -67,7 +67,8 @@ class NumpyEmitter:
         return DType.from_numpy(v.dtype)
 
     def constant(self, value: float | int | bool, t: DType) -> np.ndarray:
-        return np.asarray(value).astype(t.numpy)
+        with np.errstate(over="ignore"):  # a limit beyond the type's range is its infinity
+            return np.asarray(value).astype(t.numpy)
 
     def arithmetic(self, op: Arithmetic, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         a, b = np.asarray(a), np.asarray(b)
