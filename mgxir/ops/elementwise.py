@@ -304,20 +304,26 @@ def _fmod_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType
 
 
 def _mod_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
-    """fmod(remainder(a, b) + b, b): the remainder in double, the rest in the operands' type;
-    integers entirely in double, 0 for a zero divisor."""
+    """fmod(remainder(a, b) + b, b), each step in the compute type (the remainder is exact).
+    For integers that is the floored remainder (the divisor's sign), 0 for a zero divisor;
+    64-bit integers go through double as the reference's std::remainder takes them."""
     a, b = args
     t = em.dtype_of(a)
     require_numeric(op.name, t)
-    if t is DType.bool or not t.is_float:
+    if t.is_float:
+        x, y = _in_compute_type(em, args)
+        return em.arithmetic("rem", em.arithmetic("add", em.binary_math("remainder", x, y), y), y)
+    zero = em.constant(0, t)
+    if t.itemsize == 8:
         x, y = em.convert(a, DType.double), em.convert(b, DType.double)
         r = em.arithmetic("rem", em.arithmetic("add", em.binary_math("remainder", x, y), y), y)
-        return em.select(em.compare("eq", y, em.constant(0, DType.double)), em.constant(0, t), em.convert(r, t))
-    c = compute_type(t)
-    remainder = em.binary_math("remainder", em.convert(a, DType.double), em.convert(b, DType.double))
-    r = em.convert(em.convert(remainder, t), c)
-    y = em.convert(b, c)
-    return em.arithmetic("rem", em.arithmetic("add", r, y), y)
+        return em.select(em.compare("eq", b, zero), zero, em.convert(r, t))
+    remainder = guarded_division(em, "rem", a, b)  # C's: the dividend's sign
+    if t.is_unsigned:
+        return remainder
+    differs = em.logic("xor", em.compare("lt", remainder, zero), em.compare("lt", b, zero))
+    fix = em.logic("and", em.compare("ne", remainder, zero), differs)
+    return em.select(fix, em.arithmetic("add", remainder, b), remainder)
 
 
 def _pow_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
@@ -563,15 +569,47 @@ def convert_scalar(em: Emitter[Any], x: Any, target: DType) -> Any:
         if low > source_low:
             value = em.select(em.compare("lt", x, em.constant(low, source)), em.constant(low, target), value)
         return value
-    # into a float: through double as the reference converts; finite values clipped to the range
-    wide = em.convert(x, DType.double) if source is not DType.double else x
-    if target is DType.double:
-        return wide
+    if source.itemsize == 8 and not source.is_float:
+        x = em.convert(x, DType.double)  # rounded there first, as the reference converts
+        source = DType.double
+    if target is DType.double or (target is DType.float and source is not DType.double):
+        return em.convert(x, target)  # nothing to saturate
+    # finite values beyond the target's range become its largest value; x > limit is tested as
+    # x > (the largest value of x's type not above the limit), exact in x's own type
     limit = _float_range(target)
-    finite = em.logical_not(em.logic("or", em.is_nan(wide), em.is_inf(wide)))
-    top, bottom = em.constant(limit, DType.double), em.constant(-limit, DType.double)
-    clipped = em.extremum(em.extremum(wide, bottom, True), top, False)
-    return em.convert(em.select(finite, clipped, wide), target)
+    below = _at_most(limit, source)
+    if below is None:
+        return em.convert(x, target)
+    too_high = em.compare("gt", x, em.constant(below, source))
+    too_low = None if source.is_unsigned else em.compare("lt", x, em.constant(-below, source))
+    if source.is_float:  # infinities stay infinite
+        finite = em.logical_not(em.is_inf(x))
+        too_high = em.logic("and", too_high, finite)
+        too_low = em.logic("and", too_low, finite)
+    value = em.select(too_high, em.constant(limit, target), em.convert(x, target))
+    return value if too_low is None else em.select(too_low, em.constant(-limit, target), value)
+
+
+def _at_most(limit: float, t: DType) -> float | int | None:
+    """The largest value of type `t` not above `limit`, or None where every finite value of `t` is
+    within it."""
+    if t.is_integral:
+        return None if integer_limits(t)[1] <= limit else int(limit)
+    import ml_dtypes
+
+    if float(ml_dtypes.finfo(t.numpy).max) <= limit:
+        return None
+    with np.errstate(over="ignore"):
+        value = t.numpy.type(limit)
+    if float(value) > limit:
+        value = np.nextafter(value, t.numpy.type(0)) if t.numpy.kind == "f" else _next_down(value, t)
+    return float(value)
+
+
+def _next_down(value: np.generic, t: DType) -> np.generic:
+    """The next smaller positive value of an ml_dtypes type (one less in its bit pattern)."""
+    bits = np.asarray(value, t.numpy).view(t.bits_dtype)
+    return (bits - 1).astype(t.bits_dtype).view(t.numpy)[()]
 
 
 @register
@@ -697,20 +735,17 @@ class Quantizelinear(OpDef):
         x, scale = args[0], args[1]
         if out.is_float:
             q = em.arithmetic("div", em.convert(x, DType.double), em.convert(scale, DType.double))
-        else:
-            q = em.convert(em.math("rint", em.arithmetic("div", x, scale)), DType.double)
-        if len(args) == 3:
-            q = em.arithmetic("add", q, em.convert(args[2], DType.double))
-        if out.is_float:
+            if len(args) == 3:
+                q = em.arithmetic("add", q, em.convert(args[2], DType.double))
             return convert_scalar(em, q, out)
-        low, high = integer_limits(out)
-        clipped = em.extremum(
-            em.extremum(q, em.constant(low, DType.double), True), em.constant(high, DType.double), False
-        )
+        q = em.math("rint", em.arithmetic("div", x, scale))
+        if len(args) == 3:
+            # an 8-bit zero point: the sum is exact in x's compute type wherever it is in range
+            wide = compute_type(em.dtype_of(x)) if em.dtype_of(args[2]).itemsize == 1 else DType.double
+            q = em.arithmetic("add", em.convert(q, wide), em.convert(args[2], wide))
         # NaN (0 / 0) through numpy's cast: x86's integer indefinite (MIN) for 32 and 64 bits, else 0
-        at_nan = low if out.itemsize >= 4 and not out.is_unsigned else 0
-        safe = em.select(em.is_nan(q), em.constant(0, DType.double), clipped)
-        return em.select(em.is_nan(q), em.constant(at_nan, out), em.convert(safe, out))
+        at_nan = integer_limits(out)[0] if out.itemsize >= 4 and not out.is_unsigned else 0
+        return em.select(em.is_nan(q), em.constant(at_nan, out), saturating_convert(em, q, out))
 
 
 @register
@@ -733,7 +768,11 @@ class Dequantizelinear(OpDef):
         return (x * inputs[1].astype(np.float64)).astype(inputs[1].dtype)
 
     def scalar(self, em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
-        x = em.convert(args[0], DType.double)
+        # 8-bit integers: x - zero point and its product with the scale are exact in the scale's
+        # compute type (or rounded once, as the reference rounds the exact double), so no double
+        x, scale = args[0], args[1]
+        wide = compute_type(em.dtype_of(scale)) if em.dtype_of(x).itemsize == 1 else DType.double
+        value = em.convert(x, wide)
         if len(args) == 3:
-            x = em.arithmetic("sub", x, em.convert(args[2], DType.double))
-        return em.convert(em.arithmetic("mul", x, em.convert(args[1], DType.double)), out)
+            value = em.arithmetic("sub", value, em.convert(args[2], wide))
+        return em.convert(em.arithmetic("mul", value, em.convert(scale, wide)), out)

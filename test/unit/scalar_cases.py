@@ -104,10 +104,11 @@ def _operand_types(op: Operation, t: DType, count: int) -> list[tuple[DType, ...
         return [(DType.bool, t, t)]
     if name == "quantizelinear":
         if count == 3:
-            return [(t, t, DType.int8), (t, t, DType.uint8)] if t.is_float else []
+            return [(t, t, z) for z in (DType.int8, DType.uint8, DType.int32)] if t.is_float else []
         return [(t, t)] if t.is_float else []
     if name == "dequantizelinear":
-        return [(t, DType.float, t)[:count]] if t.is_integral and t is not DType.bool else []
+        scales = (DType.float, DType.half, DType.bf16)
+        return [(t, scale, t)[:count] for scale in scales] if t.is_integral and t is not DType.bool else []
     return [(t,) * count]
 
 
