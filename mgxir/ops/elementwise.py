@@ -22,7 +22,7 @@ from mgxir.ops.scalar import (
     compute_type,
     guarded_division,
     integer_limits,
-    require_float,
+    numpy_float_type,
     require_numeric,
     saturating_convert,
     truthy,
@@ -170,15 +170,21 @@ def _not(x: np.ndarray) -> np.ndarray:
 
 
 def _float_function(function: MathFunction) -> Scalar:
-    """A C math function, on floats only (numpy computes integer inputs in float64, which a
-    kernel does not); bf16 and fp8 computed in float."""
+    """A C math function in the float type numpy computes it in (integers too)."""
 
     def point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
-        t = em.dtype_of(args[0])
-        require_float(op.name, t)
-        return em.math(function, em.convert(args[0], compute_type(t)))
+        x = args[0]
+        if function == "erf" and not em.dtype_of(x).is_float:
+            return em.math(function, em.convert(x, DType.double))  # the reference's math.erf
+        return em.math(function, _as_float(em, x))
 
     return point
+
+
+def _as_float(em: Emitter[Any], x: Any) -> Any:
+    """x in the float type numpy computes float functions of its type in."""
+    wide = numpy_float_type(em.dtype_of(x))
+    return x if em.dtype_of(x) is wide else em.convert(x, wide)
 
 
 def _in_compute_type(em: Emitter[Any], args: Sequence[Any]) -> list[Any]:
@@ -240,18 +246,16 @@ def _relu_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType
 
 
 def _rsqrt_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
-    (x,) = _in_compute_type(em, args)
-    t = em.dtype_of(x)
-    require_float(op.name, t)
-    return em.arithmetic("div", em.constant(1, t), em.math("sqrt", x))
+    x = _as_float(em, args[0])
+    return em.arithmetic("div", em.constant(1, em.dtype_of(x)), em.math("sqrt", x))
 
 
 def _sigmoid_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
     (x,) = _in_compute_type(em, args)
-    t = em.dtype_of(x)
-    require_float(op.name, t)
-    one = em.constant(1, t)
-    return em.arithmetic("div", one, em.arithmetic("add", one, em.math("exp", em.neg(x))))
+    require_numeric(op.name, em.dtype_of(x))
+    e = em.math("exp", _as_float(em, em.neg(x)))  # an integer is negated in its type (MIN wraps)
+    one = em.constant(1, em.dtype_of(e))
+    return em.arithmetic("div", one, em.arithmetic("add", one, e))
 
 
 def _sign_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
@@ -328,8 +332,33 @@ def _mod_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType)
 
 def _pow_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
     a, b = _in_compute_type(em, args)
-    require_float(op.name, em.dtype_of(a))  # numpy's integer power refuses negative exponents
-    return em.binary_math("pow", a, b)
+    t = em.dtype_of(a)
+    require_numeric(op.name, t)
+    return em.binary_math("pow", a, b) if t.is_float else _integer_power(em, a, b)
+
+
+def _integer_power(em: Emitter[Any], base: Any, exponent: Any) -> Any:
+    """Square-and-multiply over the exponent's bits, wrapping as numpy's integer power does; for a
+    negative exponent (numpy refuses it) what C's pow truncated to an integer gives: 1 for base 1,
+    +-1 for base -1, 0 otherwise."""
+    t = em.dtype_of(base)
+    zero, one = em.constant(0, t), em.constant(1, t)
+    bits = 8 * t.itemsize - (0 if t.is_unsigned else 1)
+    result, square = one, base
+    for bit in range(bits):
+        set_bit = em.compare("ne", em.bitwise_and(exponent, em.constant(1 << bit, t)), zero)
+        result = em.select(set_bit, em.arithmetic("mul", result, square), result)
+        if bit < bits - 1:
+            square = em.arithmetic("mul", square, square)
+    if t.is_unsigned:
+        return result
+    minus_one = em.constant(-1, t)
+    odd = em.compare("ne", em.bitwise_and(exponent, one), zero)
+    at_minus_one = em.select(odd, minus_one, one)
+    negative = em.select(
+        em.compare("eq", base, one), one, em.select(em.compare("eq", base, minus_one), at_minus_one, zero)
+    )
+    return em.select(em.compare("lt", exponent, zero), negative, result)
 
 
 def _extremum(largest: bool) -> Scalar:
@@ -479,9 +508,12 @@ class Elu(Unary):
     def scalar(self, em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
         (x,) = _in_compute_type(em, args)
         t = em.dtype_of(x)
-        require_float(op.name, t)
-        scaled = em.arithmetic("mul", em.constant(_in_type(op["alpha"], t), t), em.math("expm1", x))
-        return em.select(em.compare("lt", x, em.constant(0, t)), scaled, x)
+        require_numeric(op.name, t)
+        wide = _as_float(em, x)
+        f = em.dtype_of(wide)
+        alpha = em.constant(_in_type(op["alpha"], t), t)  # the input's type first (an int truncates)
+        scaled = em.arithmetic("mul", em.convert(alpha, f) if t is not f else alpha, em.math("expm1", wide))
+        return em.select(em.compare("lt", x, em.constant(0, t)), scaled, wide)
 
 
 def _in_type(value: float, t: DType) -> float | int:
@@ -630,6 +662,10 @@ class BitCast(Unary):
         want = op["target_type"].numpy
         return lambda x: np.ascontiguousarray(x).view(want)
 
+    def scalar(self, em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        x, target = args[0], op["target_type"]
+        return x if em.dtype_of(x) is target else em.reinterpret(x, target)
+
 
 @register
 class Clip(OpDef):
@@ -738,10 +774,12 @@ class Quantizelinear(OpDef):
             if len(args) == 3:
                 q = em.arithmetic("add", q, em.convert(args[2], DType.double))
             return convert_scalar(em, q, out)
+        if not em.dtype_of(x).is_float:  # numpy's true_divide of integers is in double
+            x, scale = em.convert(x, DType.double), em.convert(scale, DType.double)
         q = em.math("rint", em.arithmetic("div", x, scale))
         if len(args) == 3:
-            # an 8-bit zero point: the sum is exact in x's compute type wherever it is in range
-            wide = compute_type(em.dtype_of(x)) if em.dtype_of(args[2]).itemsize == 1 else DType.double
+            # an 8-bit zero point: the sum is exact in q's compute type wherever it is in range
+            wide = compute_type(em.dtype_of(q)) if em.dtype_of(args[2]).itemsize == 1 else DType.double
             q = em.arithmetic("add", em.convert(q, wide), em.convert(args[2], wide))
         # NaN (0 / 0) through numpy's cast: x86's integer indefinite (MIN) for 32 and 64 bits, else 0
         at_nan = integer_limits(out)[0] if out.itemsize >= 4 and not out.is_unsigned else 0

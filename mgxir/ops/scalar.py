@@ -22,6 +22,7 @@ The rules every emitter keeps (a meaning relies on them and guards everything el
   the target's range: a meaning selects those results itself (see `saturating_convert`).
 - `math` functions take and give floats of one type as C's functions do (IEEE special values as C
   specifies them); a half value is computed in float and rounded to half, as numpy computes it.
+- `reinterpret` gives the value of type `t` with the same bits (a type of the same width).
 - `extremum` propagates NaN from either operand and, for equal operands, returns `b`, except
   for half, `a` (numpy's maximum/minimum: max(-0, +0) is +0 in float, -0 in half).
 """
@@ -108,6 +109,8 @@ class Emitter(Protocol[V]):
 
     def extremum(self, a: V, b: V, largest: bool) -> V: ...
 
+    def reinterpret(self, v: V, t: DType) -> V: ...
+
 
 class ScalarDefined(Protocol):
     """An operator definition with a scalar meaning: `scalar(em, op, args, out)` is the value of one
@@ -155,9 +158,40 @@ def integer_limits(t: DType) -> tuple[int, int]:
 
 
 def astype(em: Emitter[V], v: V, t: DType) -> V:
-    """numpy's `astype` where the reference applies it to a result: floats into integers truncate
-    (the only case meanings give, of values already in range), everything else is `convert`."""
-    return v if em.dtype_of(v) is t else em.convert(v, t)
+    """numpy's `astype` where the reference applies it to a result (see `numpy_float_to_int`)."""
+    source = em.dtype_of(v)
+    if source is t:
+        return v
+    if source.is_float and t.is_integral and t is not DType.bool:
+        return numpy_float_to_int(em, v, t)
+    return em.convert(v, t)
+
+
+def numpy_float_type(t: DType) -> DType:
+    """The float type numpy computes a float function of type `t` in: 8-bit integers and bool in
+    half, 16-bit in float, wider in double (bf16 and fp8 in float, as the reference does)."""
+    if t.is_float:
+        return compute_type(t)
+    return {1: DType.half, 2: DType.float}.get(t.itemsize, DType.double)
+
+
+def numpy_float_to_int(em: Emitter[V], v: V, t: DType) -> V:
+    """numpy's cast of a float into integer type `t` on x86: truncation toward zero; NaN and values
+    beyond int32's range (int64's for 64-bit types) give its MIN (the "integer indefinite"), and
+    narrower types keep the low bits of that int32 value."""
+    if t.is_unsigned and t.itemsize >= 4:
+        raise NoScalarMeaning(f"numpy's cast into {t.type_name} depends on its SIMD loop")
+    via = DType.int64 if t.itemsize == 8 else DType.int32
+    source = em.dtype_of(v)
+    low, _ = integer_limits(via)
+    inside = em.logic(
+        "and",
+        em.compare("ge", v, em.constant(float(low), source)),
+        em.compare("lt", v, em.constant(-float(low), source)),
+    )
+    value = em.convert(em.select(inside, v, em.constant(0, source)), via)
+    value = em.select(inside, value, em.constant(low, via))
+    return value if via is t else em.convert(value, t)
 
 
 def guarded_division(em: Emitter[V], op: Literal["div", "rem"], a: V, b: V) -> V:

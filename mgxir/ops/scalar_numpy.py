@@ -138,5 +138,8 @@ class NumpyEmitter:
     def is_inf(self, x: np.ndarray) -> np.ndarray:
         return np.asarray(np.isinf(x))
 
+    def reinterpret(self, v: np.ndarray, t: DType) -> np.ndarray:
+        return np.ascontiguousarray(v).view(t.numpy)
+
     def extremum(self, a: np.ndarray, b: np.ndarray, largest: bool) -> np.ndarray:
         return np.asarray(np.maximum(a, b) if largest else np.minimum(a, b))

@@ -37,6 +37,10 @@ static inline void __syncthreads() {}
 template <class T> T __shfl_xor(T v, int) { return v; }
 static inline float __uint_as_float(unsigned int u) { float f; memcpy(&f, &u, 4); return f; }
 static inline unsigned int __float_as_uint(float f) { unsigned int u; memcpy(&u, &f, 4); return u; }
+static inline float __int_as_float(int u) { float f; memcpy(&f, &u, 4); return f; }
+static inline int __float_as_int(float f) { int u; memcpy(&u, &f, 4); return u; }
+static inline double __longlong_as_double(long long u) { double f; memcpy(&f, &u, 8); return f; }
+static inline long long __double_as_longlong(double f) { long long u; memcpy(&u, &f, 8); return u; }
 struct mgx_soft_half {
   unsigned short bits;
   mgx_soft_half() = default;

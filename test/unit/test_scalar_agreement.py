@@ -5,14 +5,20 @@ functions, which may differ by ULP_BOUND ulp of the result type.
 
 - gpu-host: the GPU generator's pointwise kernels (mgxir/targets/gpu/kernels.py), compiled for the
   host with clang behind a thin shim (test/unit/gpu_host.py): all cases in one compile.
+- spirv: the SPIR-V generator's kernels (mgxir/translate/spirv/) on the Vulkan device (lavapipe
+  here); the cases of one operand signature share kernels (ten results each: lavapipe compiles a
+  kernel in about 0.2 s whatever its size).
 """
 
 from __future__ import annotations
+
+from collections import defaultdict
 
 import numpy as np
 import pytest
 from gpu_host import HostKernels, have_clang
 from scalar_cases import Case, cases, disagreement, is_inexact, numpy_meaning, reference
+from spirv_support import program, require_vulkan, run_vulkan, translate
 
 from mgxir.ir.module import Module
 from mgxir.ir.shape import Shape
@@ -62,4 +68,75 @@ def test_gpu_kernel_on_host_agrees(case: Case, host_kernels: tuple[HostKernels, 
     out = np.empty(case.operands[0].size, case.out.numpy)
     got = library.run(index[case.name], case.operands, out)
     problem = disagreement(case, got, want, inexact=is_inexact(meant[1]))
+    assert problem is None, problem
+
+
+def _spirv_text(batch: list[Case]) -> str:
+    """`main` with one `pointwise` applying each case's operation to the same parameters."""
+    types, n = batch[0].types, batch[0].operands[0].size
+    names = ",".join(f"x{k}" for k in range(len(types)))
+    lines = ['module: "main"', *(f"x{k} = @param:x{k} -> {t.type_name}, {{{n}}}" for k, t in enumerate(types))]
+    lines.append(f"@p = pointwise({names}), [m]")
+    if len(batch) == 1:
+        lines.append("@ret = @return(@p)")
+    else:
+        lines += [f"@r{k} = get_tuple_elem[index={k}](@p)" for k in range(len(batch))]
+        lines.append(f"@ret = @return({','.join(f'@r{k}' for k in range(len(batch)))})")
+    lines += ["", 'module: "m"']
+    lines += [f"m:x{k} = @param:x{k} -> {t.type_name}, {{1}}, {{0}}" for k, t in enumerate(types)]
+    arguments = ",".join(f"m:x{k}" for k in range(len(types)))
+    lines += [f"m:@{k} = {c.op.text}({arguments})" for k, c in enumerate(batch)]
+    lines.append(f"m:@ret = @return({','.join(f'm:@{k}' for k in range(len(batch)))})")
+    return "\n".join(lines) + "\n"
+
+
+def _has_spirv_kernel(case: Case) -> bool:
+    return not translate(program(_spirv_text([case])), fuse=False, assemble=False).skipped
+
+
+SPIRV_OUTPUTS_PER_KERNEL = 10
+
+
+@pytest.fixture(scope="module")
+def spirv_results() -> dict[str, np.ndarray]:
+    """Each case's result on the Vulkan device, by case name (cases without a kernel left out)."""
+    require_vulkan()
+    groups: dict[tuple, list[Case]] = defaultdict(list)
+    for case in CASES:
+        if _has_spirv_kernel(case):
+            groups[case.types].append(case)
+    results: dict[str, np.ndarray] = {}
+    for group in groups.values():
+        for start in range(0, len(group), SPIRV_OUTPUTS_PER_KERNEL):
+            batch = group[start : start + SPIRV_OUTPUTS_PER_KERNEL]
+            translation = translate(program(_spirv_text(batch)), fuse=False)
+            params = {f"x{k}": x for k, x in enumerate(batch[0].operands)}
+            for case, got in zip(batch, run_vulkan(translation, params), strict=True):
+                results[case.name] = got
+    return results
+
+
+# GLSL.std.450 functions lavapipe computes beyond the ulp bound on some edge values (measured by
+# this test: acos/asin/atan(0.5) ~1e-4 off, asinh/atanh/sinh/tanh/erf of 1e-3 ~1e-5, sin/cos/tan
+# of 3e9 without argument reduction, exp/pow a few ulp over, acosh(1e30) overflowing, log of a
+# double computed in float); accurate formulations in the emitter are not written yet
+LAVAPIPE_INACCURATE = frozenset(
+    {"acos", "acosh", "asin", "asinh", "atan", "atanh", "cos", "erf", "exp", "log", "log2", "pow", "sin", "sinh"}
+    | {"tan", "tanh"}
+)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_spirv_kernel_agrees(case: Case, spirv_results: dict[str, np.ndarray]) -> None:
+    if case.name not in spirv_results:
+        pytest.skip("the SPIR-V generator leaves these types to the host")
+    want = reference(case)
+    meant = numpy_meaning(case)
+    assert want is not None and meant is not None
+    # Vulkan 1.1 without VK_KHR_shader_float_controls: denormals may flush, zeros lose their sign
+    problem = disagreement(
+        case, spirv_results[case.name], want, inexact=is_inexact(meant[1]), exact_zeros_and_denormals=False
+    )
+    if problem is not None and meant[1] & LAVAPIPE_INACCURATE:
+        pytest.xfail(f"lavapipe's math functions: {problem}")
     assert problem is None, problem

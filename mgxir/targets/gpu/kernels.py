@@ -284,10 +284,27 @@ class CppEmitter:
         inf = literal_expr(np.float64(math.inf), x.dtype)
         return self._bind(f"({x.expr} == {inf} || {x.expr} == -{inf})", DType.bool)
 
+    def reinterpret(self, v: CValue, t: DType) -> CValue:
+        intrinsic = _REINTERPRET.get((v.dtype, t))
+        if intrinsic is None:
+            raise NoScalarMeaning(f"no bit cast from {v.dtype.type_name} to {t.type_name} in GPU kernels")
+        return self._bind(f"{intrinsic}({v.expr})", t)
+
     def extremum(self, a: CValue, b: CValue, largest: bool) -> CValue:
         order = (">" if largest else "<") + ("=" if a.dtype is DType.half else "")
         nan = f" || {a.expr} != {a.expr}" if a.dtype.is_float else ""
         return self._bind(f"(({a.expr} {order} {b.expr}{nan}) ? {a.expr} : {b.expr})", a.dtype)
+
+
+# CUDA's and HIP's bit casts between 32- and 64-bit types: (from, to) -> intrinsic
+_REINTERPRET = {
+    (DType.float, DType.int32): "__float_as_int",
+    (DType.int32, DType.float): "__int_as_float",
+    (DType.float, DType.uint32): "__float_as_uint",
+    (DType.uint32, DType.float): "__uint_as_float",
+    (DType.double, DType.int64): "__double_as_longlong",
+    (DType.int64, DType.double): "__longlong_as_double",
+}
 
 
 def _math_name(function: str, t: DType) -> str:

@@ -46,19 +46,19 @@ class Reduction:
 
 
 def _add(em: ScalarEmitter, a: Value, b: Value) -> Value:
-    return em.op("OpFAdd" if a.kind == "f" else "OpIAdd", a.kind, a, b)
+    return em.op("OpFAdd" if a.kind in ("f", "d") else "OpIAdd", a.kind, a, b)
 
 
 def _mul(em: ScalarEmitter, a: Value, b: Value) -> Value:
-    return em.op("OpFMul" if a.kind == "f" else "OpIMul", a.kind, a, b)
+    return em.op("OpFMul" if a.kind in ("f", "d") else "OpIMul", a.kind, a, b)
 
 
 def _lowest(kind: Kind) -> float | int:
-    return -math.inf if kind == "f" else -(2**31)
+    return -math.inf if kind in ("f", "d") else -(2**31)
 
 
 def _highest(kind: Kind) -> float | int:
-    return math.inf if kind == "f" else 2**31 - 1
+    return math.inf if kind in ("f", "d") else 2**31 - 1
 
 
 REDUCTIONS = {
@@ -107,7 +107,8 @@ class KernelWriter:
         for binding in layout.bindings:
             if binding.etype.capability:
                 b.capability(binding.etype.capability)
-                b.extension(binding.etype.extension or "")
+                if binding.etype.extension:
+                    b.extension(binding.etype.extension)
         self.u32 = b.int_type(32, False)
         self.bool = b.boolean()
         names = layout.push_names
@@ -305,6 +306,8 @@ def _storage_type(b: ModuleBuilder, t: ElementType) -> str:
 
 
 def _from_storage(em: ScalarEmitter, raw: str, t: ElementType) -> Value:
+    if t.kind == "d":
+        return Value(raw, "d")
     if t.kind == "f":
         return Value(raw, "f") if t.width == 32 else em.op("OpFConvert", "f", raw)
     if t.kind == "i":
@@ -314,6 +317,8 @@ def _from_storage(em: ScalarEmitter, raw: str, t: ElementType) -> Value:
 
 
 def _to_storage(em: ScalarEmitter, value: Value, t: ElementType, storage: str) -> str:
+    if t.kind == "d":
+        return value.id
     if t.kind == "f":
         return value.id if t.width == 32 else em.b.emit("OpFConvert", value.id, type=storage, name="h")
     if t.kind == "i":
@@ -434,6 +439,7 @@ def pointwise_kernel(ins: Instruction, options: KernelOptions | None = None) -> 
         return []
 
     w.loop(w.builtin("GlobalInvocationId"), count, step, [], body)
+    layout.features = sorted({*layout.features, *em.features})
     return Kernel(layout, _banner(ins, layout) + w.finish(), module.name)
 
 
@@ -659,6 +665,7 @@ class ReduceKernelBuilder:
 
         w.loop(w.builtin("WorkgroupId"), groups, w.builtin("NumWorkgroups"), [], group_body)
         ins = self.ins
+        layout.features = sorted({*layout.features, *w.em.features})
         return Kernel(layout, _banner(ins, layout) + w.finish(), self.module.name)
 
     def _forget_derived(self, slots: list[tuple[str | None, _Context]]) -> None:
@@ -721,8 +728,8 @@ class ReduceKernelBuilder:
         total = Value(w.b.emit("OpLoad", at(w.uint(0)), type=value_type, name="total"), kind)
         w.barrier()  # everyone has read the total before the partials are overwritten
         if REDUCTIONS[r.op.defn].mean:
-            if kind == "f":
-                total = em.op("OpFDiv", "f", total, em.op("OpConvertUToF", "f", count))
+            if kind in ("f", "d"):
+                total = em.op("OpFDiv", kind, total, em.op("OpConvertUToF", kind, count))
             else:
                 total = em.op("OpSDiv", "i", total, Value(count, "i"))
         result = element_type(r.shape.dtype)

@@ -9,7 +9,7 @@ from typing import Literal
 
 from mgxir.ir.dtype import DType
 
-Kind = Literal["f", "i", "b"]  # the compute type: 32-bit float, 32-bit signed int, bool
+Kind = Literal["f", "d", "i", "b"]  # the compute type: 32- and 64-bit float, 32-bit signed int, bool
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,7 @@ class ElementType:
 ELEMENT_TYPES: dict[DType, ElementType] = {
     DType.float: ElementType(DType.float, "f", "float", 32),
     DType.half: ElementType(DType.half, "f", "float", 16, "StorageBuffer16BitAccess", "SPV_KHR_16bit_storage"),
+    DType.double: ElementType(DType.double, "d", "float", 64, "Float64"),
     DType.int32: ElementType(DType.int32, "i", "int", 32),
     DType.bool: ElementType(DType.bool, "b", "uint", 8, "StorageBuffer8BitAccess", "SPV_KHR_8bit_storage"),
 }
