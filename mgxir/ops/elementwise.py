@@ -462,6 +462,7 @@ BINARY: dict[str, tuple[Callable, bool, Scalar]] = {
     # comparisons and logic return the input type (MIGraphX's binary shape rule)
     "equal": (np.equal, True, _comparison("eq")),
     "greater": (np.greater, False, _comparison("gt")),
+    "greater_or_equal": (np.greater_equal, False, _comparison("ge")),  # MIGraphX after 2.16
     "less": (np.less, False, _comparison("lt")),
     "logical_and": (np.logical_and, True, _logical("and")),
     "logical_or": (np.logical_or, True, _logical("or")),
