@@ -310,6 +310,10 @@ def _from_storage(em: ScalarEmitter, raw: str, t: ElementType) -> Value:
         return Value(raw, "d")
     if t.kind == "f":
         return Value(raw, "f") if t.width == 32 else em.op("OpFConvert", "f", raw)
+    if t.kind == "i" and t.width < 32:
+        if t.storage == "int":
+            return em.op("OpSConvert", "i", raw)
+        return em.op("OpBitcast", "i", em.b.emit("OpUConvert", raw, type=em.b.int_type(32, False), name="w"))
     if t.kind == "i":
         return Value(raw, "i")
     wide = em.b.emit("OpUConvert", raw, type=em.b.int_type(32, False), name="w")
@@ -321,6 +325,11 @@ def _to_storage(em: ScalarEmitter, value: Value, t: ElementType, storage: str) -
         return value.id
     if t.kind == "f":
         return value.id if t.width == 32 else em.b.emit("OpFConvert", value.id, type=storage, name="h")
+    if t.kind == "i" and t.width < 32:  # the low bits (values are already in range)
+        if t.storage == "int":
+            return em.b.emit("OpSConvert", value.id, type=storage, name="narrow")
+        unsigned = em.b.emit("OpBitcast", value.id, type=em.b.int_type(32, False), name="w")
+        return em.b.emit("OpUConvert", unsigned, type=storage, name="narrow")
     if t.kind == "i":
         return value.id
     u32 = em.b.int_type(32, False)
@@ -473,6 +482,9 @@ class ReduceKernelBuilder:
         self.bindings = _bindings(ins)
         if len(self.bindings) != len(ins.args) + 1:
             raise Unsupported("a fused_reduce with more than one result")
+        narrow = [b.etype.name for b in self.bindings if b.etype.kind == "i" and b.etype.width < 32]
+        if narrow:  # partials would need wrapping as the reference's sums do
+            raise Unsupported(f"a fused_reduce of {narrow[0]} (8- and 16-bit reductions run on the host)")
         self._check_body()
         views = [_view(a.shape) for a in ins.args] + [_view(ins.shape)]
         strides = [broadcast_strides(v, self.lens) for v in views]

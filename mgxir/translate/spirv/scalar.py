@@ -143,7 +143,17 @@ class ScalarEmitter:
 # -- the scalar protocol ---------------------------------------------------------------------------
 
 # the compute kind of each element type a kernel computes in
-KINDS: dict[DType, Kind] = {DType.float: "f", DType.half: "f", DType.double: "d", DType.int32: "i", DType.bool: "b"}
+KINDS: dict[DType, Kind] = {
+    DType.float: "f",
+    DType.half: "f",
+    DType.double: "d",
+    DType.int32: "i",
+    DType.int8: "i",
+    DType.uint8: "i",
+    DType.int16: "i",
+    DType.uint16: "i",
+    DType.bool: "b",
+}
 _ORDERED = {"eq": "Equal", "lt": "LessThan", "le": "LessThanEqual", "gt": "GreaterThan", "ge": "GreaterThanEqual"}
 _FLOAT_ARITHMETIC = {"add": "OpFAdd", "sub": "OpFSub", "mul": "OpFMul", "div": "OpFDiv"}
 _INT_ARITHMETIC = {"add": "OpIAdd", "sub": "OpISub", "mul": "OpIMul", "div": "OpSDiv"}
@@ -199,8 +209,17 @@ class SpirvEmitter:
         self.em = em
 
     def _typed(self, v: Value, t: DType) -> Typed:
+        """`v` as a value of `t`: half rounded, 8- and 16-bit integers wrapped to their width."""
+        em = self.em
         if t is DType.half and v.kind == "f":
-            v = self.em.round_to(v, element_type(DType.half))
+            v = em.round_to(v, element_type(DType.half))
+        elif v.kind == "i" and t.itemsize < 4:
+            bits = 8 * t.itemsize
+            if t.is_unsigned:
+                v = em.op("OpBitwiseAnd", "i", v, em.const("i", (1 << bits) - 1))
+            else:
+                shift = em.const("i", 32 - bits)
+                v = em.op("OpShiftRightArithmetic", "i", em.op("OpShiftLeftLogical", "i", v, shift), shift)
         return Typed(v.id, v.kind, t)
 
     def dtype_of(self, v: Typed) -> DType:
@@ -225,11 +244,11 @@ class SpirvEmitter:
             raise NoScalarMeaning("arithmetic on bool values")
         if op == "rem":  # C's remainder as a - b * (a / b): NVIDIA's OpSRem takes the divisor's sign
             quotient = em.op("OpSDiv", "i", a, b)
-            return Typed(em.op("OpISub", "i", a, em.op("OpIMul", "i", b, quotient)).id, "i", a.dtype)
-        return Typed(em.op(_INT_ARITHMETIC[op], "i", a, b).id, "i", a.dtype)
+            return self._typed(em.op("OpISub", "i", a, em.op("OpIMul", "i", b, quotient)), a.dtype)
+        return self._typed(em.op(_INT_ARITHMETIC[op], "i", a, b), a.dtype)
 
     def neg(self, a: Typed) -> Typed:
-        return Typed(self.em.op("OpSNegate" if a.kind == "i" else "OpFNegate", a.kind, a).id, a.kind, a.dtype)
+        return self._typed(self.em.op("OpSNegate" if a.kind == "i" else "OpFNegate", a.kind, a), a.dtype)
 
     def compare(self, predicate: str, a: Typed, b: Typed) -> Typed:
         em = self.em
@@ -265,7 +284,7 @@ class SpirvEmitter:
         if kind == v.kind:
             return self._typed(v, t)
         if kind == "i":  # from a float in range: callers guard NaN and out-of-range values
-            return Typed(em.op("OpConvertFToS", "i", v).id, "i", t)
+            return self._typed(em.op("OpConvertFToS", "i", v), t)
         if v.kind == "i":
             return self._typed(em.op("OpConvertSToF", kind, v), t)
         return self._typed(em.op("OpFConvert", kind, v), t)
