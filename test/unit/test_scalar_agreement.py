@@ -140,3 +140,35 @@ def test_spirv_kernel_agrees(case: Case, spirv_results: dict[str, np.ndarray]) -
     if problem is not None and meant[1] & LAVAPIPE_INACCURATE:
         pytest.xfail(f"lavapipe's math functions: {problem}")
     assert problem is None, problem
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.float16])
+def test_gpu_kernel_rounds_every_step(dtype: type) -> None:
+    """A sum that overflows (8/16-bit ints) or rounds (half), compared before it is stored: the
+    kernel holds it in int or float, so it must wrap or round it first, as the reference does."""
+    if not have_clang():
+        pytest.skip("no clang++ to compile the GPU kernels for the host")
+    from mgxir.ir.dtype import DType
+    from mgxir.ir.registry import make_op
+
+    t = DType.from_numpy(np.dtype(dtype))
+    module = Module("pointwise")
+    n = 8
+    x0, x1, x2 = (module.add_parameter(f"x{k}", Shape.make(t, (n,))) for k in range(3))
+    total = module.insert(None, make_op("add"), [x0, x1])
+    module.add_return([module.insert(None, make_op("less"), [x2, total])])
+    tensors = [Tensor.of(Shape.make(t, (n,))) for _ in range(4)]
+    kernel = pointwise_kernel(module, tensors[:3], tensors[3])
+    if t.is_float:
+        x = np.array([2048, 1, 0.5, 1000, 3, 2049, -7, 1e4], dtype)
+        y = np.array([1, 2048, 0.25, 0.3, 1e-3, 1, 7, 1e4], dtype)
+        z = x + y  # rounded to half: z < x + y is false, and true where the sum is not rounded
+    else:
+        info = np.iinfo(dtype)
+        x = np.array([info.max, info.max // 2 + 1, 1, 0, info.max, 3, info.min, info.min], dtype)
+        y, z = x.copy(), np.full(n, 1, dtype)
+    operands = [np.ascontiguousarray(a) for a in (x, y, z)]
+    got = HostKernels([(kernel, tensors[:3], tensors[3])]).run(0, operands, np.empty(n, dtype))
+    with np.errstate(all="ignore"):
+        want = (z < (x + y)).astype(dtype)
+    assert got.tolist() == want.tolist()
