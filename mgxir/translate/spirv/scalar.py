@@ -10,6 +10,7 @@ the emitter selects C's answer explicitly, so every meaning computes what the re
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -295,7 +296,9 @@ class SpirvEmitter:
         if x.kind == "d" and glsl not in _DOUBLE_GLSL:
             raise NoScalarMeaning(f"{function} of a double value in SPIR-V (GLSL.std.450 has no 64-bit {function})")
         y_in, kind = x, x.kind
-        if function == "erf":
+        if function in _OWN_FORMULATIONS and kind == "f":
+            y = _OWN_FORMULATIONS[function](em, y_in)
+        elif function == "erf":
             y = _erf(em, y_in)
         elif function == "expm1":
             y = _expm1(em, y_in)
@@ -384,6 +387,77 @@ def _special_values(em: ScalarEmitter, function: str, x: Value, y: Value) -> Val
         edge = em.op("OpFOrdEqual", "b", em.glsl("FAbs", k, x), em.const(k, 1.0))
         y = em.select(edge, em.op("OpFMul", k, em.glsl("FSign", k, x), em.const(k, math.inf)), y)
     return em.select(em.is_nan(x), x, y)
+
+
+def _polynomial(em: ScalarEmitter, z: Value, coefficients: Sequence[float]) -> Value:
+    """Horner's rule in float, the highest coefficient first."""
+    result = em.const("f", coefficients[0])
+    for c in coefficients[1:]:
+        result = em.op("OpFAdd", "f", em.op("OpFMul", "f", result, z), em.const("f", c))
+    return result
+
+
+def _with_sign_of(em: ScalarEmitter, magnitude: Value, x: Value) -> Value:
+    negative = em.op("OpFOrdLessThan", "b", x, em.const("f", 0.0))
+    return em.select(negative, em.op("OpFNegate", "f", magnitude), magnitude)
+
+
+def _atan(em: ScalarEmitter, x: Value) -> Value:
+    """atan in float (Cephes' atanf: reduction to |x| <= tan(pi/8), a degree-9 odd polynomial;
+    within 2 ulp), where lavapipe's GLSL Atan is ~1e-6 off (atan(1) = 0.78539485)."""
+    a = em.glsl("FAbs", "f", x)
+    large = em.op("OpFOrdGreaterThan", "b", a, em.const("f", 2.414213562373095))
+    middle = em.op("OpFOrdGreaterThan", "b", a, em.const("f", 0.4142135623730950))
+    one = em.const("f", 1.0)
+    reduced = em.select(
+        large,
+        em.op("OpFNegate", "f", em.op("OpFDiv", "f", one, a)),
+        em.select(middle, em.op("OpFDiv", "f", em.op("OpFSub", "f", a, one), em.op("OpFAdd", "f", a, one)), a),
+    )
+    base = em.select(
+        large, em.const("f", math.pi / 2), em.select(middle, em.const("f", math.pi / 4), em.const("f", 0.0))
+    )
+    z = em.op("OpFMul", "f", reduced, reduced)
+    p = _polynomial(em, z, (8.05374449538e-2, -1.38776856032e-1, 1.99777106478e-1, -3.33329491539e-1))
+    y = em.op("OpFAdd", "f", em.op("OpFMul", "f", em.op("OpFMul", "f", p, z), reduced), reduced)
+    return _with_sign_of(em, em.op("OpFAdd", "f", base, y), x)
+
+
+def _asin_magnitude(em: ScalarEmitter, a: Value) -> Value:
+    """asin of |x| <= 1 in float (Cephes' asinf: a polynomial below 0.5, 2 asin(sqrt((1 - a) / 2))
+    folded from pi/2 above; within 2 ulp)."""
+    upper = em.op("OpFOrdGreaterThan", "b", a, em.const("f", 0.5))
+    half_rest = em.op("OpFMul", "f", em.const("f", 0.5), em.op("OpFSub", "f", em.const("f", 1.0), a))
+    t = em.select(upper, em.glsl("Sqrt", "f", half_rest), a)
+    z = em.select(upper, half_rest, em.op("OpFMul", "f", a, a))
+    coefficients = (4.2163199048e-2, 2.4181311049e-2, 4.5470025998e-2, 7.4953002686e-2, 1.6666752422e-1)
+    p = _polynomial(em, z, coefficients)
+    y = em.op("OpFAdd", "f", em.op("OpFMul", "f", em.op("OpFMul", "f", p, z), t), t)
+    folded = em.op("OpFSub", "f", em.const("f", math.pi / 2), em.op("OpFAdd", "f", y, y))
+    return em.select(upper, folded, y)
+
+
+def _asin(em: ScalarEmitter, x: Value) -> Value:
+    """asin in float, where lavapipe's GLSL Asin is ~2e-4 off (asin(0.5) = 0.5233885)."""
+    return _with_sign_of(em, _asin_magnitude(em, em.glsl("FAbs", "f", x)), x)
+
+
+def _acos(em: ScalarEmitter, x: Value) -> Value:
+    """acos in float from asin (Cephes' acosf): 2 asin(sqrt((1 - |x|) / 2)) beyond 0.5 (from pi for
+    negative x), pi/2 - asin(x) within; lavapipe's GLSL Acos is ~6e-5 off."""
+    a = em.glsl("FAbs", "f", x)
+    one, half = em.const("f", 1.0), em.const("f", 0.5)
+    far = em.op("OpFOrdGreaterThan", "b", a, half)
+    root = em.glsl("Sqrt", "f", em.op("OpFMul", "f", half, em.op("OpFSub", "f", one, a)))
+    twice = em.op("OpFMul", "f", em.const("f", 2.0), _asin_magnitude(em, root))
+    negative = em.op("OpFOrdLessThan", "b", x, em.const("f", 0.0))
+    outer = em.select(negative, em.op("OpFSub", "f", em.const("f", math.pi), twice), twice)
+    inner = em.op("OpFSub", "f", em.const("f", math.pi / 2), _with_sign_of(em, _asin_magnitude(em, a), x))
+    return em.select(far, outer, inner)
+
+
+# functions whose GLSL.std.450 instruction lavapipe computes beyond the ulp bound, written here
+_OWN_FORMULATIONS: dict[str, Callable[[ScalarEmitter, Value], Value]] = {"acos": _acos, "asin": _asin, "atan": _atan}
 
 
 def _erf(em: ScalarEmitter, x: Value) -> Value:
