@@ -457,7 +457,111 @@ def _acos(em: ScalarEmitter, x: Value) -> Value:
 
 
 # functions whose GLSL.std.450 instruction lavapipe computes beyond the ulp bound, written here
-_OWN_FORMULATIONS: dict[str, Callable[[ScalarEmitter, Value], Value]] = {"acos": _acos, "asin": _asin, "atan": _atan}
+def _log1p(em: ScalarEmitter, x: Value) -> Value:
+    """log(1 + x) in float: near 0 (-0.29 < x < 0.41) the series 2 atanh(s) = 2 (s + s^3/3 + ... +
+    s^15/15) with s = x / (2 + x), where lavapipe's Log is only absolutely accurate; beyond, Kahan's
+    log(u) * x / (u - 1) with u = 1 + x."""
+    one = em.const("f", 1.0)
+    s = em.op("OpFDiv", "f", x, em.op("OpFAdd", "f", em.const("f", 2.0), x))
+    z = em.op("OpFMul", "f", s, s)
+    series = _polynomial(em, z, [1.0 / k for k in range(15, 0, -2)])
+    near = em.op("OpFMul", "f", em.op("OpFAdd", "f", s, s), series)
+    u = em.op("OpFAdd", "f", one, x)
+    scaled = em.op("OpFMul", "f", em.glsl("Log", "f", u), em.op("OpFDiv", "f", x, em.op("OpFSub", "f", u, one)))
+    far = em.select(em.op("OpFOrdEqual", "b", u, one), x, scaled)
+    inside = em.op(
+        "OpLogicalAnd",
+        "b",
+        em.op("OpFOrdGreaterThan", "b", x, em.const("f", -0.29)),
+        em.op("OpFOrdLessThan", "b", x, em.const("f", 0.41)),
+    )
+    return em.select(inside, near, far)
+
+
+def _f(em: ScalarEmitter, value: float) -> Value:
+    return em.const("f", value)
+
+
+def _asinh(em: ScalarEmitter, x: Value) -> Value:
+    """asinh in float (glibc's way: log1p(a + a^2 / (1 + sqrt(1 + a^2))) below 2, log(2a + 1 /
+    (sqrt(a^2 + 1) + a)) below 2^28, log(a) + log(2) above); lavapipe's Asinh(0.1) is 5 ulp off."""
+    a = em.glsl("FAbs", "f", x)
+    square = em.op("OpFMul", "f", a, a)
+    root = em.glsl("Sqrt", "f", em.op("OpFAdd", "f", square, _f(em, 1.0)))
+    small = _log1p(em, em.op("OpFAdd", "f", a, em.op("OpFDiv", "f", square, em.op("OpFAdd", "f", _f(em, 1.0), root))))
+    medium = em.glsl(
+        "Log",
+        "f",
+        em.op(
+            "OpFAdd",
+            "f",
+            em.op("OpFMul", "f", _f(em, 2.0), a),
+            em.op("OpFDiv", "f", _f(em, 1.0), em.op("OpFAdd", "f", root, a)),
+        ),
+    )
+    large = em.op("OpFAdd", "f", em.glsl("Log", "f", a), _f(em, math.log(2.0)))
+    y = em.select(em.op("OpFOrdLessThan", "b", a, _f(em, 2.0**28)), medium, large)
+    y = em.select(em.op("OpFOrdLessThan", "b", a, _f(em, 2.0)), small, y)
+    return _with_sign_of(em, y, x)
+
+
+def _atanh(em: ScalarEmitter, x: Value) -> Value:
+    """atanh in float (glibc's way: log1p(2a + 2a^2 / (1 - a)) / 2 below 0.5, log1p(2a / (1 - a)) / 2
+    above); lavapipe's Atanh(0.1) is 5 ulp off."""
+    a = em.glsl("FAbs", "f", x)
+    rest = em.op("OpFSub", "f", _f(em, 1.0), a)
+    twice = em.op("OpFAdd", "f", a, a)
+    small = em.op("OpFAdd", "f", twice, em.op("OpFDiv", "f", em.op("OpFMul", "f", twice, a), rest))
+    large = em.op("OpFDiv", "f", twice, rest)
+    argument = em.select(em.op("OpFOrdLessThan", "b", a, _f(em, 0.5)), small, large)
+    return _with_sign_of(em, em.op("OpFMul", "f", _f(em, 0.5), _log1p(em, argument)), x)
+
+
+def _sinh(em: ScalarEmitter, x: Value) -> Value:
+    """sinh in float (glibc's way: from t = expm1(a) below 22, exp(a) / 2 below log(FLT_MAX), then
+    (exp(a / 2) / 2) * exp(a / 2)); lavapipe's Sinh(1e-3) is ~1e-5 off."""
+    a = em.glsl("FAbs", "f", x)
+    t = _expm1(em, a)
+    t_over = em.op("OpFDiv", "f", t, em.op("OpFAdd", "f", t, _f(em, 1.0)))
+    below_one = em.op(
+        "OpFMul", "f", _f(em, 0.5), em.op("OpFSub", "f", em.op("OpFAdd", "f", t, t), em.op("OpFMul", "f", t, t_over))
+    )
+    below_22 = em.op("OpFMul", "f", _f(em, 0.5), em.op("OpFAdd", "f", t, t_over))
+    w = em.glsl("Exp", "f", em.op("OpFMul", "f", _f(em, 0.5), a))
+    huge = em.op("OpFMul", "f", em.op("OpFMul", "f", _f(em, 0.5), w), w)
+    y = em.select(
+        em.op("OpFOrdLessThan", "b", a, _f(em, 88.72283935546875)),
+        em.op("OpFMul", "f", _f(em, 0.5), em.glsl("Exp", "f", a)),
+        huge,
+    )
+    y = em.select(em.op("OpFOrdLessThan", "b", a, _f(em, 22.0)), below_22, y)
+    y = em.select(em.op("OpFOrdLessThan", "b", a, _f(em, 1.0)), below_one, y)
+    return _with_sign_of(em, y, x)
+
+
+def _tanh(em: ScalarEmitter, x: Value) -> Value:
+    """tanh in float (glibc's way: -t / (t + 2) with t = expm1(-2a) below 1, 1 - 2 / (expm1(2a) + 2)
+    below 22, 1 above); lavapipe's Tanh(1e-3) is ~1e-5 off."""
+    a = em.glsl("FAbs", "f", x)
+    two = _f(em, 2.0)
+    t = _expm1(em, em.op("OpFMul", "f", _f(em, -2.0), a))
+    below_one = em.op("OpFNegate", "f", em.op("OpFDiv", "f", t, em.op("OpFAdd", "f", t, two)))
+    u = _expm1(em, em.op("OpFMul", "f", two, a))
+    below_22 = em.op("OpFSub", "f", _f(em, 1.0), em.op("OpFDiv", "f", two, em.op("OpFAdd", "f", u, two)))
+    y = em.select(em.op("OpFOrdLessThan", "b", a, _f(em, 22.0)), below_22, _f(em, 1.0))
+    y = em.select(em.op("OpFOrdLessThan", "b", a, _f(em, 1.0)), below_one, y)
+    return _with_sign_of(em, y, x)
+
+
+_OWN_FORMULATIONS: dict[str, Callable[[ScalarEmitter, Value], Value]] = {
+    "acos": _acos,
+    "asin": _asin,
+    "asinh": _asinh,
+    "atan": _atan,
+    "atanh": _atanh,
+    "sinh": _sinh,
+    "tanh": _tanh,
+}
 
 
 def _erf(em: ScalarEmitter, x: Value) -> Value:
@@ -474,8 +578,9 @@ def _erf(em: ScalarEmitter, x: Value) -> Value:
 
 
 def _expm1(em: ScalarEmitter, x: Value) -> Value:
-    """exp(x) - 1 without the cancellation near 0 (Kahan's: (u - 1) * x / log(u) with u = exp(x),
-    x itself where u rounds to 1, -1 where u - 1 does)."""
+    """exp(x) - 1 without the cancellation near 0: for |x| < 0.35 (float) the Taylor series to x^10
+    (Horner, x (1 + x/2 (1 + x/3 (...)))), where Kahan's formula would inherit Log's error near 1;
+    beyond, Kahan's (u - 1) * x / log(u) with u = exp(x) (-1 where u - 1 is, inf where u is)."""
     k = x.kind
     one = em.const(k, 1.0)
     u = em.glsl("Exp", k, x)
@@ -483,7 +588,14 @@ def _expm1(em: ScalarEmitter, x: Value) -> Value:
     scaled = em.op("OpFDiv", k, em.op("OpFMul", k, u_minus_one, x), em.glsl("Log", k, u))
     y = em.select(em.op("OpFOrdEqual", "b", u_minus_one, em.const(k, -1.0)), u_minus_one, scaled)
     y = em.select(em.op("OpFOrdEqual", "b", u, one), x, y)
-    return em.select(_is_inf(em, u), u, y)  # exp overflowed: inf
+    y = em.select(_is_inf(em, u), u, y)  # exp overflowed: inf
+    if k != "f":
+        return y
+    series = one
+    for n in range(10, 1, -1):
+        series = em.op("OpFAdd", k, one, em.op("OpFMul", k, em.op("OpFDiv", k, x, em.const(k, float(n))), series))
+    near = em.op("OpFMul", k, x, series)
+    return em.select(em.op("OpFOrdLessThan", "b", em.glsl("FAbs", k, x), em.const(k, 0.35)), near, y)
 
 
 def _fmod(em: ScalarEmitter, a: Value, b: Value) -> Value:
