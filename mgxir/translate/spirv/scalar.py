@@ -296,12 +296,8 @@ class SpirvEmitter:
         if x.kind == "d" and glsl not in _DOUBLE_GLSL:
             raise NoScalarMeaning(f"{function} of a double value in SPIR-V (GLSL.std.450 has no 64-bit {function})")
         y_in, kind = x, x.kind
-        if function in _OWN_FORMULATIONS and kind == "f":
+        if function in _OWN_FORMULATIONS:  # float only: 64-bit ones were refused above
             y = _OWN_FORMULATIONS[function](em, y_in)
-        elif function == "erf":
-            y = _erf(em, y_in)
-        elif function == "expm1":
-            y = _expm1(em, y_in)
         else:
             assert glsl is not None, function
             y = em.glsl(glsl, kind, y_in)
@@ -456,7 +452,6 @@ def _acos(em: ScalarEmitter, x: Value) -> Value:
     return em.select(far, outer, inner)
 
 
-# functions whose GLSL.std.450 instruction lavapipe computes beyond the ulp bound, written here
 def _log1p(em: ScalarEmitter, x: Value) -> Value:
     """log(1 + x) in float: near 0 (-0.29 < x < 0.41) the series 2 atanh(s) = 2 (s + s^3/3 + ... +
     s^15/15) with s = x / (2 + x), where lavapipe's Log is only absolutely accurate; beyond, Kahan's
@@ -553,19 +548,44 @@ def _tanh(em: ScalarEmitter, x: Value) -> Value:
     return _with_sign_of(em, y, x)
 
 
-_OWN_FORMULATIONS: dict[str, Callable[[ScalarEmitter, Value], Value]] = {
-    "acos": _acos,
-    "asin": _asin,
-    "asinh": _asinh,
-    "atan": _atan,
-    "atanh": _atanh,
-    "sinh": _sinh,
-    "tanh": _tanh,
-}
+def _acosh(em: ScalarEmitter, x: Value) -> Value:
+    """acosh of x >= 1 in float (glibc's way: log1p(t + sqrt(2t + t^2)) with t = x - 1 below 2,
+    log(2x - 1 / (x + sqrt(x^2 - 1))) below 2^28, log(x) + log(2) above, where x^2 would overflow:
+    lavapipe's Acosh(1e30) is inf)."""
+    one = _f(em, 1.0)
+    t = em.op("OpFSub", "f", x, one)
+    near = _log1p(
+        em,
+        em.op(
+            "OpFAdd",
+            "f",
+            t,
+            em.glsl("Sqrt", "f", em.op("OpFAdd", "f", em.op("OpFAdd", "f", t, t), em.op("OpFMul", "f", t, t))),
+        ),
+    )
+    root = em.glsl("Sqrt", "f", em.op("OpFSub", "f", em.op("OpFMul", "f", x, x), one))
+    middle = em.glsl(
+        "Log",
+        "f",
+        em.op("OpFSub", "f", em.op("OpFAdd", "f", x, x), em.op("OpFDiv", "f", one, em.op("OpFAdd", "f", x, root))),
+    )
+    far = em.op("OpFAdd", "f", em.glsl("Log", "f", x), _f(em, math.log(2.0)))
+    y = em.select(em.op("OpFOrdLessThan", "b", x, _f(em, 2.0**28)), middle, far)
+    return em.select(em.op("OpFOrdLessThan", "b", x, _f(em, 2.0)), near, y)
+
+
+def _erf_series(em: ScalarEmitter, x: Value) -> Value:
+    """erf in float: below |x| = 0.75 the Taylor series 2/sqrt(pi) (x - x^3/3 + x^5/10 - ...) to
+    x^21, where the Abramowitz-Stegun formula's absolute error is many ulp; beyond, that formula."""
+    z = em.op("OpFMul", "f", x, x)
+    coefficients = [(-1) ** n / (math.factorial(n) * (2 * n + 1)) * 2 / math.sqrt(math.pi) for n in range(10, -1, -1)]
+    near = em.op("OpFMul", "f", x, _polynomial(em, z, coefficients))
+    inside = em.op("OpFOrdLessThan", "b", em.glsl("FAbs", "f", x), _f(em, 0.75))
+    return em.select(inside, near, _erf(em, x))
 
 
 def _erf(em: ScalarEmitter, x: Value) -> Value:
-    # Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7)
+    """erf by Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7)."""
     ax = em.glsl("FAbs", "f", x)
     t = em.op("OpFDiv", "f", em.const("f", 1.0), em.glsl("Fma", "f", em.const("f", 0.3275911), ax, em.const("f", 1.0)))
     poly = em.const("f", 1.061405429)
@@ -703,6 +723,22 @@ def _is_inf(em: ScalarEmitter, v: Value) -> Value:
 
 def _is_zero_or_inf(em: ScalarEmitter, v: Value) -> Value:
     return em.op("OpLogicalOr", "b", em.compare("Equal", v, em.const("f", 0.0)), _is_inf(em, v))
+
+
+# functions computed here rather than by their GLSL.std.450 instruction (lavapipe's are beyond the
+# ulp bound, or there is none)
+_OWN_FORMULATIONS: dict[str, Callable[[ScalarEmitter, Value], Value]] = {
+    "acos": _acos,
+    "acosh": _acosh,
+    "erf": _erf_series,
+    "expm1": _expm1,
+    "asin": _asin,
+    "asinh": _asinh,
+    "atan": _atan,
+    "atanh": _atanh,
+    "sinh": _sinh,
+    "tanh": _tanh,
+}
 
 
 # -- the kernels' entry points -----------------------------------------------------------------------
