@@ -452,6 +452,28 @@ def _acos(em: ScalarEmitter, x: Value) -> Value:
     return em.select(far, outer, inner)
 
 
+def _exp(em: ScalarEmitter, x: Value) -> Value:
+    """exp in float (Cephes' expf: x = k log(2) + r with log(2) in two parts, |r| <= log(2) / 2, a
+    degree-7 polynomial, then Ldexp by k; within 2 ulp), where lavapipe's Exp is a few ulp off
+    (exp(-7.25) 5 ulp). Beyond +-104: inf and 0."""
+    k = em.glsl("Floor", "f", em.op("OpFAdd", "f", em.op("OpFMul", "f", _f(em, 1.4426950408889634), x), _f(em, 0.5)))
+    r = em.op("OpFSub", "f", x, em.op("OpFMul", "f", k, _f(em, 0.693359375)))
+    r = em.op("OpFSub", "f", r, em.op("OpFMul", "f", k, _f(em, -2.12194440e-4)))
+    coefficients = (
+        1.9875691500e-4,
+        1.3981999507e-3,
+        8.3334519073e-3,
+        4.1665795894e-2,
+        1.6666665459e-1,
+        5.0000001201e-1,
+    )
+    p = _polynomial(em, r, coefficients)
+    y = em.op("OpFAdd", "f", em.op("OpFAdd", "f", em.op("OpFMul", "f", p, em.op("OpFMul", "f", r, r)), r), _f(em, 1.0))
+    y = em.glsl("Ldexp", "f", y, em.op("OpConvertFToS", "i", em.select(_is_inf(em, k), _f(em, 0.0), k)))
+    y = em.select(em.op("OpFOrdGreaterThan", "b", x, _f(em, 88.72283935546875)), _f(em, math.inf), y)
+    return em.select(em.op("OpFOrdLessThan", "b", x, _f(em, -104.0)), _f(em, 0.0), y)
+
+
 def _log1p(em: ScalarEmitter, x: Value) -> Value:
     """log(1 + x) in float: near 0 (-0.29 < x < 0.41) the series 2 atanh(s) = 2 (s + s^3/3 + ... +
     s^15/15) with s = x / (2 + x), where lavapipe's Log is only absolutely accurate; beyond, Kahan's
@@ -522,11 +544,11 @@ def _sinh(em: ScalarEmitter, x: Value) -> Value:
         "OpFMul", "f", _f(em, 0.5), em.op("OpFSub", "f", em.op("OpFAdd", "f", t, t), em.op("OpFMul", "f", t, t_over))
     )
     below_22 = em.op("OpFMul", "f", _f(em, 0.5), em.op("OpFAdd", "f", t, t_over))
-    w = em.glsl("Exp", "f", em.op("OpFMul", "f", _f(em, 0.5), a))
+    w = _exp(em, em.op("OpFMul", "f", _f(em, 0.5), a))
     huge = em.op("OpFMul", "f", em.op("OpFMul", "f", _f(em, 0.5), w), w)
     y = em.select(
         em.op("OpFOrdLessThan", "b", a, _f(em, 88.72283935546875)),
-        em.op("OpFMul", "f", _f(em, 0.5), em.glsl("Exp", "f", a)),
+        em.op("OpFMul", "f", _f(em, 0.5), _exp(em, a)),
         huge,
     )
     y = em.select(em.op("OpFOrdLessThan", "b", a, _f(em, 22.0)), below_22, y)
@@ -592,7 +614,7 @@ def _erf(em: ScalarEmitter, x: Value) -> Value:
     for coefficient in (-1.453152027, 1.421413741, -0.284496736, 0.254829592):
         poly = em.glsl("Fma", "f", poly, t, em.const("f", coefficient))
     poly = em.op("OpFMul", "f", poly, t)
-    gauss = em.glsl("Exp", "f", em.op("OpFNegate", "f", em.op("OpFMul", "f", ax, ax)))
+    gauss = _exp(em, em.op("OpFNegate", "f", em.op("OpFMul", "f", ax, ax)))
     magnitude = em.op("OpFSub", "f", em.const("f", 1.0), em.op("OpFMul", "f", poly, gauss))
     return em.select(em.compare("LessThan", x, em.const("f", 0.0)), em.op("OpFNegate", "f", magnitude), magnitude)
 
@@ -731,6 +753,7 @@ _OWN_FORMULATIONS: dict[str, Callable[[ScalarEmitter, Value], Value]] = {
     "acos": _acos,
     "acosh": _acosh,
     "erf": _erf_series,
+    "exp": _exp,
     "expm1": _expm1,
     "asin": _asin,
     "asinh": _asinh,
