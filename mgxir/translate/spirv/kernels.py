@@ -20,6 +20,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.ir.registry import lookup
@@ -30,6 +31,8 @@ from mgxir.translate.spirv.scalar import ScalarEmitter, Value, literal_value, lo
 from mgxir.translate.spirv.types import ElementType, Kind, Unsupported, element_type
 
 POINTWISE = lookup("pointwise")
+# types computed in a wider one (32-bit int, float) and wrapped or rounded after every operation
+_EMULATED = frozenset({DType.int8, DType.uint8, DType.int16, DType.uint16, DType.bf16})
 FUSED_REDUCE = lookup("fused_reduce")
 # body ops that pass values through unchanged along the iteration (broadcasting size-1 dimensions)
 PASS_THROUGH = frozenset(lookup(name) for name in ("multibroadcast", "broadcast", "contiguous"))
@@ -306,6 +309,10 @@ def _storage_type(b: ModuleBuilder, t: ElementType) -> str:
 
 
 def _from_storage(em: ScalarEmitter, raw: str, t: ElementType) -> Value:
+    if t.dtype is DType.bf16:  # the upper half of a float
+        u32 = em.b.int_type(32, False)
+        wide = em.b.emit("OpUConvert", raw, type=u32, name="w")
+        return em.op("OpBitcast", "f", em.b.emit("OpShiftLeftLogical", wide, em.b.const_uint(16), type=u32))
     if t.kind == "d":
         return Value(raw, "d")
     if t.kind == "f":
@@ -321,6 +328,11 @@ def _from_storage(em: ScalarEmitter, raw: str, t: ElementType) -> Value:
 
 
 def _to_storage(em: ScalarEmitter, value: Value, t: ElementType, storage: str) -> str:
+    if t.dtype is DType.bf16:  # values are already rounded to bf16: their upper 16 bits
+        u32 = em.b.int_type(32, False)
+        bits = em.b.emit("OpBitcast", value.id, type=u32, name="bits")
+        upper = em.b.emit("OpShiftRightLogical", bits, em.b.const_uint(16), type=u32)
+        return em.b.emit("OpUConvert", upper, type=storage, name="narrow")
     if t.kind == "d":
         return value.id
     if t.kind == "f":
@@ -482,9 +494,11 @@ class ReduceKernelBuilder:
         self.bindings = _bindings(ins)
         if len(self.bindings) != len(ins.args) + 1:
             raise Unsupported("a fused_reduce with more than one result")
-        narrow = [b.etype.name for b in self.bindings if b.etype.kind == "i" and b.etype.width < 32]
-        if narrow:  # partials would need wrapping as the reference's sums do
-            raise Unsupported(f"a fused_reduce of {narrow[0]} (8- and 16-bit reductions run on the host)")
+        narrow = [b.etype.name for b in self.bindings if b.etype.dtype in _EMULATED]
+        if narrow:  # partials would need wrapping (rounding) as the reference's sums do
+            raise Unsupported(
+                f"a fused_reduce of {narrow[0]} (8- and 16-bit integer and bf16 reductions run on the host)"
+            )
         self._check_body()
         views = [_view(a.shape) for a in ins.args] + [_view(ins.shape)]
         strides = [broadcast_strides(v, self.lens) for v in views]

@@ -104,15 +104,35 @@ class ScalarEmitter:
         return self.select(inside, self.op("OpConvertFToS", "i", v), self.const("i", INT32_MIN))
 
     def round_to(self, v: Value, t: ElementType) -> Value:
-        """A float value rounded to the storage width of `t` (half), so later ops see what numpy sees."""
+        """A float value rounded to the storage width of `t` (half, bf16), so later ops see what
+        numpy sees."""
         if v.kind != "f" or t.width == 32:
             return v
+        if t.dtype is DType.bf16:
+            return self.round_to_bf16(v)
         if t.capability and t.extension:  # a half value where no binding is half
             self.b.capability(t.capability)
             self.b.extension(t.extension)
             self.features.add(t.capability)
         narrow = self.b.emit("OpFConvert", v.id, type=self.b.float_type(t.width), name="h")
         return self.op("OpFConvert", "f", narrow)
+
+    def round_to_bf16(self, v: Value) -> Value:
+        """v rounded to bf16 (to nearest, ties to even, in its float bits; NaN kept), held in float:
+        SPIR-V has no bf16 type, so bf16 is emulated as the f16 rounding is elsewhere."""
+        u32 = self.b.int_type(32, False)
+        bits = self.b.emit("OpBitcast", v.id, type=u32, name="bits")
+        odd = self.b.emit(
+            "OpBitwiseAnd",
+            self.b.emit("OpShiftRightLogical", bits, self.b.const_uint(16), type=u32),
+            self.b.const_uint(1),
+            type=u32,
+        )
+        bias = self.b.emit("OpIAdd", self.b.const_uint(0x7FFF), odd, type=u32)
+        rounded = self.b.emit(
+            "OpBitwiseAnd", self.b.emit("OpIAdd", bits, bias, type=u32), self.b.const_uint(0xFFFF0000), type=u32
+        )
+        return self.select(self.is_nan(v), v, self.op("OpBitcast", "f", rounded))
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -147,6 +167,7 @@ class ScalarEmitter:
 KINDS: dict[DType, Kind] = {
     DType.float: "f",
     DType.half: "f",
+    DType.bf16: "f",
     DType.double: "d",
     DType.int32: "i",
     DType.int8: "i",
@@ -212,8 +233,8 @@ class SpirvEmitter:
     def _typed(self, v: Value, t: DType) -> Typed:
         """`v` as a value of `t`: half rounded, 8- and 16-bit integers wrapped to their width."""
         em = self.em
-        if t is DType.half and v.kind == "f":
-            v = em.round_to(v, element_type(DType.half))
+        if t in (DType.half, DType.bf16) and v.kind == "f":
+            v = em.round_to(v, element_type(t))
         elif v.kind == "i" and t.itemsize < 4:
             bits = 8 * t.itemsize
             if t.is_unsigned:

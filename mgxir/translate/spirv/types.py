@@ -36,6 +36,7 @@ class ElementType:
 ELEMENT_TYPES: dict[DType, ElementType] = {
     DType.float: ElementType(DType.float, "f", "float", 32),
     DType.half: ElementType(DType.half, "f", "float", 16, "StorageBuffer16BitAccess", "SPV_KHR_16bit_storage"),
+    DType.bf16: ElementType(DType.bf16, "f", "uint", 16, "StorageBuffer16BitAccess", "SPV_KHR_16bit_storage"),
     DType.double: ElementType(DType.double, "d", "float", 64, "Float64"),
     DType.int32: ElementType(DType.int32, "i", "int", 32),
     # narrow integers: computed in 32-bit int, wrapped to their width after every operation
