@@ -39,10 +39,11 @@ def test_int32_pow_wraps_like_numpy_and_truncates_negative_exponents_like_c() ->
     assert run_reference(prog4, positive)[0].tolist() == wrapped.tolist()
 
 
-@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16, np.uint32, np.int64])
 def test_narrow_integers_wrap_after_every_operation(dtype: type) -> None:
-    """A sum that overflows the type, compared before it is stored: computed in 32-bit int, it is
-    wrapped first (int8: 100 + 100 is -56, less than 1), as the reference computes."""
+    """A sum that overflows the type, compared before it is stored: computed in a wider int (32-bit;
+    uint32 in 64-bit), it is wrapped first (int8: 100 + 100 is -56, less than 1), as the reference
+    computes."""
     require_vulkan()
     name = f"{np.dtype(dtype).name}_type"
     body = ["m:@3 = add(m:x0,m:x1)", "m:@4 = less(m:@3,m:x2)", "m:@5 = @return(m:@4)"]

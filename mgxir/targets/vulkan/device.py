@@ -162,6 +162,9 @@ class Device:
         has64 = bool(query.features.shaderFloat64)  # kernels compute some steps in double
         if has64:
             features.add("Float64")
+        has_int64 = bool(query.features.shaderInt64)
+        if has_int64:
+            features.add("Int64")
         enable8 = vk.VkPhysicalDevice8BitStorageFeatures(
             sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES, storageBuffer8BitAccess=has8
         )
@@ -173,7 +176,7 @@ class Device:
         enable = vk.VkPhysicalDeviceFeatures2(
             sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
             pNext=enable16,
-            features=vk.VkPhysicalDeviceFeatures(shaderFloat64=has64),
+            features=vk.VkPhysicalDeviceFeatures(shaderFloat64=has64, shaderInt64=has_int64),
         )
         queue = vk.VkDeviceQueueCreateInfo(
             sType=vk.VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,

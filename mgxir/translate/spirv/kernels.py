@@ -31,8 +31,9 @@ from mgxir.translate.spirv.scalar import ScalarEmitter, Value, literal_value, lo
 from mgxir.translate.spirv.types import ElementType, Kind, Unsupported, element_type
 
 POINTWISE = lookup("pointwise")
-# types computed in a wider one (32-bit int, float) and wrapped or rounded after every operation
-_EMULATED = frozenset({DType.int8, DType.uint8, DType.int16, DType.uint16, DType.bf16})
+# types whose fused reductions stay on the host: those computed in a wider type and wrapped or
+# rounded after every operation, and int64 (the reduction tree holds 32-bit partials)
+_HOST_REDUCED = frozenset({DType.int8, DType.uint8, DType.int16, DType.uint16, DType.bf16, DType.int64, DType.uint32})
 FUSED_REDUCE = lookup("fused_reduce")
 # body ops that pass values through unchanged along the iteration (broadcasting size-1 dimensions)
 PASS_THROUGH = frozenset(lookup(name) for name in ("multibroadcast", "broadcast", "contiguous"))
@@ -313,8 +314,10 @@ def _from_storage(em: ScalarEmitter, raw: str, t: ElementType) -> Value:
         u32 = em.b.int_type(32, False)
         wide = em.b.emit("OpUConvert", raw, type=u32, name="w")
         return em.op("OpBitcast", "f", em.b.emit("OpShiftLeftLogical", wide, em.b.const_uint(16), type=u32))
-    if t.kind == "d":
-        return Value(raw, "d")
+    if t.kind == "d" or (t.kind == "l" and t.width == 64):
+        return Value(raw, t.kind)
+    if t.kind == "l":  # uint32 in 64-bit int
+        return em.op("OpBitcast", "l", em.b.emit("OpUConvert", raw, type=em.b.int_type(64, False), name="w"))
     if t.kind == "f":
         return Value(raw, "f") if t.width == 32 else em.op("OpFConvert", "f", raw)
     if t.kind == "i" and t.width < 32:
@@ -333,8 +336,11 @@ def _to_storage(em: ScalarEmitter, value: Value, t: ElementType, storage: str) -
         bits = em.b.emit("OpBitcast", value.id, type=u32, name="bits")
         upper = em.b.emit("OpShiftRightLogical", bits, em.b.const_uint(16), type=u32)
         return em.b.emit("OpUConvert", upper, type=storage, name="narrow")
-    if t.kind == "d":
+    if t.kind == "d" or (t.kind == "l" and t.width == 64):
         return value.id
+    if t.kind == "l":  # uint32: the low 32 bits
+        unsigned = em.b.emit("OpBitcast", value.id, type=em.b.int_type(64, False), name="w")
+        return em.b.emit("OpUConvert", unsigned, type=storage, name="narrow")
     if t.kind == "f":
         return value.id if t.width == 32 else em.b.emit("OpFConvert", value.id, type=storage, name="h")
     if t.kind == "i" and t.width < 32:  # the low bits (values are already in range)
@@ -494,11 +500,9 @@ class ReduceKernelBuilder:
         self.bindings = _bindings(ins)
         if len(self.bindings) != len(ins.args) + 1:
             raise Unsupported("a fused_reduce with more than one result")
-        narrow = [b.etype.name for b in self.bindings if b.etype.dtype in _EMULATED]
+        narrow = [b.etype.name for b in self.bindings if b.etype.dtype in _HOST_REDUCED]
         if narrow:  # partials would need wrapping (rounding) as the reference's sums do
-            raise Unsupported(
-                f"a fused_reduce of {narrow[0]} (8- and 16-bit integer and bf16 reductions run on the host)"
-            )
+            raise Unsupported(f"a fused_reduce of {narrow[0]} (its reductions run on the host)")
         self._check_body()
         views = [_view(a.shape) for a in ins.args] + [_view(ins.shape)]
         strides = [broadcast_strides(v, self.lens) for v in views]

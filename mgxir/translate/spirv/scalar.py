@@ -48,13 +48,17 @@ class ScalarEmitter:
             return self.b.float_type(64)
         if kind == "i":
             return self.b.int_type(32, True)
+        if kind == "l":
+            self.b.capability("Int64")
+            self.features.add("Int64")
+            return self.b.int_type(64, True)
         return self.b.boolean()
 
     def const(self, kind: Kind, value: float | int | bool) -> Value:
         if kind == "b":
             return Value(self.b.constant(self.b.boolean(), bool(value)), "b")
-        if kind == "i":
-            return Value(self.b.constant(self.type_of("i"), int(value)), "i")
+        if kind in ("i", "l"):
+            return Value(self.b.constant(self.type_of(kind), int(value)), kind)
         return Value(self.b.constant(self.type_of(kind), float(value)), kind)
 
     def op(self, opname: str, kind: Kind, *args: Value | str) -> Value:
@@ -81,7 +85,7 @@ class ScalarEmitter:
             return v
         if v.kind in ("f", "d"):
             return self.op("OpFUnordNotEqual", "b", v, self.const(v.kind, 0.0))
-        return self.op("OpINotEqual", "b", v, self.const("i", 0))
+        return self.op("OpINotEqual", "b", v, self.const(v.kind, 0))
 
     def astype(self, v: Value, kind: Kind) -> Value:
         """numpy's astype between compute kinds: floats truncate into ints, bools become 0/1."""
@@ -170,6 +174,8 @@ KINDS: dict[DType, Kind] = {
     DType.bf16: "f",
     DType.double: "d",
     DType.int32: "i",
+    DType.int64: "l",
+    DType.uint32: "l",  # in 64-bit int, wrapped to 32 bits after every operation
     DType.int8: "i",
     DType.uint8: "i",
     DType.int16: "i",
@@ -235,13 +241,13 @@ class SpirvEmitter:
         em = self.em
         if t in (DType.half, DType.bf16) and v.kind == "f":
             v = em.round_to(v, element_type(t))
-        elif v.kind == "i" and t.itemsize < 4:
-            bits = 8 * t.itemsize
+        elif v.kind in ("i", "l") and t.itemsize < (4 if v.kind == "i" else 8):
+            bits, width = 8 * t.itemsize, (32 if v.kind == "i" else 64)
             if t.is_unsigned:
-                v = em.op("OpBitwiseAnd", "i", v, em.const("i", (1 << bits) - 1))
+                v = em.op("OpBitwiseAnd", v.kind, v, em.const(v.kind, (1 << bits) - 1))
             else:
-                shift = em.const("i", 32 - bits)
-                v = em.op("OpShiftRightArithmetic", "i", em.op("OpShiftLeftLogical", "i", v, shift), shift)
+                shift = em.const(v.kind, width - bits)
+                v = em.op("OpShiftRightArithmetic", v.kind, em.op("OpShiftLeftLogical", v.kind, v, shift), shift)
         return Typed(v.id, v.kind, t)
 
     def dtype_of(self, v: Typed) -> DType:
@@ -264,13 +270,14 @@ class SpirvEmitter:
             return self._typed(em.op(_FLOAT_ARITHMETIC[op], a.kind, a, b), a.dtype)
         if a.kind == "b":
             raise NoScalarMeaning("arithmetic on bool values")
+        k = a.kind
         if op == "rem":  # C's remainder as a - b * (a / b): NVIDIA's OpSRem takes the divisor's sign
-            quotient = em.op("OpSDiv", "i", a, b)
-            return self._typed(em.op("OpISub", "i", a, em.op("OpIMul", "i", b, quotient)), a.dtype)
-        return self._typed(em.op(_INT_ARITHMETIC[op], "i", a, b), a.dtype)
+            quotient = em.op("OpSDiv", k, a, b)
+            return self._typed(em.op("OpISub", k, a, em.op("OpIMul", k, b, quotient)), a.dtype)
+        return self._typed(em.op(_INT_ARITHMETIC[op], k, a, b), a.dtype)
 
     def neg(self, a: Typed) -> Typed:
-        return self._typed(self.em.op("OpSNegate" if a.kind == "i" else "OpFNegate", a.kind, a), a.dtype)
+        return self._typed(self.em.op("OpSNegate" if a.kind in ("i", "l") else "OpFNegate", a.kind, a), a.dtype)
 
     def compare(self, predicate: str, a: Typed, b: Typed) -> Typed:
         em = self.em
@@ -305,9 +312,12 @@ class SpirvEmitter:
             return Typed(em.select(v, em.const(kind, 1), em.const(kind, 0)).id, kind, t)
         if kind == v.kind:
             return self._typed(v, t)
-        if kind == "i":  # from a float in range: callers guard NaN and out-of-range values
-            return self._typed(em.op("OpConvertFToS", "i", v), t)
-        if v.kind == "i":
+        integers = ("i", "l")
+        if kind in integers and v.kind in integers:  # 32 <-> 64 bits: sign-extended or truncated
+            return self._typed(em.op("OpSConvert", kind, v), t)
+        if kind in integers:  # from a float in range: callers guard NaN and out-of-range values
+            return self._typed(em.op("OpConvertFToS", kind, v), t)
+        if v.kind in integers:
             return self._typed(em.op("OpConvertSToF", kind, v), t)
         return self._typed(em.op("OpFConvert", kind, v), t)
 
@@ -349,8 +359,8 @@ class SpirvEmitter:
 
     def extremum(self, a: Typed, b: Typed, largest: bool) -> Typed:
         em = self.em
-        if a.kind == "i":
-            return Typed(em.glsl("SMax" if largest else "SMin", "i", a, b).id, "i", a.dtype)
+        if a.kind in ("i", "l"):
+            return Typed(em.glsl("SMax" if largest else "SMin", a.kind, a, b).id, a.kind, a.dtype)
         if a.kind == "b":
             return Typed(em.op("OpLogicalOr" if largest else "OpLogicalAnd", "b", a, b).id, "b", a.dtype)
         # numpy's rule: NaN from either side, `b` for equal operands (`a` for half)
@@ -807,6 +817,6 @@ def literal_value(em: ScalarEmitter, data: np.ndarray, t: ElementType) -> Value:
     first = flat[0]
     if t.kind == "b":
         return em.const("b", bool(first))
-    if t.kind == "i":
-        return em.const("i", int(first))
+    if t.kind in ("i", "l"):
+        return em.const(t.kind, int(first))
     return em.const(t.kind, float(first))

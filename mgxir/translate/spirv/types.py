@@ -11,7 +11,8 @@ from typing import Literal
 
 from mgxir.ir.dtype import DType
 
-Kind = Literal["f", "d", "i", "b"]  # the compute type: 32- and 64-bit float, 32-bit signed int, bool
+# the compute type: 32- and 64-bit float, 32- and 64-bit signed int, bool
+Kind = Literal["f", "d", "i", "l", "b"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,8 @@ ELEMENT_TYPES: dict[DType, ElementType] = {
     DType.bf16: ElementType(DType.bf16, "f", "uint", 16, "StorageBuffer16BitAccess", "SPV_KHR_16bit_storage"),
     DType.double: ElementType(DType.double, "d", "float", 64, "Float64"),
     DType.int32: ElementType(DType.int32, "i", "int", 32),
+    DType.int64: ElementType(DType.int64, "l", "int", 64, "Int64"),
+    DType.uint32: ElementType(DType.uint32, "l", "uint", 32),
     # narrow integers: computed in 32-bit int, wrapped to their width after every operation
     DType.int8: ElementType(DType.int8, "i", "int", 8, "StorageBuffer8BitAccess", "SPV_KHR_8bit_storage"),
     DType.uint8: ElementType(DType.uint8, "i", "uint", 8, "StorageBuffer8BitAccess", "SPV_KHR_8bit_storage"),
