@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -15,6 +15,18 @@ from mgxir.ir.registry import register
 from mgxir.ir.shape import Shape
 from mgxir.ir.traits import FoldsWithItsInput, NopWhenShapeKept, ValueTransparent, ZeroPointed
 from mgxir.ops.common import elementwise_result, fail, require_static, same_dims, same_type, unary_result
+from mgxir.ops.scalar import (
+    Emitter,
+    MathFunction,
+    NoScalarMeaning,
+    compute_type,
+    guarded_division,
+    integer_limits,
+    numpy_float_type,
+    require_numeric,
+    saturating_convert,
+    truthy,
+)
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module
@@ -22,6 +34,8 @@ if TYPE_CHECKING:
 Arrays = list[np.ndarray]
 Shapes = Sequence[Shape]
 Modules = Sequence["Module"]
+# a scalar meaning (mgxir/ops/scalar.py): (emitter, operation, operand values, result type) -> value
+Scalar = Callable[[Emitter[Any], Operation, Sequence[Any], DType], Any]
 
 
 # numpy computes these dtypes natively; others (bf16, fp8) are computed in float32 and rounded back
@@ -92,8 +106,14 @@ class Binary(_TableOp):
         return elementwise_result(self.name, inputs[0], inputs[1])
 
 
-def _define(base: type[OpDef], name: str, fn: Callable, **flags: object) -> None:
-    register(type(name.title().replace("_", ""), (base,), {"name": name, "fn": staticmethod(fn), **flags}))
+def _define(base: type[OpDef], name: str, fn: Callable, point: Scalar, **flags: object) -> None:
+    """Registers a table row: its reference compute `fn` and its scalar meaning `point`."""
+
+    def scalar(self: OpDef, em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        return point(em, op, args, out)
+
+    members = {"name": name, "fn": staticmethod(fn), "scalar": scalar, **flags}
+    register(type(name.title().replace("_", ""), (base,), members))
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -150,72 +170,316 @@ def _not(x: np.ndarray) -> np.ndarray:
     return x == 0
 
 
-UNARY: dict[str, Callable] = {
-    "abs": np.abs,
-    "acos": np.arccos,
-    "acosh": np.arccosh,
-    "asin": np.arcsin,
-    "asinh": np.arcsinh,
-    "atan": np.arctan,
-    "atanh": np.arctanh,
-    "ceil": np.ceil,
-    "cos": np.cos,
-    "cosh": np.cosh,
-    "erf": _erf,
-    "exp": np.exp,
-    "floor": np.floor,
-    "log": np.log,
-    "log2": np.log2,
-    "nearbyint": np.rint,  # rounds half to even, as std::nearbyint in the default rounding mode
-    "neg": np.negative,
-    "not": _not,
-    "recip": np.reciprocal,
-    "relu": lambda x: np.maximum(x, np.zeros((), x.dtype)),
-    "rsqrt": lambda x: 1 / np.sqrt(x),
-    "sigmoid": _sigmoid,
-    "sign": _sign,
-    "sin": np.sin,
-    "sinh": np.sinh,
-    "sqrt": np.sqrt,
-    "tan": np.tan,
-    "tanh": np.tanh,
+# -- scalar meanings (mgxir/ops/scalar.py): what each table row's numpy function computes, per element
+
+
+def _float_function(function: MathFunction) -> Scalar:
+    """A C math function in the float type numpy computes it in (integers too)."""
+
+    def point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        x = args[0]
+        if function == "erf" and not em.dtype_of(x).is_float:
+            return em.math(function, em.convert(x, DType.double))  # the reference's math.erf
+        return em.math(function, _as_float(em, x))
+
+    return point
+
+
+def _as_float(em: Emitter[Any], x: Any) -> Any:
+    """x in the float type numpy computes float functions of its type in."""
+    wide = numpy_float_type(em.dtype_of(x))
+    return x if em.dtype_of(x) is wide else em.convert(x, wide)
+
+
+def _in_compute_type(em: Emitter[Any], args: Sequence[Any]) -> list[Any]:
+    t = compute_type(em.dtype_of(args[0]))
+    return [em.convert(a, t) if em.dtype_of(a) is not t else a for a in args]
+
+
+def _abs_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    (x,) = _in_compute_type(em, args)
+    t = em.dtype_of(x)
+    if t.is_float:
+        return em.math("fabs", x)
+    if t.is_unsigned:
+        return x
+    return em.select(em.compare("lt", x, em.constant(0, t)), em.neg(x), x)  # abs(MIN) wraps to MIN
+
+
+def _rounding(function: MathFunction) -> Scalar:
+    """ceil, floor, nearbyint: integers are their own value."""
+
+    def point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        (x,) = _in_compute_type(em, args)
+        t = em.dtype_of(x)
+        if function == "rint" and t.itemsize == 8 and not t.is_float:
+            # np.rint goes through float64, which changes integers beyond 2^53
+            raise NoScalarMeaning(f"'{op.name}' of {t.type_name} has no scalar meaning (the host computes it)")
+        return em.math(function, x) if t.is_float else x
+
+    return point
+
+
+def _neg_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    (x,) = _in_compute_type(em, args)
+    require_numeric(op.name, em.dtype_of(x))
+    return em.neg(x)
+
+
+def _not_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    (x,) = args
+    return em.compare("eq", x, em.constant(0, em.dtype_of(x)))
+
+
+def _recip_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    (x,) = _in_compute_type(em, args)
+    t = em.dtype_of(x)
+    require_numeric(op.name, t)
+    one = em.constant(1, t)
+    if t.is_float:
+        return em.arithmetic("div", one, x)
+    # numpy's integer reciprocal of 0: x86's integer indefinite (MIN) for 32 and 64 bits, else 0
+    at_zero = integer_limits(t)[0] if t.itemsize >= 4 and not t.is_unsigned else 0
+    quotient = guarded_division(em, "div", one, x)
+    return em.select(em.compare("eq", x, em.constant(0, t)), em.constant(at_zero, t), quotient)
+
+
+def _relu_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    (x,) = _in_compute_type(em, args)
+    return em.extremum(x, em.constant(0, em.dtype_of(x)), True)
+
+
+def _rsqrt_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    x = _as_float(em, args[0])
+    return em.arithmetic("div", em.constant(1, em.dtype_of(x)), em.math("sqrt", x))
+
+
+def _sigmoid_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    (x,) = _in_compute_type(em, args)
+    require_numeric(op.name, em.dtype_of(x))
+    e = em.math("exp", _as_float(em, em.neg(x)))  # an integer is negated in its type (MIN wraps)
+    one = em.constant(1, em.dtype_of(e))
+    return em.arithmetic("div", one, em.arithmetic("add", one, e))
+
+
+def _sign_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    (x,) = _in_compute_type(em, args)
+    t = em.dtype_of(x)
+    require_numeric(op.name, t)
+    zero = em.constant(0, t)
+    rest = em.select(em.is_nan(x), x, zero) if t.is_float else zero  # NaN stays NaN, -0 becomes 0
+    if not t.is_unsigned:
+        rest = em.select(em.compare("lt", x, zero), em.constant(-1, t), rest)
+    return em.select(em.compare("gt", x, zero), em.constant(1, t), rest)
+
+
+def _float_test(test: str) -> Scalar:
+    def point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        (x,) = args
+        if not em.dtype_of(x).is_float:
+            return em.constant(False, DType.bool)  # integers are never inf or NaN
+        return em.is_inf(x) if test == "isinf" else em.is_nan(x)
+
+    return point
+
+
+def _arithmetic(name: str, on_bool: str | None) -> Scalar:
+    """add, sub, mul in the compute type; numpy's bool add is or, bool mul is and."""
+
+    def point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        a, b = _in_compute_type(em, args)
+        if em.dtype_of(a) is DType.bool:
+            if on_bool is None:
+                raise NoScalarMeaning(f"'{op.name}' of bool_type has no scalar meaning (numpy has no such operation)")
+            return em.logic(on_bool, a, b)  # type: ignore[arg-type]
+        return em.arithmetic(name, a, b)  # type: ignore[arg-type]
+
+    return point
+
+
+def _div_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    a, b = _in_compute_type(em, args)
+    t = em.dtype_of(a)
+    require_numeric(op.name, t)
+    return em.arithmetic("div", a, b) if t.is_float else guarded_division(em, "div", a, b)
+
+
+def _fmod_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    a, b = _in_compute_type(em, args)
+    t = em.dtype_of(a)
+    require_numeric(op.name, t)
+    return em.arithmetic("rem", a, b) if t.is_float else guarded_division(em, "rem", a, b)
+
+
+def _mod_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    """fmod(remainder(a, b) + b, b), each step in the compute type (the remainder is exact).
+    For integers that is the floored remainder (the divisor's sign), 0 for a zero divisor;
+    64-bit integers go through double as the reference's std::remainder takes them."""
+    a, b = args
+    t = em.dtype_of(a)
+    require_numeric(op.name, t)
+    if t.is_float:
+        x, y = _in_compute_type(em, args)
+        return em.arithmetic("rem", em.arithmetic("add", em.binary_math("remainder", x, y), y), y)
+    zero = em.constant(0, t)
+    if t.itemsize == 8:
+        x, y = em.convert(a, DType.double), em.convert(b, DType.double)
+        r = em.arithmetic("rem", em.arithmetic("add", em.binary_math("remainder", x, y), y), y)
+        return em.select(em.compare("eq", b, zero), zero, em.convert(r, t))
+    remainder = guarded_division(em, "rem", a, b)  # C's: the dividend's sign
+    if t.is_unsigned:
+        return remainder
+    differs = em.logic("xor", em.compare("lt", remainder, zero), em.compare("lt", b, zero))
+    fix = em.logic("and", em.compare("ne", remainder, zero), differs)
+    return em.select(fix, em.arithmetic("add", remainder, b), remainder)
+
+
+def _pow_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    a, b = _in_compute_type(em, args)
+    t = em.dtype_of(a)
+    require_numeric(op.name, t)
+    return em.binary_math("pow", a, b) if t.is_float else _integer_power(em, a, b)
+
+
+def _integer_power(em: Emitter[Any], base: Any, exponent: Any) -> Any:
+    """Square-and-multiply over the exponent's bits, wrapping as numpy's integer power does; for a
+    negative exponent (numpy refuses it) what C's pow truncated to an integer gives: 1 for base 1,
+    +-1 for base -1, 0 otherwise."""
+    t = em.dtype_of(base)
+    zero, one = em.constant(0, t), em.constant(1, t)
+    bits = 8 * t.itemsize - (0 if t.is_unsigned else 1)
+    result, square = one, base
+    for bit in range(bits):
+        set_bit = em.compare("ne", em.bitwise_and(exponent, em.constant(1 << bit, t)), zero)
+        result = em.select(set_bit, em.arithmetic("mul", result, square), result)
+        if bit < bits - 1:
+            square = em.arithmetic("mul", square, square)
+    if t.is_unsigned:
+        return result
+    minus_one = em.constant(-1, t)
+    odd = em.compare("ne", em.bitwise_and(exponent, one), zero)
+    at_minus_one = em.select(odd, minus_one, one)
+    negative = em.select(
+        em.compare("eq", base, one), one, em.select(em.compare("eq", base, minus_one), at_minus_one, zero)
+    )
+    return em.select(em.compare("lt", exponent, zero), negative, result)
+
+
+def _extremum(largest: bool) -> Scalar:
+    def point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        a, b = _in_compute_type(em, args)
+        return em.extremum(a, b, largest)
+
+    return point
+
+
+def _sqdiff_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    a, b = _in_compute_type(em, args)
+    require_numeric(op.name, em.dtype_of(a))
+    d = em.arithmetic("sub", a, b)
+    return em.arithmetic("mul", d, d)
+
+
+def _prelu_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    x, slope = _in_compute_type(em, args)
+    t = em.dtype_of(x)
+    if t is DType.bool:
+        return x  # never below 0
+    return em.select(em.compare("lt", x, em.constant(0, t)), em.arithmetic("mul", x, slope), x)
+
+
+def _comparison(predicate: str) -> Scalar:
+    def point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        a, b = args
+        return em.compare(predicate, a, b)  # type: ignore[arg-type]
+
+    return point
+
+
+def _logical(name: str) -> Scalar:
+    def point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        a, b = args
+        return em.logic(name, truthy(em, a), truthy(em, b))  # type: ignore[arg-type]
+
+    return point
+
+
+def _bitwise_and_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    a, b = args
+    if em.dtype_of(a).is_float:
+        raise NoScalarMeaning("'bitwise_and' of floats has no scalar meaning (numpy has no such operation)")
+    return em.bitwise_and(a, b)
+
+
+UNARY: dict[str, tuple[Callable, Scalar]] = {
+    # name: (reference compute, scalar meaning)
+    "abs": (np.abs, _abs_point),
+    "acos": (np.arccos, _float_function("acos")),
+    "acosh": (np.arccosh, _float_function("acosh")),
+    "asin": (np.arcsin, _float_function("asin")),
+    "asinh": (np.arcsinh, _float_function("asinh")),
+    "atan": (np.arctan, _float_function("atan")),
+    "atanh": (np.arctanh, _float_function("atanh")),
+    "ceil": (np.ceil, _rounding("ceil")),
+    "cos": (np.cos, _float_function("cos")),
+    "cosh": (np.cosh, _float_function("cosh")),
+    "erf": (_erf, _float_function("erf")),
+    "exp": (np.exp, _float_function("exp")),
+    "floor": (np.floor, _rounding("floor")),
+    "log": (np.log, _float_function("log")),
+    "log2": (np.log2, _float_function("log2")),
+    # rounds half to even, as std::nearbyint in the default rounding mode
+    "nearbyint": (np.rint, _rounding("rint")),
+    "neg": (np.negative, _neg_point),
+    "not": (_not, _not_point),
+    "recip": (np.reciprocal, _recip_point),
+    "relu": (lambda x: np.maximum(x, np.zeros((), x.dtype)), _relu_point),
+    "rsqrt": (lambda x: 1 / np.sqrt(x), _rsqrt_point),
+    "sigmoid": (_sigmoid, _sigmoid_point),
+    "sign": (_sign, _sign_point),
+    "sin": (np.sin, _float_function("sin")),
+    "sinh": (np.sinh, _float_function("sinh")),
+    "sqrt": (np.sqrt, _float_function("sqrt")),
+    "tan": (np.tan, _float_function("tan")),
+    "tanh": (np.tanh, _float_function("tanh")),
 }
 
 # elementwise tests whose result is bool_type whatever the input type
-UNARY_PREDICATES: dict[str, Callable] = {
-    "isinf": np.isinf,
-    "isnan": np.isnan,
+UNARY_PREDICATES: dict[str, tuple[Callable, Scalar]] = {
+    "isinf": (np.isinf, _float_test("isinf")),
+    "isnan": (np.isnan, _float_test("isnan")),
 }
 
-BINARY: dict[str, tuple[Callable, bool]] = {
-    # name: (compute, commutative)
-    "add": (np.add, True),
-    "sub": (np.subtract, False),
-    "mul": (np.multiply, True),
-    "div": (_truncating_divide, False),
-    "pow": (np.power, False),
-    "max": (np.maximum, True),
-    "min": (np.minimum, True),
-    "mod": (_migraphx_mod, False),
-    "fmod": (np.fmod, False),
-    "sqdiff": (lambda a, b: (a - b) * (a - b), True),
-    "prelu": (lambda x, s: np.where(x < 0, x * s, x), False),
+BINARY: dict[str, tuple[Callable, bool, Scalar]] = {
+    # name: (reference compute, commutative, scalar meaning)
+    "add": (np.add, True, _arithmetic("add", on_bool="or")),
+    "sub": (np.subtract, False, _arithmetic("sub", on_bool=None)),
+    "mul": (np.multiply, True, _arithmetic("mul", on_bool="and")),
+    "div": (_truncating_divide, False, _div_point),
+    "pow": (np.power, False, _pow_point),
+    "max": (np.maximum, True, _extremum(largest=True)),
+    "min": (np.minimum, True, _extremum(largest=False)),
+    "mod": (_migraphx_mod, False, _mod_point),
+    "fmod": (np.fmod, False, _fmod_point),
+    "sqdiff": (lambda a, b: (a - b) * (a - b), True, _sqdiff_point),
+    "prelu": (lambda x, s: np.where(x < 0, x * s, x), False, _prelu_point),
     # comparisons and logic return the input type (MIGraphX's binary shape rule)
-    "equal": (np.equal, True),
-    "greater": (np.greater, False),
-    "less": (np.less, False),
-    "logical_and": (np.logical_and, True),
-    "logical_or": (np.logical_or, True),
-    "logical_xor": (np.logical_xor, True),
-    "bitwise_and": (np.bitwise_and, True),
+    "equal": (np.equal, True, _comparison("eq")),
+    "greater": (np.greater, False, _comparison("gt")),
+    "greater_or_equal": (np.greater_equal, False, _comparison("ge")),  # MIGraphX after 2.16
+    "less": (np.less, False, _comparison("lt")),
+    "logical_and": (np.logical_and, True, _logical("and")),
+    "logical_or": (np.logical_or, True, _logical("or")),
+    "logical_xor": (np.logical_xor, True, _logical("xor")),
+    "bitwise_and": (np.bitwise_and, True, _bitwise_and_point),
 }
 
-for _name, _fn in UNARY.items():
-    _define(Unary, _name, _fn)
-for _name, _fn in UNARY_PREDICATES.items():
-    _define(Unary, _name, _fn, result_type=DType.bool)
-for _name, (_fn, _comm) in BINARY.items():
-    _define(Binary, _name, _fn, commutative=_comm)
+for _name, (_fn, _point) in UNARY.items():
+    _define(Unary, _name, _fn, _point)
+for _name, (_fn, _point) in UNARY_PREDICATES.items():
+    _define(Unary, _name, _fn, _point, result_type=DType.bool)
+for _name, (_fn, _comm, _point) in BINARY.items():
+    _define(Binary, _name, _fn, _point, commutative=_comm)
 
 
 @register
@@ -227,6 +491,15 @@ class LeakyRelu(Unary):
         alpha = op["alpha"]
         return lambda x: np.where(x < 0, x * x.dtype.type(alpha), x)
 
+    def scalar(self, em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        (x,) = _in_compute_type(em, args)
+        t = em.dtype_of(x)
+        require_numeric(op.name, t)
+        if t.is_unsigned:
+            return x  # never below 0
+        alpha = em.constant(_in_type(op["alpha"], t), t)
+        return em.select(em.compare("lt", x, em.constant(0, t)), em.arithmetic("mul", x, alpha), x)
+
 
 @register
 class Elu(Unary):
@@ -236,6 +509,22 @@ class Elu(Unary):
     def function(self, op: Operation) -> Callable[..., np.ndarray]:
         alpha = op["alpha"]
         return lambda x: np.where(x < 0, x.dtype.type(alpha) * np.expm1(x), x)
+
+    def scalar(self, em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        (x,) = _in_compute_type(em, args)
+        t = em.dtype_of(x)
+        require_numeric(op.name, t)
+        wide = _as_float(em, x)
+        f = em.dtype_of(wide)
+        alpha = em.constant(_in_type(op["alpha"], t), t)  # the input's type first (an int truncates)
+        scaled = em.arithmetic("mul", em.convert(alpha, f) if t is not f else alpha, em.math("expm1", wide))
+        return em.select(em.compare("lt", x, em.constant(0, t)), scaled, wide)
+
+
+def _in_type(value: float, t: DType) -> float | int:
+    """An attribute as numpy's `dtype.type(value)` makes it: rounded to half, truncated to int."""
+    converted = t.numpy.type(value)
+    return float(converted) if t.is_float else int(converted)
 
 
 def convert_values(x: np.ndarray, target: DType) -> np.ndarray:
@@ -253,12 +542,14 @@ def convert_values(x: np.ndarray, target: DType) -> np.ndarray:
     dx = x.astype(np.float64)
     if want.kind in "iu":
         info = np.iinfo(want)
-        nan = np.isnan(dx)
+        # in the target type throughout: int64's limits are not floats (2^63 - 1 rounds up)
+        out = np.zeros(dx.shape, want)
         with np.errstate(invalid="ignore"):
-            out = np.where(dx >= float(info.max), info.max, np.where(dx <= float(info.min), info.min, 0))
-            inside = ~nan & (dx < float(info.max)) & (dx > float(info.min))
-            out = np.where(inside, np.trunc(np.where(inside, dx, 0)), out)
-        return np.where(nan, 0, out).astype(want)
+            inside = (dx < float(info.max)) & (dx > float(info.min))
+            out[inside] = np.trunc(dx[inside])
+            out[dx >= float(info.max)] = info.max
+            out[dx <= float(info.min)] = info.min
+        return out
     if want.kind == "b":
         return dx > 0
     finfo = _float_range(target)
@@ -290,6 +581,73 @@ class Convert(Unary):
         target = op["target_type"]
         return lambda x: convert_values(x, target)
 
+    def scalar(self, em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        return convert_scalar(em, args[0], op["target_type"])
+
+
+def convert_scalar(em: Emitter[Any], x: Any, target: DType) -> Any:
+    """`convert_values` for one element: bool is x > 0, integers and finite floats saturate to the
+    target's range, floats truncate into integers with NaN as 0."""
+    source = em.dtype_of(x)
+    if source is target:
+        return x
+    if target is DType.bool:
+        return em.compare("gt", x, em.constant(0, source))
+    if source is DType.bool:
+        return em.convert(x, target)
+    if target.is_integral:
+        if source.is_float:
+            return saturating_convert(em, x, target)
+        low, high = integer_limits(target)
+        source_low, source_high = integer_limits(source)
+        value = em.convert(x, target)
+        if high < source_high:
+            value = em.select(em.compare("gt", x, em.constant(high, source)), em.constant(high, target), value)
+        if low > source_low:
+            value = em.select(em.compare("lt", x, em.constant(low, source)), em.constant(low, target), value)
+        return value
+    if source.itemsize == 8 and not source.is_float:
+        x = em.convert(x, DType.double)  # rounded there first, as the reference converts
+        source = DType.double
+    if target is DType.double or (target is DType.float and source is not DType.double):
+        return em.convert(x, target)  # nothing to saturate
+    # finite values beyond the target's range become its largest value; x > limit is tested as
+    # x > (the largest value of x's type not above the limit), exact in x's own type
+    limit = _float_range(target)
+    below = _at_most(limit, source)
+    if below is None:
+        return em.convert(x, target)
+    too_high = em.compare("gt", x, em.constant(below, source))
+    too_low = None if source.is_unsigned else em.compare("lt", x, em.constant(-below, source))
+    if source.is_float:  # infinities stay infinite
+        finite = em.logical_not(em.is_inf(x))
+        too_high = em.logic("and", too_high, finite)
+        too_low = em.logic("and", too_low, finite)
+    value = em.select(too_high, em.constant(limit, target), em.convert(x, target))
+    return value if too_low is None else em.select(too_low, em.constant(-limit, target), value)
+
+
+def _at_most(limit: float, t: DType) -> float | int | None:
+    """The largest value of type `t` not above `limit`, or None where every finite value of `t` is
+    within it."""
+    if t.is_integral:
+        return None if integer_limits(t)[1] <= limit else int(limit)
+    import ml_dtypes
+
+    if float(ml_dtypes.finfo(t.numpy).max) <= limit:
+        return None
+    with np.errstate(over="ignore"):
+        value = t.numpy.type(limit)
+    if float(value) > limit:
+        value = np.nextafter(value, t.numpy.type(0)) if t.numpy.kind == "f" else _next_down(value, t)
+    return float(value)
+
+
+def _next_down(value: np.generic, t: DType) -> np.generic:
+    """The next smaller positive value of an ml_dtypes type (one less in its bit pattern)."""
+    bits = np.asarray(value, t.numpy).view(t.bits_dtype)
+    return (bits - 1).astype(t.bits_dtype).view(t.numpy)[()]
+
 
 @register
 class BitCast(Unary):
@@ -309,6 +667,10 @@ class BitCast(Unary):
         want = op["target_type"].numpy
         return lambda x: np.ascontiguousarray(x).view(want)
 
+    def scalar(self, em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        x, target = args[0], op["target_type"]
+        return x if em.dtype_of(x) is target else em.reinterpret(x, target)
+
 
 @register
 class Clip(OpDef):
@@ -324,6 +686,10 @@ class Clip(OpDef):
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
         x, lo, hi = inputs
         return _apply(lambda a, b, c: np.minimum(np.maximum(a, b), c), x.dtype, x, lo, hi)
+
+    def scalar(self, em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        x, low, high = _in_compute_type(em, args)
+        return em.extremum(em.extremum(x, low, True), high, False)
 
 
 @register
@@ -356,6 +722,10 @@ class Where(OpDef):
         if cond.size == 1:
             cond = cond.reshape(())
         return np.where(cond.astype(bool), a, b)
+
+    def scalar(self, em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        condition, a, b = args
+        return em.select(truthy(em, condition), a, b)
 
 
 def _in_layout(x: Shape, dtype: DType) -> Shape:
@@ -405,6 +775,24 @@ class Quantizelinear(OpDef):
         info = np.iinfo(out.numpy)
         return np.clip(q, info.min, info.max).astype(out.numpy)
 
+    def scalar(self, em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        x, scale = args[0], args[1]
+        if out.is_float:
+            q = em.arithmetic("div", em.convert(x, DType.double), em.convert(scale, DType.double))
+            if len(args) == 3:
+                q = em.arithmetic("add", q, em.convert(args[2], DType.double))
+            return convert_scalar(em, q, out)
+        if not em.dtype_of(x).is_float:  # numpy's true_divide of integers is in double
+            x, scale = em.convert(x, DType.double), em.convert(scale, DType.double)
+        q = em.math("rint", em.arithmetic("div", x, scale))
+        if len(args) == 3:
+            # an 8-bit zero point: the sum is exact in q's compute type wherever it is in range
+            wide = compute_type(em.dtype_of(q)) if em.dtype_of(args[2]).itemsize == 1 else DType.double
+            q = em.arithmetic("add", em.convert(q, wide), em.convert(args[2], wide))
+        # NaN (0 / 0) through numpy's cast: x86's integer indefinite (MIN) for 32 and 64 bits, else 0
+        at_nan = integer_limits(out)[0] if out.itemsize >= 4 and not out.is_unsigned else 0
+        return em.select(em.is_nan(q), em.constant(at_nan, out), saturating_convert(em, q, out))
+
 
 @register
 class Dequantizelinear(OpDef):
@@ -424,3 +812,13 @@ class Dequantizelinear(OpDef):
         if len(inputs) == 3:
             x = x - inputs[2].astype(np.float64)
         return (x * inputs[1].astype(np.float64)).astype(inputs[1].dtype)
+
+    def scalar(self, em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        # 8-bit integers: x - zero point and its product with the scale are exact in the scale's
+        # compute type (or rounded once, as the reference rounds the exact double), so no double
+        x, scale = args[0], args[1]
+        wide = compute_type(em.dtype_of(scale)) if em.dtype_of(x).itemsize == 1 else DType.double
+        value = em.convert(x, wide)
+        if len(args) == 3:
+            value = em.arithmetic("sub", value, em.convert(args[2], wide))
+        return em.convert(em.arithmetic("mul", value, em.convert(scale, wide)), out)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -28,6 +28,7 @@ from mgxir.ops.common import fail, lens_text, normalize_axes, normalize_axis, re
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module
+    from mgxir.ops.scalar import Emitter
 
 Shapes = Sequence[Shape]
 Arrays = list[np.ndarray]
@@ -62,6 +63,10 @@ class Identity(OpDef):
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
         return inputs[0]
+
+    def scalar(self, em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        """Each element is its input's (mgxir/ops/scalar.py)."""
+        return args[0]
 
 
 @register

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from mgxir.ops.common import fail, lens_text, normalize_axes, normalize_axis, re
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module
+    from mgxir.ops.scalar import Emitter
 
 Shapes = Sequence[Shape]
 Modules = Sequence["Module"]
@@ -207,6 +208,10 @@ class Layout(OpDef):
         perm = op["permutation"]
         stored = np.ascontiguousarray(inputs[0].transpose(perm))
         return stored.transpose(np.argsort(perm))
+
+    def scalar(self, em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+        """Each element is its input's (mgxir/ops/scalar.py)."""
+        return args[0]
 
 
 @register

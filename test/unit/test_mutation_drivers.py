@@ -853,12 +853,13 @@ def test_spirv_kernels_go_to_the_output_folder(tmp_path: Path, capsys: pytest.Ca
 def test_spirv_of_a_program_without_kernels_needs_no_spirv_tools(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A pointwise on double_type gets no kernel (a warning), so nothing is assembled: the folder has
+    """A pointwise on uint64_type gets no kernel (a warning), so nothing is assembled: the folder has
     an empty manifest, the assembly file is empty, and the warning names the instruction."""
-    path = _write(tmp_path, PROGRAM.replace("float_type", "double_type"))
+    path = _write(tmp_path, PROGRAM.replace("float_type", "uint64_type"))
     warning = (
-        "warning: no SPIR-V kernel for '@1' (main:pointwise0): element type double_type "
-        "(kernels handle float_type, half_type, int32_type, bool_type); it runs on the reference interpreter\n"
+        "warning: no SPIR-V kernel for '@1' (main:pointwise0): element type uint64_type (kernels handle "
+        "float_type, half_type, bf16_type, double_type, int32_type, int64_type, uint32_type, int8_type, "
+        "uint8_type, int16_type, uint16_type, bool_type); it runs on the reference interpreter\n"
     )
     kernels = tmp_path / "kernels"
     assert translate_main(TranslateOptions(input=path, to="spirv", output=str(kernels))) == 0
@@ -874,7 +875,7 @@ def test_spirv_of_a_program_without_kernels_needs_no_spirv_tools(
 
 
 def test_spirv_warnings_reach_the_user(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = _write(tmp_path, PROGRAM.replace("float_type", "double_type"))  # no double kernels here
+    path = _write(tmp_path, PROGRAM.replace("float_type", "uint64_type"))  # no uint64 kernels here
     fused = tmp_path / "fused.mgx"
     assert opt_main(OptOptions(input=path, passes=["fuse_pointwise"], output=str(fused))) == 0
     for fmt, out in (("spirv", tmp_path / "k"), ("spvasm", tmp_path / "k.spvasm")):

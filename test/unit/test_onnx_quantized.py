@@ -718,10 +718,15 @@ def _integer_convolution(
 
 
 def test_gpu_quantize_expression_rounds_integers_only() -> None:
-    """The GPU kernel's quantizelinear: rint before an integer result, none before a float one."""
-    from mgxir.targets.gpu.kernels import POINT_OPS
+    """The GPU kernel's quantizelinear (its scalar meaning as C++): rint before an integer result,
+    none before a float one."""
+    from mgxir.ops.scalar import emit
+    from mgxir.targets.gpu.kernels import CppEmitter, CValue
 
-    to_int = POINT_OPS["quantizelinear"](make_op("quantizelinear"), ["x", "s", "z"], "int")
-    to_float = POINT_OPS["quantizelinear"](make_op("quantizelinear", out_type=DType.float), ["x", "s"], "float")
-    assert to_int == "((int)(rint((float)(x) / (float)(s)) + (float)(z)))"
-    assert to_float == "((float)((float)(x) / (float)(s)))"
+    x, s, z = CValue("x", DType.float), CValue("s", DType.float), CValue("z", DType.uint8)
+    to_int = CppEmitter("t")
+    emit(to_int, make_op("quantizelinear"), [x, s, z], DType.uint8)
+    to_float = CppEmitter("t")
+    emit(to_float, make_op("quantizelinear", out_type=DType.float), [x, s], DType.float)
+    assert "const float t1 = rintf(t0);" in to_int.lines
+    assert not any("rint" in line for line in to_float.lines)

@@ -6,8 +6,9 @@ The source needs no headers: half and bf16 are stored as 16-bit words and comput
 compiler. Every kernel takes its inputs' pointers, then the output's, and is launched with
 `global` threads in blocks of `local` (MIGraphX's code_object fields).
 
-A pointwise module's body becomes one expression per instruction from `POINT_OPS`, a table keyed by
-the operator definition; an operator the table lacks leaves its instruction to the host.
+A pointwise module's body becomes one statement per step of each instruction's scalar meaning
+(mgxir/ops/scalar.py), emitted by `CppEmitter`; an operator without a meaning for its types leaves
+its instruction to the host.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.ir.operation import Operation
 from mgxir.ir.shape import Shape
+from mgxir.ops.scalar import NoScalarMeaning, emit
 
 
 class Unsupported(Exception):
@@ -139,6 +141,18 @@ __device__ inline void mgx_store(mgx_bf16* p, float x) {
   p->bits = (x != x) ? (unsigned short)0x7fc0 : (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 template <class T, class U> __device__ inline void mgx_store(T* p, U x) { *p = (T)x; }
+__device__ inline float mgx_round_half(float x) { mgx_half h; mgx_store(&h, x); return mgx_load(&h); }
+__device__ inline float mgx_round_bf16(float x) { mgx_bf16 h; mgx_store(&h, x); return mgx_load(&h); }
+// a double rounded to float toward odd, then to nearest: one correct rounding to half or bf16
+__device__ inline float mgx_round_to_odd(double x) {
+  float f = (float)x;
+  if ((double)f == x || x != x) return f;
+  unsigned int u = __float_as_uint(f);
+  if (fabs((double)f) > fabs(x)) u -= 1u;
+  return __uint_as_float(u | 1u);
+}
+__device__ inline float mgx_round_half(double x) { return mgx_round_half(mgx_round_to_odd(x)); }
+__device__ inline float mgx_round_bf16(double x) { return mgx_round_bf16(mgx_round_to_odd(x)); }
 struct mgx_op_sum { template <class T> __device__ T operator()(T a, T b) const { return a + b; } };
 struct mgx_op_prod { template <class T> __device__ T operator()(T a, T b) const { return a * b; } };
 struct mgx_op_max { template <class T> __device__ T operator()(T a, T b) const { return (b > a || b != b) ? b : a; } };
@@ -156,100 +170,154 @@ template <class T, class Op> __device__ T mgx_block_reduce(T v, Op op) {
 """
 
 
-# -- pointwise expressions -----------------------------------------------------------------------
+# -- pointwise: the scalar meanings (mgxir/ops/scalar.py) as C++ ---------------------------------
 
-Expr = Callable[[Operation, list[str], str], str]  # (op, argument expressions, result compute type)
-
-
-def _f(template: str) -> Expr:
-    return lambda op, a, t: template.format(*a, T=t)
-
-
-def _float_or_int(float_template: str, int_template: str) -> Expr:
-    return lambda op, a, t: (float_template if t in ("float", "double") else int_template).format(*a, T=t)
+# integer arithmetic wraps: it is done in the unsigned type of the value's width (no signed overflow)
+_UNSIGNED_ARITHMETIC = {1: "unsigned int", 2: "unsigned int", 4: "unsigned int", 8: "unsigned long long"}
+_C_COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_C_ARITHMETIC = {"add": "+", "sub": "-", "mul": "*", "div": "/", "rem": "%"}
+_C_LOGIC = {"and": "&&", "or": "||", "xor": "!="}
+# types whose values a kernel holds in float, rounded after every operation: the helper that rounds
+_ROUNDED_IN_FLOAT = {DType.half: "mgx_round_half", DType.bf16: "mgx_round_bf16"}
 
 
-def _convert(op: Operation, a: list[str], t: str) -> str:
-    if t == "bool":
-        return f"({a[0]} > 0)"
-    return f"(({t})({a[0]}))"
+@dataclasses.dataclass(frozen=True)
+class CValue:
+    """A C++ expression (a name or a literal) of one element type, held in its compute type."""
+
+    expr: str
+    dtype: DType
 
 
-def _quantize(op: Operation, a: list[str], t: str) -> str:
-    q = f"(float)({a[0]}) / (float)({a[1]})"
-    if t not in ("float", "double"):  # integer results are rounded; a float one (MX types) is not
-        q = f"rint({q})"
-    q += f" + (float)({a[2]})" if len(a) == 3 else ""
-    return f"(({t})({q}))"
+class CppEmitter:
+    """The scalar protocol as CUDA/HIP C++: each operation becomes one `const` statement in
+    `lines`. Floats are computed in their compute type (half and bf16 in float, rounded after each
+    operation so that values are what the reference computes); math functions are CUDA's and
+    HIP's (`sinf`, `sin`), which the host's C library also has."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+        self.lines: list[str] = []
+
+    def _bind(self, expr: str, t: DType) -> CValue:
+        name = f"{self.prefix}{len(self.lines)}"
+        self.lines.append(f"const {compute_type(t)} {name} = {expr};")
+        return CValue(name, t)
+
+    def _float(self, expr: str, t: DType) -> CValue:
+        """A float result of type `t`, rounded to it where it is held in float."""
+        rounding = _ROUNDED_IN_FLOAT.get(t)
+        return self._bind(f"{rounding}({expr})" if rounding else expr, t)
+
+    def _wrapped(self, expr: str, t: DType) -> CValue:
+        """An integer result (computed in an unsigned type) wrapped into `t`."""
+        c = compute_type(t)
+        narrow = storage_type(t)
+        return self._bind(f"(({c})({narrow})({expr}))" if narrow != c else f"(({c})({expr}))", t)
+
+    def dtype_of(self, v: CValue) -> DType:
+        return v.dtype
+
+    def constant(self, value: float | int | bool, t: DType) -> CValue:
+        with np.errstate(over="ignore"):  # a limit beyond the type's range is its infinity
+            return CValue(literal_expr(t.numpy.type(value) if t.is_float else value, t), t)
+
+    def arithmetic(self, op: str, a: CValue, b: CValue) -> CValue:
+        t = a.dtype
+        symbol = _C_ARITHMETIC[op]
+        if t.is_float:
+            if op == "rem":
+                return self._float(f"{_math_name('fmod', t)}({a.expr}, {b.expr})", t)
+            return self._float(f"({a.expr} {symbol} {b.expr})", t)
+        if op in ("div", "rem"):  # callers guard the divisor: no overflow
+            return self._wrapped(f"{a.expr} {symbol} {b.expr}", t)
+        u = _UNSIGNED_ARITHMETIC[t.itemsize]
+        return self._wrapped(f"({u}){a.expr} {symbol} ({u}){b.expr}", t)
+
+    def neg(self, a: CValue) -> CValue:
+        if a.dtype.is_float:
+            return self._bind(f"(-{a.expr})", a.dtype)
+        u = _UNSIGNED_ARITHMETIC[a.dtype.itemsize]
+        return self._wrapped(f"({u})0 - ({u}){a.expr}", a.dtype)
+
+    def compare(self, predicate: str, a: CValue, b: CValue) -> CValue:
+        return self._bind(f"({a.expr} {_C_COMPARE[predicate]} {b.expr})", DType.bool)
+
+    def select(self, condition: CValue, a: CValue, b: CValue) -> CValue:
+        return self._bind(f"({condition.expr} ? {a.expr} : {b.expr})", a.dtype)
+
+    def logic(self, op: str, a: CValue, b: CValue) -> CValue:
+        return self._bind(f"({a.expr} {_C_LOGIC[op]} {b.expr})", DType.bool)
+
+    def logical_not(self, a: CValue) -> CValue:
+        return self._bind(f"(!{a.expr})", DType.bool)
+
+    def bitwise_and(self, a: CValue, b: CValue) -> CValue:
+        return self._bind(f"(({compute_type(a.dtype)})({a.expr} & {b.expr}))", a.dtype)
+
+    def convert(self, v: CValue, t: DType) -> CValue:
+        source, c = v.dtype, compute_type(t)
+        if t is DType.bool:
+            return self._bind(f"({v.expr} != 0)", t)
+        if source is DType.bool:
+            return self._bind(f"(({c})({v.expr} ? 1 : 0))", t)
+        if t.is_float:
+            rounding = _ROUNDED_IN_FLOAT.get(t)
+            if rounding:  # from double or an integer through double: round to odd, then to nearest
+                wide = v.expr if source is DType.double or source.is_float else f"(double){v.expr}"
+                return self._bind(f"{rounding}({wide})", t)
+            return self._bind(f"(({c}){v.expr})", t)
+        if source.is_float:  # in range: callers guard NaN and out-of-range values
+            return self._wrapped(f"({_truncation_type(t)}){v.expr}", t)
+        return self._wrapped(v.expr, t)
+
+    def math(self, function: str, x: CValue) -> CValue:
+        return self._float(f"{_math_name(function, x.dtype)}({x.expr})", x.dtype)
+
+    def binary_math(self, function: str, a: CValue, b: CValue) -> CValue:
+        return self._float(f"{_math_name(function, a.dtype)}({a.expr}, {b.expr})", a.dtype)
+
+    def is_nan(self, x: CValue) -> CValue:
+        return self._bind(f"({x.expr} != {x.expr})", DType.bool)
+
+    def is_inf(self, x: CValue) -> CValue:
+        inf = literal_expr(np.float64(math.inf), x.dtype)
+        return self._bind(f"({x.expr} == {inf} || {x.expr} == -{inf})", DType.bool)
+
+    def reinterpret(self, v: CValue, t: DType) -> CValue:
+        intrinsic = _REINTERPRET.get((v.dtype, t))
+        if intrinsic is None:
+            raise NoScalarMeaning(f"no bit cast from {v.dtype.type_name} to {t.type_name} in GPU kernels")
+        return self._bind(f"{intrinsic}({v.expr})", t)
+
+    def extremum(self, a: CValue, b: CValue, largest: bool) -> CValue:
+        order = (">" if largest else "<") + ("=" if a.dtype is DType.half else "")
+        nan = f" || {a.expr} != {a.expr}" if a.dtype.is_float else ""
+        return self._bind(f"(({a.expr} {order} {b.expr}{nan}) ? {a.expr} : {b.expr})", a.dtype)
 
 
-POINT_OPS: dict[str, Expr] = {
-    "abs": _float_or_int("fabs({0})", "({0} < 0 ? -{0} : {0})"),
-    "acos": _f("acos({0})"),
-    "acosh": _f("acosh({0})"),
-    "asin": _f("asin({0})"),
-    "asinh": _f("asinh({0})"),
-    "atan": _f("atan({0})"),
-    "atanh": _f("atanh({0})"),
-    "ceil": _f("ceil({0})"),
-    "cos": _f("cos({0})"),
-    "cosh": _f("cosh({0})"),
-    "erf": _f("erf({0})"),
-    "exp": _f("exp({0})"),
-    "floor": _f("floor({0})"),
-    "log": _f("log({0})"),
-    "log2": _f("log2({0})"),
-    "nearbyint": _f("rint({0})"),
-    "neg": _f("(-{0})"),
-    "not": _f("(({T})({0} == 0))"),
-    "recip": _f("(({T})1 / {0})"),
-    "relu": _f("({0} > ({T})0 ? {0} : ({T})0)"),
-    "rsqrt": _f("rsqrt({0})"),
-    "sigmoid": _f("(({T})1 / (({T})1 + exp(-{0})))"),
-    "sign": _f("(({T})(({0} > 0) - ({0} < 0)))"),
-    "sin": _f("sin({0})"),
-    "sinh": _f("sinh({0})"),
-    "sqrt": _f("sqrt({0})"),
-    "tan": _f("tan({0})"),
-    "tanh": _f("tanh({0})"),
-    "isinf": _f("isinf({0})"),
-    "isnan": _f("isnan({0})"),
-    "identity": _f("{0}"),
-    "layout": _f("{0}"),
-    "add": _f("({0} + {1})"),
-    "sub": _f("({0} - {1})"),
-    "mul": _f("({0} * {1})"),
-    "div": _f("({0} / {1})"),
-    "pow": _f("(({T})pow({0}, {1}))"),
-    "max": _float_or_int("fmax({0}, {1})", "({0} > {1} ? {0} : {1})"),
-    "min": _float_or_int("fmin({0}, {1})", "({0} < {1} ? {0} : {1})"),
-    "mod": _float_or_int("fmod(fmod({0}, {1}) + {1}, {1})", "((({0} % {1}) + {1}) % {1})"),
-    "fmod": _float_or_int("fmod({0}, {1})", "({0} % {1})"),
-    "sqdiff": _f("(({0} - {1}) * ({0} - {1}))"),
-    "prelu": _f("({0} < 0 ? {0} * {1} : {0})"),
-    "equal": _f("(({T})({0} == {1}))"),
-    "greater": _f("(({T})({0} > {1}))"),
-    "less": _f("(({T})({0} < {1}))"),
-    "logical_and": _f("(({T})(({0} != 0) && ({1} != 0)))"),
-    "logical_or": _f("(({T})(({0} != 0) || ({1} != 0)))"),
-    "logical_xor": _f("(({T})(({0} != 0) != ({1} != 0)))"),
-    "bitwise_and": _f("({0} & {1})"),
-    "clip": _float_or_int("fmin(fmax({0}, {1}), {2})", "({0} < {1} ? {1} : ({0} > {2} ? {2} : {0}))"),
-    "where": _f("({0} ? {1} : {2})"),
-    "leaky_relu": lambda op, a, t: f"({a[0]} < 0 ? {a[0]} * ({t}){float(op['alpha'])!r} : {a[0]})",
-    "elu": lambda op, a, t: f"({a[0]} < 0 ? ({t}){float(op['alpha'])!r} * expm1({a[0]}) : {a[0]})",
-    "convert": _convert,
-    "dequantizelinear": lambda op, a, t: (
-        f"(({t})(((float)({a[0]}){' - (float)(' + a[2] + ')' if len(a) == 3 else ''}) * (float)({a[1]})))"
-    ),
-    "quantizelinear": _quantize,
+# CUDA's and HIP's bit casts between 32- and 64-bit types: (from, to) -> intrinsic
+_REINTERPRET = {
+    (DType.float, DType.int32): "__float_as_int",
+    (DType.int32, DType.float): "__int_as_float",
+    (DType.float, DType.uint32): "__float_as_uint",
+    (DType.uint32, DType.float): "__uint_as_float",
+    (DType.double, DType.int64): "__double_as_longlong",
+    (DType.int64, DType.double): "__longlong_as_double",
 }
 
-# integer results of quantizelinear saturate to their type's range
-_SATURATED = ("quantizelinear",)
+
+def _math_name(function: str, t: DType) -> str:
+    """C's name of a math function for values of `t`: `sinf` for float (half, bf16), `sin` for double."""
+    return function if t is DType.double else f"{function}f"
 
 
-def literal_expr(value: np.generic, t: DType) -> str:
+def _truncation_type(t: DType) -> str:
+    """The C type a float converts into (truncating) on its way to integer type `t`."""
+    return storage_type(t)
+
+
+def literal_expr(value: np.generic | float | int | bool, t: DType) -> str:
     c = compute_type(t)
     if t is DType.bool:
         return "true" if bool(value) else "false"
@@ -260,7 +328,10 @@ def literal_expr(value: np.generic, t: DType) -> str:
         if math.isinf(x):
             return f"(({c})({'-' if x < 0 else ''}1.0 / 0.0))"
         return f"(({c}){x!r})"
-    return f"(({c}){int(value)}{'ULL' if t.is_unsigned else 'LL'})"
+    n = int(value)
+    if t.is_unsigned:
+        return f"(({c}){n}ULL)"
+    return f"(({c}){n}LL)" if n != -(2**63) else f"(({c})(-9223372036854775807LL - 1))"
 
 
 def pointwise_body(module: Module, args: Sequence[str], prefix: str) -> tuple[list[str], str]:
@@ -269,36 +340,32 @@ def pointwise_body(module: Module, args: Sequence[str], prefix: str) -> tuple[li
     params = sorted((i for i in module if i.is_param), key=lambda p: p.param_name)
     if len(params) != len(args):
         raise Unsupported(f"module '{module.name}' has {len(params)} parameters for {len(args)} inputs")
-    names: dict[Instruction, str] = dict(zip(params, args))
-    lines: list[str] = []
-    result = ""
-    for index, ins in enumerate(module):
+    for p in params:
+        compute_type(p.shape.dtype)
+    values: dict[Instruction, CValue] = {p: CValue(a, p.shape.dtype) for p, a in zip(params, args)}
+    em = CppEmitter(prefix)
+    for ins in module:
         if ins.is_param:
             continue
         if ins.is_return:
             if len(ins.args) != 1:
                 raise Unsupported(f"module '{module.name}' returns {len(ins.args)} values")
-            result = names[ins.args[0]]
-            break
+            return em.lines, values[ins.args[0]].expr
         t = ins.shape.dtype
-        c = compute_type(t)
+        compute_type(t)
         if ins.is_literal:
             data = ins.literal.data
             if data is None or data.size != 1:
                 raise Unsupported("pointwise literals must be scalars")
-            names[ins] = literal_expr(data.reshape(-1)[0], t)
+            values[ins] = em.constant(data.reshape(-1)[0].item(), t)
             continue
-        expr = POINT_OPS.get(ins.op.defn.name)
-        if expr is None or ins.module_args:
+        if ins.module_args:
             raise Unsupported(f"no GPU expression for '{ins.op.defn.name}'")
-        text = expr(ins.op, [names[a] for a in ins.args], c)
-        if ins.op.defn.name in _SATURATED and t.is_integral:
-            info = np.iinfo(t.numpy)
-            text = f"(({c})fmin(fmax((double){text}, {float(info.min)!r}), {float(info.max)!r}))"
-        var = f"{prefix}{index}"
-        lines.append(f"const {c} {var} = {text};")
-        names[ins] = var
-    return lines, result
+        try:
+            values[ins] = emit(em, ins.op, [values[a] for a in ins.args], t)
+        except NoScalarMeaning as e:
+            raise Unsupported(str(e)) from None
+    raise Unsupported(f"module '{module.name}' has no return")
 
 
 def kernel_name(module: Module, suffix: str = "kernel") -> str:

@@ -138,7 +138,8 @@ class Device:
         return min(physical, key=lambda p: order.get(vk.vkGetPhysicalDeviceProperties(p).deviceType, 2))
 
     def _create_device(self) -> set[str]:
-        """Creates the logical device with the 8- and 16-bit storage features the device has."""
+        """Creates the logical device with the 8- and 16-bit storage and 64-bit float features the
+        device has."""
         vk = self.vk
         storage8 = vk.VkPhysicalDevice8BitStorageFeatures(
             sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES
@@ -158,6 +159,12 @@ class Device:
             wanted_extensions.append("VK_KHR_8bit_storage")
         if has16:
             features.add("StorageBuffer16BitAccess")
+        has64 = bool(query.features.shaderFloat64)  # kernels compute some steps in double
+        if has64:
+            features.add("Float64")
+        has_int64 = bool(query.features.shaderInt64)
+        if has_int64:
+            features.add("Int64")
         enable8 = vk.VkPhysicalDevice8BitStorageFeatures(
             sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES, storageBuffer8BitAccess=has8
         )
@@ -166,7 +173,11 @@ class Device:
             pNext=enable8,
             storageBuffer16BitAccess=has16,
         )
-        enable = vk.VkPhysicalDeviceFeatures2(sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2, pNext=enable16)
+        enable = vk.VkPhysicalDeviceFeatures2(
+            sType=vk.VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2,
+            pNext=enable16,
+            features=vk.VkPhysicalDeviceFeatures(shaderFloat64=has64, shaderInt64=has_int64),
+        )
         queue = vk.VkDeviceQueueCreateInfo(
             sType=vk.VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO,
             queueFamilyIndex=self.family,

@@ -232,10 +232,11 @@ def _literal(type_id: str, value: float | int) -> tuple[str, str]:
     """The literal text spirv-as reads for a constant, and a short hint for its name."""
     if type_id.startswith("%f"):
         number = _rounded(float(value), type_id)
+        beyond = "1024" if type_id == "%f64" else "128"  # the exponent past the type's largest
         if math.isnan(number):
-            return "0x1.8p+128", "nan"
+            return f"0x1.8p+{beyond}", "nan"
         if math.isinf(number):
-            return ("-" if number < 0 else "") + "0x1p+128", "ninf" if number < 0 else "inf"
+            return ("-" if number < 0 else "") + f"0x1p+{beyond}", "ninf" if number < 0 else "inf"
         hint = repr(number).replace("-", "m").replace(".", "p").replace("+", "")
         return number.hex(), _NAME_CHARACTERS.sub("_", hint)[:16]
     number = int(value)

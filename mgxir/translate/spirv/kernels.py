@@ -20,6 +20,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.ir.registry import lookup
@@ -30,6 +31,9 @@ from mgxir.translate.spirv.scalar import ScalarEmitter, Value, literal_value, lo
 from mgxir.translate.spirv.types import ElementType, Kind, Unsupported, element_type
 
 POINTWISE = lookup("pointwise")
+# types whose fused reductions stay on the host: those computed in a wider type and wrapped or
+# rounded after every operation, and int64 (the reduction tree holds 32-bit partials)
+_HOST_REDUCED = frozenset({DType.int8, DType.uint8, DType.int16, DType.uint16, DType.bf16, DType.int64, DType.uint32})
 FUSED_REDUCE = lookup("fused_reduce")
 # body ops that pass values through unchanged along the iteration (broadcasting size-1 dimensions)
 PASS_THROUGH = frozenset(lookup(name) for name in ("multibroadcast", "broadcast", "contiguous"))
@@ -46,19 +50,19 @@ class Reduction:
 
 
 def _add(em: ScalarEmitter, a: Value, b: Value) -> Value:
-    return em.op("OpFAdd" if a.kind == "f" else "OpIAdd", a.kind, a, b)
+    return em.op("OpFAdd" if a.kind in ("f", "d") else "OpIAdd", a.kind, a, b)
 
 
 def _mul(em: ScalarEmitter, a: Value, b: Value) -> Value:
-    return em.op("OpFMul" if a.kind == "f" else "OpIMul", a.kind, a, b)
+    return em.op("OpFMul" if a.kind in ("f", "d") else "OpIMul", a.kind, a, b)
 
 
 def _lowest(kind: Kind) -> float | int:
-    return -math.inf if kind == "f" else -(2**31)
+    return -math.inf if kind in ("f", "d") else -(2**31)
 
 
 def _highest(kind: Kind) -> float | int:
-    return math.inf if kind == "f" else 2**31 - 1
+    return math.inf if kind in ("f", "d") else 2**31 - 1
 
 
 REDUCTIONS = {
@@ -107,7 +111,8 @@ class KernelWriter:
         for binding in layout.bindings:
             if binding.etype.capability:
                 b.capability(binding.etype.capability)
-                b.extension(binding.etype.extension or "")
+                if binding.etype.extension:
+                    b.extension(binding.etype.extension)
         self.u32 = b.int_type(32, False)
         self.bool = b.boolean()
         names = layout.push_names
@@ -305,8 +310,20 @@ def _storage_type(b: ModuleBuilder, t: ElementType) -> str:
 
 
 def _from_storage(em: ScalarEmitter, raw: str, t: ElementType) -> Value:
+    if t.dtype is DType.bf16:  # the upper half of a float
+        u32 = em.b.int_type(32, False)
+        wide = em.b.emit("OpUConvert", raw, type=u32, name="w")
+        return em.op("OpBitcast", "f", em.b.emit("OpShiftLeftLogical", wide, em.b.const_uint(16), type=u32))
+    if t.kind == "d" or (t.kind == "l" and t.width == 64):
+        return Value(raw, t.kind)
+    if t.kind == "l":  # uint32 in 64-bit int
+        return em.op("OpBitcast", "l", em.b.emit("OpUConvert", raw, type=em.b.int_type(64, False), name="w"))
     if t.kind == "f":
         return Value(raw, "f") if t.width == 32 else em.op("OpFConvert", "f", raw)
+    if t.kind == "i" and t.width < 32:
+        if t.storage == "int":
+            return em.op("OpSConvert", "i", raw)
+        return em.op("OpBitcast", "i", em.b.emit("OpUConvert", raw, type=em.b.int_type(32, False), name="w"))
     if t.kind == "i":
         return Value(raw, "i")
     wide = em.b.emit("OpUConvert", raw, type=em.b.int_type(32, False), name="w")
@@ -314,8 +331,23 @@ def _from_storage(em: ScalarEmitter, raw: str, t: ElementType) -> Value:
 
 
 def _to_storage(em: ScalarEmitter, value: Value, t: ElementType, storage: str) -> str:
+    if t.dtype is DType.bf16:  # values are already rounded to bf16: their upper 16 bits
+        u32 = em.b.int_type(32, False)
+        bits = em.b.emit("OpBitcast", value.id, type=u32, name="bits")
+        upper = em.b.emit("OpShiftRightLogical", bits, em.b.const_uint(16), type=u32)
+        return em.b.emit("OpUConvert", upper, type=storage, name="narrow")
+    if t.kind == "d" or (t.kind == "l" and t.width == 64):
+        return value.id
+    if t.kind == "l":  # uint32: the low 32 bits
+        unsigned = em.b.emit("OpBitcast", value.id, type=em.b.int_type(64, False), name="w")
+        return em.b.emit("OpUConvert", unsigned, type=storage, name="narrow")
     if t.kind == "f":
         return value.id if t.width == 32 else em.b.emit("OpFConvert", value.id, type=storage, name="h")
+    if t.kind == "i" and t.width < 32:  # the low bits (values are already in range)
+        if t.storage == "int":
+            return em.b.emit("OpSConvert", value.id, type=storage, name="narrow")
+        unsigned = em.b.emit("OpBitcast", value.id, type=em.b.int_type(32, False), name="w")
+        return em.b.emit("OpUConvert", unsigned, type=storage, name="narrow")
     if t.kind == "i":
         return value.id
     u32 = em.b.int_type(32, False)
@@ -434,6 +466,7 @@ def pointwise_kernel(ins: Instruction, options: KernelOptions | None = None) -> 
         return []
 
     w.loop(w.builtin("GlobalInvocationId"), count, step, [], body)
+    layout.features = sorted({*layout.features, *em.features})
     return Kernel(layout, _banner(ins, layout) + w.finish(), module.name)
 
 
@@ -467,6 +500,9 @@ class ReduceKernelBuilder:
         self.bindings = _bindings(ins)
         if len(self.bindings) != len(ins.args) + 1:
             raise Unsupported("a fused_reduce with more than one result")
+        narrow = [b.etype.name for b in self.bindings if b.etype.dtype in _HOST_REDUCED]
+        if narrow:  # partials would need wrapping (rounding) as the reference's sums do
+            raise Unsupported(f"a fused_reduce of {narrow[0]} (its reductions run on the host)")
         self._check_body()
         views = [_view(a.shape) for a in ins.args] + [_view(ins.shape)]
         strides = [broadcast_strides(v, self.lens) for v in views]
@@ -659,6 +695,7 @@ class ReduceKernelBuilder:
 
         w.loop(w.builtin("WorkgroupId"), groups, w.builtin("NumWorkgroups"), [], group_body)
         ins = self.ins
+        layout.features = sorted({*layout.features, *w.em.features})
         return Kernel(layout, _banner(ins, layout) + w.finish(), self.module.name)
 
     def _forget_derived(self, slots: list[tuple[str | None, _Context]]) -> None:
@@ -721,8 +758,8 @@ class ReduceKernelBuilder:
         total = Value(w.b.emit("OpLoad", at(w.uint(0)), type=value_type, name="total"), kind)
         w.barrier()  # everyone has read the total before the partials are overwritten
         if REDUCTIONS[r.op.defn].mean:
-            if kind == "f":
-                total = em.op("OpFDiv", "f", total, em.op("OpConvertUToF", "f", count))
+            if kind in ("f", "d"):
+                total = em.op("OpFDiv", kind, total, em.op("OpConvertUToF", kind, count))
             else:
                 total = em.op("OpSDiv", "i", total, Value(count, "i"))
         result = element_type(r.shape.dtype)

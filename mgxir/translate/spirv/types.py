@@ -1,6 +1,8 @@
 """Which MIGraphX element types the kernels handle, how each is stored in a buffer and in which
 type it is computed: float and half compute in 32-bit float (half rounds back after every op, as
-numpy's float16 arithmetic does), int32 in 32-bit int, bool in SPIR-V's bool (stored as one byte)."""
+numpy's float16 arithmetic does), double in 64-bit float, int32 and the 8- and 16-bit integers in
+32-bit int (the narrow ones wrapped to their width after every op), bool in SPIR-V's bool (stored
+as one byte)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from typing import Literal
 
 from mgxir.ir.dtype import DType
 
-Kind = Literal["f", "i", "b"]  # the compute type: 32-bit float, 32-bit signed int, bool
+# the compute type: 32- and 64-bit float, 32- and 64-bit signed int, bool
+Kind = Literal["f", "d", "i", "l", "b"]
 
 
 @dataclass(frozen=True)
@@ -34,7 +37,16 @@ class ElementType:
 ELEMENT_TYPES: dict[DType, ElementType] = {
     DType.float: ElementType(DType.float, "f", "float", 32),
     DType.half: ElementType(DType.half, "f", "float", 16, "StorageBuffer16BitAccess", "SPV_KHR_16bit_storage"),
+    DType.bf16: ElementType(DType.bf16, "f", "uint", 16, "StorageBuffer16BitAccess", "SPV_KHR_16bit_storage"),
+    DType.double: ElementType(DType.double, "d", "float", 64, "Float64"),
     DType.int32: ElementType(DType.int32, "i", "int", 32),
+    DType.int64: ElementType(DType.int64, "l", "int", 64, "Int64"),
+    DType.uint32: ElementType(DType.uint32, "l", "uint", 32),
+    # narrow integers: computed in 32-bit int, wrapped to their width after every operation
+    DType.int8: ElementType(DType.int8, "i", "int", 8, "StorageBuffer8BitAccess", "SPV_KHR_8bit_storage"),
+    DType.uint8: ElementType(DType.uint8, "i", "uint", 8, "StorageBuffer8BitAccess", "SPV_KHR_8bit_storage"),
+    DType.int16: ElementType(DType.int16, "i", "int", 16, "StorageBuffer16BitAccess", "SPV_KHR_16bit_storage"),
+    DType.uint16: ElementType(DType.uint16, "i", "uint", 16, "StorageBuffer16BitAccess", "SPV_KHR_16bit_storage"),
     DType.bool: ElementType(DType.bool, "b", "uint", 8, "StorageBuffer8BitAccess", "SPV_KHR_8bit_storage"),
 }
 
