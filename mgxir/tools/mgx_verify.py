@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated
 
 from mgxir.drivers.verify.driver import VerifyOptions, verify_main
-from mgxir.tools.cli import run_command
+from mgxir.tools.cli import typer_app
 
 if TYPE_CHECKING:
     import typer
@@ -62,7 +62,9 @@ def mgx_verify(
 
 
 def main() -> None:
-    run_command(mgx_verify)
+    # typer reads the command line: the plain reader of cli.py takes one positional argument, and
+    # mgx-verify takes many (its start-up cost is small beside a run's)
+    typer_app(mgx_verify)()
 
 
 if __name__ == "__main__":

@@ -99,6 +99,11 @@ def verify_main(options: VerifyOptions) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # a bug in mgxir, not in the input
+        if os.environ.get("MGXIR_TRACEBACK"):
+            raise
+        print(f"internal error: {type(e).__name__}: {e} (set MGXIR_TRACEBACK=1 for the traceback)", file=sys.stderr)
+        return 2
 
 
 def _checked(o: VerifyOptions) -> tuple[list[str], list[str], dict | None]:

@@ -56,11 +56,18 @@ def _die_with_parent() -> None:
 
 
 def _limit_memory(task: Task, limits: Limits) -> None:
+    """The child's address space capped at what it already maps plus `memory_bytes` (a Ray worker
+    maps gigabytes of its own before any task runs)."""
     if limits.memory_bytes is None or task.target in GPU_TARGETS:
         return
     import resource
 
-    resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+    try:
+        with open("/proc/self/statm") as f:
+            mapped = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        mapped = 0
+    resource.setrlimit(resource.RLIMIT_AS, (mapped + limits.memory_bytes, mapped + limits.memory_bytes))
 
 
 def run_limited(task: Task, limits: Limits, work: Callable[[], Any] | None = None) -> Any:
@@ -223,7 +230,7 @@ class ProcessExecutor(Executor):
     def close(self) -> None:
         if self.pool is None:
             return
-        # the pool's processes (a private attribute, stable since Python 3.2): killed, not asked to
+        # the pool's processes (a private attribute, there since Python 3.2): killed, not asked to
         # finish, so Ctrl-C stops a long task at once; their task children die with them (prctl)
         for process in list((getattr(self.pool, "_processes", None) or {}).values()):
             with contextlib.suppress(OSError, AttributeError):
@@ -265,8 +272,8 @@ class RayExecutor(Executor):
                 configure_logging=False,
                 runtime_env={"env_vars": env},
             )
-        self.remote = ray.remote(_on_ray_worker).options(max_retries=limits.retries, retry_exceptions=False)
-        self.remote_probe = ray.remote(_probe_on_ray_worker).options(max_retries=limits.retries)
+        self.remote = ray.remote(max_retries=limits.retries, retry_exceptions=False)(_on_ray_worker)
+        self.remote_probe = ray.remote(max_retries=limits.retries)(_probe_on_ray_worker)
         self.pending: dict[Any, int] = {}
 
     def _gpus(self, target: str) -> int:

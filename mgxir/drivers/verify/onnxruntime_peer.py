@@ -60,7 +60,7 @@ def run_onnxruntime(
                     raise MgxError(f"onnxruntime's input '{i.name}' is not a parameter of the imported program")
                 value = inputs[i.name]
                 shape = [d if isinstance(d, int) else value.shape[k] for k, d in enumerate(i.shape)]
-                feeds[i.name] = _ort_input(value, types.get(i.name, 1)).reshape(shape if shape else ())
+                feeds[i.name] = ort_input(value, types.get(i.name, 1)).reshape(shape if shape else ())
             expected = session.run(None, feeds)
         except MgxError:
             raise
@@ -75,7 +75,7 @@ def _first_line(e: Exception) -> str:
     return (str(e).splitlines() or [type(e).__name__])[0][:300]
 
 
-def _ort_input(value: np.ndarray, elem_type: int) -> np.ndarray:
+def ort_input(value: np.ndarray, elem_type: int) -> np.ndarray:
     import onnx
 
     want = onnx.helper.tensor_dtype_to_np_dtype(elem_type)

@@ -262,7 +262,7 @@ def probe_target(target: str, options: TaskOptions) -> str | None:
         program = probe_program()
         run_on_target(target, program, {"x": np.ones(4, np.float32)}, options, sink)
     except MgxError as e:
-        return one_line(e.render())
+        return one_line(e.render().splitlines()[0])
     except ModuleNotFoundError as e:
         extra = OPTIONAL_PACKAGES.get((e.name or "").split(".")[0], "")
         return f"this needs the '{e.name}' package" + (f": pip install 'mgxir[{extra}]'" if extra else "")
@@ -288,8 +288,8 @@ def run_task(task: Task) -> dict:
     known = record(task, "error")  # what the task learned before it failed: the files read, the fingerprint
     try:
         return in_deep_stack(lambda: _run_task(task, known))
-    except MgxError as e:
-        return {**known, "message": one_line(e.render())}
+    except MgxError as e:  # its first line: `file:line:col: error: ...` (the source line and caret left out)
+        return {**known, "message": one_line(e.render().splitlines()[0])}
     except MemoryError:  # the limit's doing, not the input's alone: not kept in the cache (no reads)
         return {**known, "message": "out of memory (the task's memory limit)", "reads": []}
     except RecursionError:
