@@ -72,6 +72,17 @@ def test_a_program_that_does_not_read_is_an_error_with_its_position(tmp_path):
     assert done["reads"] == [str(path)]  # the cache keeps an import that failed, by the input's content
 
 
+def test_against_onnxruntime_a_model_it_refuses_is_refused_not_an_error():
+    pytest.importorskip("onnxruntime")
+    models = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "onnx-models")
+    if not os.path.isdir(models):
+        pytest.skip("../shared/onnx-models is not here")
+    ok = run_task(_task(os.path.join(models, "acos_test.onnx"), against="onnxruntime"))
+    assert ok["status"] == "ok" and ok["rms"] < 1e-6
+    refused = run_task(_task(os.path.join(models, "add_bcast_test.onnx"), against="onnxruntime"))
+    assert refused["status"] == "refused" and refused["message"].startswith("onnxruntime refuses the model")
+
+
 # -- the cache ---------------------------------------------------------------------------------
 
 

@@ -20,6 +20,10 @@ from mgxir.ir.program import Program
 INTEGER_RANGES = ((1, 3), (0, 3), (0, 1))
 
 
+class PeerRefused(MgxError):
+    """onnxruntime cannot run the model or its inputs: the task is `refused`, not mgxir's error."""
+
+
 def with_integers(program: Program, params: dict[str, np.ndarray], seed: int, integers: tuple[int, int]) -> dict:
     """`params` with the integer (not bool) parameters drawn again from `integers`."""
     rng = np.random.default_rng(seed)
@@ -35,7 +39,7 @@ def run_onnxruntime(
     path: str, program: Program, params: dict[str, np.ndarray], seed: int = 0
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """(onnxruntime's outputs as out0, out1, ...; the inputs it was given, to run the program on).
-    A model or inputs onnxruntime refuses is an MgxError naming onnxruntime."""
+    A model or inputs onnxruntime refuses is PeerRefused."""
     import onnx
     import onnxruntime as ort
 
@@ -48,7 +52,7 @@ def run_onnxruntime(
         repaired = repaired_for_ort(model)
         session = ort.InferenceSession(repaired or path, options, providers=["CPUExecutionProvider"])
     except Exception as e:  # onnxruntime's own refusals come as many exception types
-        raise MgxError(f"onnxruntime refuses the model: {_first_line(e)}") from None
+        raise PeerRefused(f"onnxruntime refuses the model: {_first_line(e)}") from None
     types = {v.name: v.type.tensor_type.elem_type for v in model.graph.input}
     failure = ""
     for integers in (None, *INTEGER_RANGES):
@@ -68,7 +72,7 @@ def run_onnxruntime(
             failure = _first_line(e)
             continue
         return {f"out{k}": np.asarray(v) for k, v in enumerate(expected)}, inputs
-    raise MgxError(f"onnxruntime refuses the inputs: {failure}")
+    raise PeerRefused(f"onnxruntime refuses the inputs: {failure}")
 
 
 def _first_line(e: Exception) -> str:

@@ -28,6 +28,7 @@ from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.drivers.common import OPTIONAL_PACKAGES, in_deep_stack, load_entry, register_target_ops
 from mgxir.drivers.run import flatten_outputs, gather_inputs, rms_error, runner
 from mgxir.drivers.translate import READERS
+from mgxir.drivers.verify.onnxruntime_peer import PeerRefused
 from mgxir.ir.program import Program
 from mgxir.ops import register_all_ops
 from mgxir.records import Record
@@ -289,7 +290,8 @@ def run_task(task: Task) -> dict:
     try:
         return in_deep_stack(lambda: _run_task(task, known))
     except MgxError as e:  # its first line: `file:line:col: error: ...` (the source line and caret left out)
-        return {**known, "message": one_line(e.render().splitlines()[0])}
+        refused = isinstance(e, PeerRefused)  # the peer cannot run it: no verdict on mgxir
+        return {**known, "status": "refused" if refused else "error", "message": one_line(e.render().splitlines()[0])}
     except MemoryError:  # the limit's doing, not the input's alone: not kept in the cache (no reads)
         return {**known, "message": "out of memory (the task's memory limit)", "reads": []}
     except RecursionError:
