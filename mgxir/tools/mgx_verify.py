@@ -38,6 +38,10 @@ def mgx_verify(
         str | None, typer.Option("--ray-address", help="With --executor=ray: a running cluster (default: a local one).")
     ] = None,
     workers: Annotated[int, typer.Option("--workers", help="process: the pool's size (default: one per core).")] = 0,
+    gpus: Annotated[
+        str | None,
+        typer.Option("--gpus", help="process: GPU numbers (0,1): worker k sees only the k-th (CUDA_VISIBLE_DEVICES)."),
+    ] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds a task may run.")] = 600.0,
     memory_limit: Annotated[
         float, typer.Option("--memory-limit", help="GiB of address space a task may use (0: no limit; not on gpu).")

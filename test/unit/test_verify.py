@@ -187,6 +187,21 @@ def test_a_task_whose_worker_is_killed_is_retried_then_an_error(tmp_path, kills,
         assert found[0]["message"] == "its worker died (2 tries)"
 
 
+def test_process_workers_are_pinned_to_the_gpus_in_turn(monkeypatch):
+    import multiprocessing
+
+    from mgxir.drivers.verify.executors import _worker_started
+
+    monkeypatch.setattr(signal, "signal", lambda *a: None)  # the pool's workers ignore Ctrl-C; this test may not
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    started = multiprocessing.get_context("spawn").Value("i", 0)
+    seen = []
+    for _ in range(3):
+        _worker_started(started, ("0", "1"))
+        seen.append(os.environ["CUDA_VISIBLE_DEVICES"])
+    assert seen == ["0", "1", "0"]
+
+
 # -- executors agree -------------------------------------------------------------------------
 
 

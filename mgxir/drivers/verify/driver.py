@@ -48,6 +48,7 @@ class VerifyOptions(Record):
         executor: str = "process",
         ray_address: str | None = None,
         workers: int = 0,
+        gpus: str | None = None,
         timeout: float = 600.0,
         memory_limit: float = 8.0,
         retries: int = 2,
@@ -71,6 +72,7 @@ class VerifyOptions(Record):
         self.executor = executor  # process, inline or ray
         self.ray_address = ray_address  # with ray: a running cluster (default: a local one)
         self.workers = workers  # process: the pool's size (default: one per core)
+        self.gpus = gpus  # process: comma-separated GPU indices, worker k pinned to the k-th (modulo)
         self.timeout = timeout  # seconds a task may run
         self.memory_limit = memory_limit  # GiB of address space a task may use (0: no limit)
         self.retries = retries  # more tries for a task whose worker died
@@ -120,6 +122,8 @@ def _checked(o: VerifyOptions) -> tuple[list[str], list[str], dict | None]:
             raise MgxError(f"cannot read --against file '{o.against}': no such file")
     if o.executor == "ray" and importlib.util.find_spec("ray") is None:
         raise MgxError("--executor=ray needs the 'ray' package: pip install 'mgxir[distributed]'")
+    if o.gpus is not None and (o.executor != "process" or not all(g.strip().isdigit() for g in o.gpus.split(","))):
+        raise MgxError("--gpus goes with --executor=process and is a list of GPU numbers, as 0,1")
     if o.ray_address is not None and o.executor != "ray":
         raise MgxError("--ray-address goes with --executor=ray")
     if o.timeout <= 0 or o.retries < 0 or o.memory_limit < 0 or o.workers < 0:
@@ -137,7 +141,8 @@ def _verify(o: VerifyOptions) -> int:
     targets, inputs, baseline = _checked(o)
     task_options = TaskOptions(o.against, o.rms_tol, o.seed, o.pipeline, o.tune, o.perf, o.device)
     tasks = [Task(path, target, task_options) for path in inputs for target in targets]
-    limits = Limits(o.timeout, int(o.memory_limit * GIB) or None, o.retries, o.workers)
+    gpus = tuple(g.strip() for g in (o.gpus or "").split(",") if g.strip())
+    limits = Limits(o.timeout, int(o.memory_limit * GIB) or None, o.retries, o.workers, gpus)
     devices = report.gpu_devices() if "gpu" in targets else []
     extra = {"devices": ",".join(devices)}
     if o.against.endswith(".npz"):

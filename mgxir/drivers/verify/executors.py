@@ -36,12 +36,20 @@ OnRecord = Callable[[int, dict], None]
 
 class Limits(Record):
     def __init__(
-        self, timeout_s: float = 600.0, memory_bytes: int | None = 8 << 30, retries: int = 2, workers: int = 0
+        self,
+        timeout_s: float = 600.0,
+        memory_bytes: int | None = 8 << 30,
+        retries: int = 2,
+        workers: int = 0,
+        gpus: tuple[str, ...] = (),
     ):
         self.timeout_s = timeout_s  # a task running longer is stopped (error)
         self.memory_bytes = memory_bytes  # a task's address space (host targets); None: no limit
         self.retries = retries  # a task whose worker died runs again this many more times at most
         self.workers = workers or (os.cpu_count() or 1)  # process: the pool's size
+        # process: worker k sees only GPU gpus[k % len(gpus)] (CUDA_VISIBLE_DEVICES), as Ray gives
+        # each GPU task one; empty: every worker sees every GPU
+        self.gpus = gpus
 
 
 # -- one task in a child process -------------------------------------------------------------------
@@ -163,10 +171,15 @@ class InlineExecutor(Executor):
             on_record(index, finite(run_task(task)))
 
 
-def _worker_started() -> None:
+def _worker_started(started: Any, gpus: tuple[str, ...]) -> None:
     from mgxir.drivers.verify.tasks import prepare
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the pool
+    if gpus:  # before any GPU library loads: the task children forked from here inherit it
+        with started.get_lock():
+            index = started.value
+            started.value += 1
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpus[index % len(gpus)]
     prepare()
 
 
@@ -188,8 +201,12 @@ class ProcessExecutor(Executor):
 
         os.environ.update(ONE_THREAD)
         # spawned, not forked: this process may run threads (the progress bar) that a fork would copy mid-lock
+        context = multiprocessing.get_context("spawn")
         self.pool = ProcessPoolExecutor(
-            self.limits.workers, multiprocessing.get_context("spawn"), initializer=_worker_started
+            self.limits.workers,
+            context,
+            initializer=_worker_started,
+            initargs=(context.Value("i", 0), self.limits.gpus),
         )
         return self.pool
 
