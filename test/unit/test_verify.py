@@ -202,6 +202,15 @@ def test_process_workers_are_pinned_to_the_gpus_in_turn(monkeypatch):
     assert seen == ["0", "1", "0"]
 
 
+def test_two_workers_tuning_into_one_problem_cache_keep_both_winners(tmp_path):
+    from mgxir.targets.gpu.tune import ProblemCache
+
+    first, second = ProblemCache(tmp_path / "problems.json"), ProblemCache(tmp_path / "problems.json")
+    first.put("gemm 64x64", 3)
+    second.put("conv 3x3", 7)  # opened before the first wrote
+    assert ProblemCache(tmp_path / "problems.json").entries == {"gemm 64x64": 3, "conv 3x3": 7}
+
+
 # -- executors agree -------------------------------------------------------------------------
 
 
