@@ -123,6 +123,7 @@ def main() -> int:
         "the inline executor has no limits to stop them",
     )
     parser.add_argument("--json", help="write the figures here")
+    parser.add_argument("--keep", help="keep the runs' reports and caches in this folder (default: a temporary one)")
     args = parser.parse_args()
     models = sorted(str(p) for p in Path(args.models).glob("*.onnx"))[:: args.every]
     if args.leave_out:
@@ -135,7 +136,9 @@ def main() -> int:
         models = [m for m in models if m not in stopped]
     print(f"{len(models)} models, {os.cpu_count()} cores", flush=True)
     with tempfile.TemporaryDirectory(prefix="bench_verify") as tmp:
-        runs = gpu_runs(models, Path(tmp), args) if args.gpus else cpu_runs(models, Path(tmp), args)
+        folder = Path(args.keep or tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        runs = gpu_runs(models, folder, args) if args.gpus else cpu_runs(models, folder, args)
     if args.json:
         kept = [{k: v for k, v in r.items() if k != "verdicts"} for r in runs]
         Path(args.json).write_text(json.dumps(kept, indent=1))
