@@ -94,6 +94,10 @@ def test_the_cache_gives_back_a_result_until_the_input_or_an_option_changes(tmp_
     cache.store(task, run_task(task))
     found = cache.lookup(task)
     assert found is not None and found["status"] == "ok" and found["cached"]
+    kept = sorted((tmp_path / "cache").rglob("*.json"))
+    stamps = [p.stat().st_mtime_ns for p in kept]
+    cache.store(task, found)  # a result from the cache is not written again (a second run only reads)
+    assert [p.stat().st_mtime_ns for p in kept] == stamps
     assert cache.lookup(_task(path, seed=1)) is None  # another option
     assert cache.lookup(_task(path, target="cpu")) is None  # another target
     _program(tmp_path, "relu.mgx", TANH)

@@ -127,7 +127,7 @@ class ResultCache:
         return {**found, "input": task.input, "target": task.target, "cached": True}
 
     def store(self, task: Task, record: dict) -> None:
-        if self.directory is None or not cacheable(record):
+        if self.directory is None or record.get("cached") or not cacheable(record):
             return
         try:
             input_key = self.input_key(task.input)
