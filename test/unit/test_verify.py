@@ -120,6 +120,18 @@ def test_the_cache_checks_the_files_an_import_read_beside_the_input(tmp_path):
     assert cache.lookup(task) is None
 
 
+def test_two_copies_of_an_input_beside_different_sidecars_are_kept_apart(tmp_path):
+    cache = ResultCache(str(tmp_path / "cache"))
+    tasks = []
+    for folder, value in (("a", 1.0), ("b", 2.0)):
+        (tmp_path / folder).mkdir()
+        np.save(tmp_path / folder / "data.npy", np.full(3, value, np.float32))
+        path = _program(tmp_path / folder, "relu.mgx", RELU)
+        tasks.append(_task(path))
+        cache.store(tasks[-1], {**run_task(tasks[-1]), "reads": [path, str(tmp_path / folder / "data.npy")]})
+    assert all(cache.lookup(task) is not None for task in tasks)
+
+
 def test_work_stopped_from_outside_is_not_cached(tmp_path):
     cache = ResultCache(str(tmp_path / "cache"))
     path = _program(tmp_path, "relu.mgx", RELU)

@@ -4,8 +4,8 @@ that decides it, so that a run with nothing changed redoes no work.
 The key of a result is the SHA-256 of (the program's fingerprint, the pipeline and every other task
 option, the target, the target's toolchain versions, mgxir's version and source digest). The
 program's fingerprint needs the program, and importing it is much of a task's work, so an input
-index maps the input file's content (and every other file its import read: ONNX external data,
-literal sidecars, each checked by content) to the fingerprint; an input whose import failed is keyed
+index maps the input file's content and folder (and every other file its import read: ONNX external
+data, literal sidecars, each checked by content) to the fingerprint; an input whose import failed is keyed
 by that content instead. A record is written atomically (a temporary file renamed), so workers and
 runs share one folder. Records of work stopped from outside (timeouts, memory limits, dead
 workers) are never kept: `cacheable` says which are.
@@ -91,7 +91,9 @@ class ResultCache:
     # -- keys ----------------------------------------------------------------------------------
 
     def input_key(self, path: str) -> str:
-        return _digest(["input", file_digest(path), mgxir_version()])
+        """The input's content where it lies: two copies of a model in two folders read different
+        files beside them (ONNX external data)."""
+        return _digest(["input", file_digest(path), os.path.dirname(os.path.abspath(path)), mgxir_version()])
 
     def result_key(self, program_key: str, task: Task) -> str:
         return _digest(
