@@ -132,12 +132,17 @@ def test_two_copies_of_an_input_beside_different_sidecars_are_kept_apart(tmp_pat
     assert all(cache.lookup(task) is not None for task in tasks)
 
 
-def test_work_stopped_from_outside_is_not_cached(tmp_path):
-    cache = ResultCache(str(tmp_path / "cache"))
+def test_a_timeout_is_cached_under_its_timeout_and_a_dead_worker_is_not(tmp_path):
     path = _program(tmp_path, "relu.mgx", RELU)
     task = _task(path)
     stopped = run_limited(task, Limits(timeout_s=0.5), lambda: time.sleep(30))
-    cache.store(task, stopped)
+    ResultCache(str(tmp_path / "cache"), {"timeout": "0.5"}).store(task, stopped)
+    assert ResultCache(str(tmp_path / "cache"), {"timeout": "0.5"}).lookup(task)["message"] == "timed out after 0.5 s"
+    assert ResultCache(str(tmp_path / "cache"), {"timeout": "60"}).lookup(task) is None
+    died = run_limited(task, Limits(), lambda: os.kill(os.getpid(), signal.SIGKILL))
+    assert died["message"].startswith("the task's process died (SIGKILL")
+    cache = ResultCache(str(tmp_path / "other"))
+    cache.store(task, died)
     assert cache.lookup(task) is None
 
 

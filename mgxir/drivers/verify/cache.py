@@ -7,8 +7,9 @@ program's fingerprint needs the program, and importing it is much of a task's wo
 index maps the input file's content and folder (and every other file its import read: ONNX external
 data, literal sidecars, each checked by content) to the fingerprint; an input whose import failed is keyed
 by that content instead. A record is written atomically (a temporary file renamed), so workers and
-runs share one folder. Records of work stopped from outside (timeouts, memory limits, dead
-workers) are never kept: `cacheable` says which are.
+runs share one folder. A timeout is kept (the timeout is part of every key: a run with another
+timeout runs again); records of work stopped from outside (memory limits, dead workers) and
+refusals are never kept: `cacheable` says which are.
 """
 
 from __future__ import annotations
@@ -74,8 +75,8 @@ def _digest(value: Any) -> str:
 
 
 def cacheable(record: dict) -> bool:
-    """Whether a record is the task's own outcome (it ran to its end and read its input), not work
-    stopped from outside or a refusal, which say nothing about the input."""
+    """Whether a record is the task's own outcome (it ran to its end or its timeout, and read its
+    input), not work stopped from outside or a refusal, which say nothing about the input."""
     return bool(record.get("reads")) and record["status"] != "refused"
 
 

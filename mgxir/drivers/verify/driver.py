@@ -144,7 +144,7 @@ def _verify(o: VerifyOptions) -> int:
     gpus = tuple(g.strip() for g in (o.gpus or "").split(",") if g.strip())
     limits = Limits(o.timeout, int(o.memory_limit * GIB) or None, o.retries, o.workers, gpus)
     devices = report.gpu_devices() if "gpu" in targets else []
-    extra = {"devices": ",".join(devices)}
+    extra = {"devices": ",".join(devices), "timeout": str(o.timeout)}
     if o.against.endswith(".npz"):
         extra["against"] = file_digest(o.against)
     cache = ResultCache(None if o.no_cache else (o.cache_dir or default_cache_dir()), extra)

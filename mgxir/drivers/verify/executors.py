@@ -120,8 +120,8 @@ def run_limited(task: Task, limits: Limits, work: Callable[[], Any] | None = Non
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         _, status = os.waitpid(pid, 0)
-    if timed_out:
-        return record(task, "error", f"timed out after {limits.timeout_s:g} s")
+    if timed_out:  # the input's own doing under this timeout (which the cache key holds): kept
+        return {**record(task, "error", f"timed out after {limits.timeout_s:g} s"), "reads": [task.input]}
     if chunks:
         return json.loads(b"".join(chunks))
     if os.WIFSIGNALED(status):
