@@ -265,10 +265,38 @@ def test_the_ray_executor_on_a_local_cluster_gives_the_inline_verdicts(tmp_path)
     pytest.importorskip("ray")
     tasks = _mixed_tasks(tmp_path)
     inline = _verdicts(InlineExecutor(), tasks)
+    slow = [_task(_program(tmp_path, f"slow{k}.mgx", SLOW)) for k in range(2)]
+    killed: list[int] = []
     with executor("ray", Limits(retries=1)) as cluster:
         assert cluster.probe("ref", tasks[0].options) is None
         assert cluster.probe("gpu", tasks[0].options) is not None  # no GPU in this cluster: refused
         assert _verdicts(cluster, tasks) == inline
+        # a Ray worker killed while it runs a task: Ray runs the task again on a worker, nothing is lost
+        stop = threading.Event()
+        killer = threading.Thread(target=_kill_a_ray_worker, args=(killed, stop))
+        killer.start()
+        try:
+            assert [status for status, _ in _verdicts(cluster, slow)] == ["ok", "ok"]
+        finally:
+            stop.set()
+            killer.join()
+    assert len(killed) == 1
+
+
+def _kill_a_ray_worker(killed: list[int], stop: threading.Event) -> None:
+    """Kills the first Ray worker seen running a task (Ray names its process after the function)."""
+    while not killed and not stop.is_set():
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    running_a_task = f.read().startswith(b"ray::_on_ray_worker")
+            except OSError:
+                continue
+            if running_a_task:
+                os.kill(int(pid), signal.SIGKILL)
+                killed.append(int(pid))
+                break
+        time.sleep(0.05)
 
 
 # -- the report ------------------------------------------------------------------------------
