@@ -20,6 +20,7 @@ from mgxir.drivers.verify.tasks import Task, TaskOptions, run_task
 
 RELU = "x = @param:x -> float_type, {2, 3}, {3, 1}\n@1 = relu(x) -> float_type, {2, 3}, {3, 1}\n@2 = @return(@1)\n"
 TANH = "x = @param:x -> float_type, {2, 3}, {3, 1}\n@1 = tanh(x) -> float_type, {2, 3}, {3, 1}\n@2 = @return(@1)\n"
+SHARED_MODELS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "onnx-models")
 # a product of two 1500x1500 matrices: long enough (a second or more, twice: the target and the
 # reference) for a test to kill the worker that runs it
 SLOW = (
@@ -74,7 +75,7 @@ def test_a_program_that_does_not_read_is_an_error_with_its_position(tmp_path):
 
 def test_against_onnxruntime_a_model_it_refuses_is_refused_not_an_error():
     pytest.importorskip("onnxruntime")
-    models = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "onnx-models")
+    models = SHARED_MODELS
     if not os.path.isdir(models):
         pytest.skip("../shared/onnx-models is not here")
     ok = run_task(_task(os.path.join(models, "acos_test.onnx"), against="onnxruntime"))
@@ -118,6 +119,14 @@ def test_the_cache_checks_the_files_an_import_read_beside_the_input(tmp_path):
     assert cache.lookup(task) is not None
     np.save(tmp_path / "data.npy", np.zeros(3, np.float32))
     assert cache.lookup(task) is None
+
+
+def test_the_files_an_onnx_import_reads_beside_the_model_are_recorded():
+    model = os.path.join(SHARED_MODELS, "external_data_test.onnx")
+    if not os.path.isfile(model):
+        pytest.skip("../shared/onnx-models is not here")
+    done = run_task(_task(model))
+    assert done["reads"] == [os.path.abspath(model), os.path.abspath(os.path.join(SHARED_MODELS, "conv.weight"))]
 
 
 def test_two_copies_of_an_input_beside_different_sidecars_are_kept_apart(tmp_path):

@@ -169,10 +169,10 @@ _HOOKED = False
 
 
 def _audit(event: str, arguments: tuple) -> None:
+    """Python's `open` event (builtins.open, os.open, io.open_code): its first argument is the path
+    (or a file descriptor, left out)."""
     if event == "open" and _OPEN_LOGS and isinstance(arguments[0], str | bytes):
-        mode = arguments[1]
-        if mode is None or (isinstance(mode, str) and "r" in mode and "+" not in mode) or isinstance(mode, int):
-            _OPEN_LOGS[-1].append(os.fsdecode(arguments[0]))
+        _OPEN_LOGS[-1].append(os.fsdecode(arguments[0]))
 
 
 def read_input(path: str, reads: list[str]) -> Program:
