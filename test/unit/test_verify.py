@@ -227,7 +227,7 @@ def test_process_workers_are_pinned_to_the_gpus_in_turn(monkeypatch):
     started = multiprocessing.get_context("spawn").Value("i", 0)
     seen = []
     for _ in range(3):
-        _worker_started(started, ("0", "1"))
+        _worker_started(started, ("0", "1"), [])
         seen.append(os.environ["CUDA_VISIBLE_DEVICES"])
     assert seen == ["0", "1", "0"]
 

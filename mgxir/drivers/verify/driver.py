@@ -27,6 +27,7 @@ from mgxir.drivers.verify.tasks import (
     file_digest,
     find_inputs,
     record,
+    warm_up_samples,
 )
 from mgxir.records import Record
 
@@ -190,7 +191,8 @@ def _run(tasks: list[Task], o: VerifyOptions, limits: Limits, cache: ResultCache
             to_run.append(index)
     if not to_run:
         return
-    with executor(o.executor, limits, o.ray_address) as chosen:
+    samples = warm_up_samples([tasks[i].input for i in to_run])
+    with executor(o.executor, limits, o.ray_address, samples) as chosen:
         options = tasks[to_run[0]].options
         refused = {target: chosen.probe(target, options) for target in dict.fromkeys(tasks[i].target for i in to_run)}
         runnable = []

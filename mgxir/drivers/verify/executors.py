@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from mgxir.drivers.verify.tasks import GPU_TARGETS, Task, TaskOptions, probe_target, record, run_task
+from mgxir.drivers.verify.tasks import GPU_TARGETS, Task, TaskOptions, probe_target, record, run_task, warm_up
 from mgxir.records import Record
 
 EXECUTORS = ("process", "inline", "ray")
@@ -171,16 +171,14 @@ class InlineExecutor(Executor):
             on_record(index, finite(run_task(task)))
 
 
-def _worker_started(started: Any, gpus: tuple[str, ...]) -> None:
-    from mgxir.drivers.verify.tasks import prepare
-
+def _worker_started(started: Any, gpus: tuple[str, ...], samples: list[str]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle: it stops the pool
     if gpus:  # before any GPU library loads: the task children forked from here inherit it
         with started.get_lock():
             index = started.value
             started.value += 1
         os.environ["CUDA_VISIBLE_DEVICES"] = gpus[index % len(gpus)]
-    prepare()
+    warm_up(samples)
 
 
 def _in_worker(task: Task, limits: Limits) -> dict:
@@ -191,8 +189,9 @@ class ProcessExecutor(Executor):
     """A `concurrent.futures.ProcessPoolExecutor` of `limits.workers` processes; each task in a
     child of its worker (`run_limited`). A pool that breaks (a worker died) is replaced."""
 
-    def __init__(self, limits: Limits):
+    def __init__(self, limits: Limits, samples: list[str] | None = None):
         self.limits = limits
+        self.samples = samples or []  # inputs each worker reads once to load their readers (warm_up)
         self.pool: Any = None
 
     def _new_pool(self) -> Any:
@@ -206,7 +205,7 @@ class ProcessExecutor(Executor):
             self.limits.workers,
             context,
             initializer=_worker_started,
-            initargs=(context.Value("i", 0), self.limits.gpus),
+            initargs=(context.Value("i", 0), self.limits.gpus, self.samples),
         )
         return self.pool
 
@@ -256,10 +255,13 @@ class ProcessExecutor(Executor):
         self.pool = None
 
 
-def _on_ray_worker(task: Task, limits: Limits) -> dict:
-    from mgxir.drivers.verify.tasks import prepare
+_WARM: list[bool] = []  # a Ray worker runs many tasks: it warms up once
 
-    prepare()
+
+def _on_ray_worker(task: Task, limits: Limits, samples: list[str]) -> dict:
+    if not _WARM:
+        warm_up(samples)
+        _WARM.append(True)
     return finite(run_limited(task, limits))
 
 
@@ -273,11 +275,14 @@ class RayExecutor(Executor):
     worker that dies has its task retried by Ray (`max_retries`) on another worker. The caches'
     folders (MGXIR_* variables) are passed to every worker, so a shared folder serves them all."""
 
-    def __init__(self, limits: Limits, address: str | None, environment: dict[str, str]):
+    def __init__(
+        self, limits: Limits, address: str | None, environment: dict[str, str], samples: list[str] | None = None
+    ):
         import ray
 
         self.ray = ray
         self.limits = limits
+        self.samples = samples or []
         self.started = not ray.is_initialized()
         env = {**ONE_THREAD, **environment}
         if self.started:
@@ -305,7 +310,8 @@ class RayExecutor(Executor):
     def run(self, tasks: list[Task], on_record: OnRecord) -> None:
         ray = self.ray
         for index, task in enumerate(tasks):
-            ref = self.remote.options(num_cpus=1, num_gpus=self._gpus(task.target)).remote(task, self.limits)
+            gpus = self._gpus(task.target)
+            ref = self.remote.options(num_cpus=1, num_gpus=gpus).remote(task, self.limits, self.samples)
             self.pending[ref] = index
         while self.pending:
             ready, _ = ray.wait(list(self.pending), num_returns=min(len(self.pending), 64), timeout=0.2)
@@ -327,15 +333,18 @@ class RayExecutor(Executor):
 
 
 @contextlib.contextmanager
-def executor(name: str, limits: Limits, ray_address: str | None = None) -> Iterator[Executor]:
-    """The executor `name`, stopped (workers, tasks, a local Ray cluster) however the block ends."""
+def executor(
+    name: str, limits: Limits, ray_address: str | None = None, samples: list[str] | None = None
+) -> Iterator[Executor]:
+    """The executor `name`, stopped (workers, tasks, a local Ray cluster) however the block ends;
+    `samples`: inputs whose readers each worker loads once (`warm_up`)."""
     chosen: Executor
     if name == "inline":
         chosen = InlineExecutor()
     elif name == "process":
-        chosen = ProcessExecutor(limits)
+        chosen = ProcessExecutor(limits, samples)
     else:
-        chosen = RayExecutor(limits, ray_address, shared_cache_environment())
+        chosen = RayExecutor(limits, ray_address, shared_cache_environment(), samples)
     try:
         yield chosen
     finally:

@@ -281,6 +281,33 @@ def prepare() -> None:
     register_target_ops()
 
 
+def warm_up(samples: list[str]) -> None:
+    """Loads in a worker, once, what each task's child would otherwise load again and drop (ONNX's
+    importer and protobuf, the interpreter's first run, the ref pipeline: about 0.1 s a task): one
+    small input of each format is run on `ref` here (its record dropped), and the runners of the
+    host targets are imported (not the GPU's: a driver loaded here would be unusable in the forked
+    children)."""
+    prepare()
+    for path in samples:
+        run_task(Task(path, "ref", TaskOptions()))
+    for target, (run_target, _) in VERIFY_TARGETS.items():
+        if target not in GPU_TARGETS:
+            try:
+                runner(run_target)
+            except (ImportError, MgxError):  # a target that is not installed: its probe says so
+                pass
+
+
+def warm_up_samples(paths: list[str]) -> list[str]:
+    """The smallest input of each format among `paths`."""
+    smallest: dict[str, tuple[int, str]] = {}
+    for path in paths:
+        size, kind = os.path.getsize(path), input_format(path) or ""
+        if kind not in smallest or size < smallest[kind][0]:
+            smallest[kind] = (size, path)
+    return [path for _, path in smallest.values()]
+
+
 def run_task(task: Task) -> dict:
     """The task's record. User errors and bugs alike end as `error` with one line; nothing raises
     but KeyboardInterrupt."""
