@@ -166,6 +166,28 @@ def test_a_task_that_hangs_is_stopped_at_its_timeout(tmp_path):
     assert time.monotonic() - start < 10
 
 
+def test_in_a_batch_the_timeout_and_a_death_fall_on_their_own_task_and_the_rest_run(tmp_path):
+    from mgxir.drivers.verify.executors import run_limited_batch
+
+    tasks = [_task(_program(tmp_path, f"p{k}.mgx", RELU)) for k in range(5)]
+    works = [
+        lambda: {"k": 0},
+        lambda: time.sleep(60),
+        lambda: {"k": 2},
+        lambda: os.kill(os.getpid(), signal.SIGKILL),
+        lambda: {"k": 4},
+    ]
+    found = run_limited_batch(tasks, Limits(timeout_s=1.0), works)
+    assert [f.get("k", f.get("message")) for f in found] == [
+        0,
+        "timed out after 1 s",
+        2,
+        "the task's process died (SIGKILL; past the memory limit?)",
+        4,
+    ]
+    assert found[1]["input"] == tasks[1].input and found[3]["input"] == tasks[3].input
+
+
 def test_a_task_past_its_memory_limit_is_an_error_and_its_worker_goes_on(tmp_path):
     huge = _task(_program(tmp_path, "huge.mgx", HUGE))
     limit = Limits(memory_bytes=640 << 20)  # the task thread's stack takes 512 MiB of it

@@ -79,9 +79,27 @@ def _limit_memory(task: Task, limits: Limits) -> None:
 
 
 def run_limited(task: Task, limits: Limits, work: Callable[[], Any] | None = None) -> Any:
-    """`work()` (default: the task's record) in a forked child under the task's limits; a child that
-    runs past the timeout is killed, and a child that dies gives an `error` record."""
-    work = work or (lambda: run_task(task))
+    """`work()` (default: the task's record) in a forked child under the task's limits."""
+    return run_limited_batch([task], limits, [work] if work else None)[0]
+
+
+def run_limited_batch(tasks: list[Task], limits: Limits, works: list[Callable[[], Any]] | None = None) -> list:
+    """The tasks' records (or `works`' results), the tasks run one after another in a forked child
+    under the limits, each record sent back as it is done: a child serves many small tasks (a fork
+    costs more than most of the ONNX test models' tasks), and the timeout and a death still fall on
+    the one task running then, which is reported as `error`; a new child runs the rest."""
+    results: list = []
+    while len(results) < len(tasks):
+        start = len(results)
+        done, stopped = _in_child(tasks[start:], works[start:] if works else None, limits)
+        results += done
+        if stopped is not None:
+            results.append(stopped)
+    return results
+
+
+def _in_child(tasks: list[Task], works: list[Callable[[], Any]] | None, limits: Limits) -> tuple[list, dict | None]:
+    """(the results received, in order; the record of the task that ran past the timeout or died)."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns
@@ -90,44 +108,68 @@ def run_limited(task: Task, limits: Limits, work: Callable[[], Any] | None = Non
             os.close(read_end)
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             _die_with_parent()
-            _limit_memory(task, limits)
-            data = json.dumps(work(), allow_nan=False).encode()
+            _limit_memory(tasks[0], limits)
             with os.fdopen(write_end, "wb") as out:
-                out.write(data)
+                for k, task in enumerate(tasks):
+                    result = works[k]() if works else run_task(task)
+                    out.write(json.dumps(result, allow_nan=False).encode() + b"\n")  # JSON escapes newlines
+                    out.flush()
         except BaseException:
             code = 3
         finally:
             os._exit(code)
     os.close(write_end)
-    chunks: list[bytes] = []
+    results: list = []
+    pending = b""
     deadline = time.monotonic() + limits.timeout_s
-    timed_out = False
+    timed_out = ended = False
     try:
         with os.fdopen(read_end, "rb", buffering=0) as pipe:
-            while True:
+            while not ended:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     timed_out = True
                     break
                 ready, _, _ = select.select([pipe], [], [], min(left, 1.0))
-                if ready:
-                    chunk = pipe.read(1 << 20)
-                    if not chunk:
-                        break
-                    chunks.append(chunk)
+                if not ready:
+                    continue
+                chunk = pipe.read(1 << 20)
+                ended = not chunk
+                *lines, pending = (pending + chunk).split(b"\n")
+                if lines:
+                    results += [json.loads(line) for line in lines]
+                    deadline = time.monotonic() + limits.timeout_s  # each task has the whole timeout
     finally:
-        if timed_out or not chunks:
+        if timed_out or len(results) < len(tasks):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         _, status = os.waitpid(pid, 0)
+    if len(results) == len(tasks):
+        return results, None
+    task = tasks[len(results)]
     if timed_out:  # the input's own doing under this timeout (which the cache key holds): kept
-        return {**record(task, "error", f"timed out after {limits.timeout_s:g} s"), "reads": [task.input]}
-    if chunks:
-        return json.loads(b"".join(chunks))
+        return results, {**record(task, "error", f"timed out after {limits.timeout_s:g} s"), "reads": [task.input]}
     if os.WIFSIGNALED(status):
         name = signal.Signals(os.WTERMSIG(status)).name
-        return record(task, "error", f"the task's process died ({name}; past the memory limit?)")
-    return record(task, "error", f"the task's process ended with exit code {os.WEXITSTATUS(status)} and no result")
+        return results, record(task, "error", f"the task's process died ({name}; past the memory limit?)")
+    code = os.WEXITSTATUS(status)
+    return results, record(task, "error", f"the task's process ended with exit code {code} and no result")
+
+
+BATCH_MOST = 32  # tasks a child runs at most (per worker, four batches at least where there are enough)
+
+
+def batches(tasks: list[int], targets: list[str], workers: int) -> list[list[int]]:
+    """Task indices in runs of one target, each at most BATCH_MOST long and short enough that
+    every worker gets four."""
+    size = max(1, min(BATCH_MOST, len(tasks) // (4 * workers) or 1))
+    out: list[list[int]] = []
+    for index in tasks:
+        if out and len(out[-1]) < size and targets[out[-1][0]] == targets[index]:
+            out[-1].append(index)
+        else:
+            out.append([index])
+    return out
 
 
 def finite(record_: dict) -> dict:
@@ -181,8 +223,8 @@ def _worker_started(started: Any, gpus: tuple[str, ...], samples: list[str]) -> 
     warm_up(samples)
 
 
-def _in_worker(task: Task, limits: Limits) -> dict:
-    return finite(run_limited(task, limits))
+def _in_worker(tasks: list[Task], limits: Limits) -> list[dict]:
+    return [finite(r) for r in run_limited_batch(tasks, limits)]
 
 
 class ProcessExecutor(Executor):
@@ -217,9 +259,10 @@ class ProcessExecutor(Executor):
         from concurrent.futures import FIRST_COMPLETED, wait
         from concurrent.futures.process import BrokenProcessPool
 
-        waiting = list(range(len(tasks)))[::-1]
+        targets = [t.target for t in tasks]
+        waiting = batches(list(range(len(tasks))), targets, self.limits.workers)[::-1]
         tries = [0] * len(tasks)
-        running: dict[Any, int] = {}
+        running: dict[Any, list[int]] = {}
         pool = self.pool or self._new_pool()
         broken = False
         while waiting or running:
@@ -227,21 +270,27 @@ class ProcessExecutor(Executor):
                 self.close()
                 pool, broken = self._new_pool(), False
             while not broken and waiting and len(running) < 2 * self.limits.workers:
-                index = waiting.pop()
-                running[pool.submit(_in_worker, tasks[index], self.limits)] = index
+                batch = waiting.pop()
+                running[pool.submit(_in_worker, [tasks[i] for i in batch], self.limits)] = batch
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
-                index = running.pop(future)
-                tries[index] += 1
+                batch = running.pop(future)
+                for index in batch:
+                    tries[index] += 1
                 try:
                     found = future.result()
                 except BrokenProcessPool:
                     broken = True
-                    if tries[index] <= self.limits.retries:
-                        waiting.append(index)
-                        continue
-                    found = record(tasks[index], "error", f"its worker died ({tries[index]} tries)")
-                on_record(index, {**found, "tries": tries[index]})
+                    again = [i for i in batch if tries[i] <= self.limits.retries]
+                    if again:
+                        waiting.append(again)
+                    found = [
+                        record(tasks[i], "error", f"its worker died ({tries[i]} tries)") if i not in again else None
+                        for i in batch
+                    ]
+                for index, result in zip(batch, found):
+                    if result is not None:
+                        on_record(index, {**result, "tries": tries[index]})
 
     def close(self) -> None:
         if self.pool is None:
@@ -258,11 +307,11 @@ class ProcessExecutor(Executor):
 _WARM: list[bool] = []  # a Ray worker runs many tasks: it warms up once
 
 
-def _on_ray_worker(task: Task, limits: Limits, samples: list[str]) -> dict:
+def _on_ray_worker(tasks: list[Task], limits: Limits, samples: list[str]) -> list[dict]:
     if not _WARM:
         warm_up(samples)
         _WARM.append(True)
-    return finite(run_limited(task, limits))
+    return [finite(r) for r in run_limited_batch(tasks, limits)]
 
 
 def _probe_on_ray_worker(target: str, options: TaskOptions, limits: Limits) -> dict:
@@ -296,7 +345,7 @@ class RayExecutor(Executor):
             )
         self.remote = ray.remote(max_retries=limits.retries, retry_exceptions=False)(_on_ray_worker)
         self.remote_probe = ray.remote(max_retries=limits.retries)(_probe_on_ray_worker)
-        self.pending: dict[Any, int] = {}
+        self.pending: dict[Any, list[int]] = {}
 
     def _gpus(self, target: str) -> int:
         return 1 if target in GPU_TARGETS else 0
@@ -309,19 +358,23 @@ class RayExecutor(Executor):
 
     def run(self, tasks: list[Task], on_record: OnRecord) -> None:
         ray = self.ray
-        for index, task in enumerate(tasks):
-            gpus = self._gpus(task.target)
-            ref = self.remote.options(num_cpus=1, num_gpus=gpus).remote(task, self.limits, self.samples)
-            self.pending[ref] = index
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        for batch in batches(list(range(len(tasks))), [t.target for t in tasks], cpus):
+            gpus = self._gpus(tasks[batch[0]].target)
+            ref = self.remote.options(num_cpus=1, num_gpus=gpus).remote(
+                [tasks[i] for i in batch], self.limits, self.samples
+            )
+            self.pending[ref] = batch
         while self.pending:
             ready, _ = ray.wait(list(self.pending), num_returns=min(len(self.pending), 64), timeout=0.2)
             for ref in ready:
-                index = self.pending.pop(ref)
+                batch = self.pending.pop(ref)
                 try:
                     found = ray.get(ref)
-                except ray.exceptions.RayError as e:  # the task's workers died `retries + 1` times
-                    found = record(tasks[index], "error", f"its Ray worker failed: {type(e).__name__}")
-                on_record(index, found)
+                except ray.exceptions.RayError as e:  # the batch's workers died `retries + 1` times
+                    found = [record(tasks[i], "error", f"its Ray worker failed: {type(e).__name__}") for i in batch]
+                for index, result in zip(batch, found):
+                    on_record(index, result)
 
     def close(self) -> None:
         for ref in list(self.pending):
