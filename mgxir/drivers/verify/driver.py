@@ -15,77 +15,66 @@ from typing import Any
 
 from mgxir.diagnostics import MgxError
 from mgxir.drivers.common import check_output_path
+from mgxir.drivers.options import DeclaredOptions, Option, flag
 from mgxir.drivers.verify import report
 from mgxir.drivers.verify.cache import ResultCache, default_cache_dir
 from mgxir.drivers.verify.executors import EXECUTORS, Limits, executor
 from mgxir.drivers.verify.tasks import (
     AGAINST_ONNXRUNTIME,
     AGAINST_REFERENCE,
-    VERIFY_TARGETS,
     Task,
     TaskOptions,
     file_digest,
     find_inputs,
     record,
+    target_names,
     warm_up_samples,
 )
-from mgxir.records import Record
 
 GIB = 1 << 30
 
 
-class VerifyOptions(Record):
-    """What mgx-verify was asked to do; the field names are the front end's option names."""
+class VerifyOptions(DeclaredOptions):
+    """What mgx-verify was asked to do: each field, its default, help text and command-line spellings."""
 
-    def __init__(
-        self,
-        paths: list[str] | None = None,
-        targets: str = "ref",
-        against: str = AGAINST_REFERENCE,
-        pipeline: str | None = None,
-        tune: bool = False,
-        perf: bool = False,
-        device: str | None = None,
-        executor: str = "process",
-        ray_address: str | None = None,
-        workers: int = 0,
-        gpus: str | None = None,
-        timeout: float = 600.0,
-        memory_limit: float = 8.0,
-        retries: int = 2,
-        report: str | None = None,
-        html: str | None = None,
-        baseline: str | None = None,
-        cache_dir: str | None = None,
-        no_cache: bool = False,
-        rms_tol: float = 1e-3,
-        seed: int = 0,
-        all_rows: bool = False,
-        quiet: bool = False,
-    ):
-        self.paths = paths
-        self.targets = targets  # comma-separated: ref, cpu, iree, vulkan, gpu
-        self.against = against  # reference, onnxruntime or FILE.npz
-        self.pipeline = pipeline  # passes run before the target (the reference runs the program as read)
-        self.tune = tune  # gpu: exhaustive tuning
-        self.perf = perf  # time runs after a warm-up
-        self.device = device  # iree: its device; gpu: N, cuda:N or hip:N
-        self.executor = executor  # process, inline or ray
-        self.ray_address = ray_address  # with ray: a running cluster (default: a local one)
-        self.workers = workers  # process: the pool's size (default: one per core)
-        self.gpus = gpus  # process: comma-separated GPU indices, worker k pinned to the k-th (modulo)
-        self.timeout = timeout  # seconds a task may run
-        self.memory_limit = memory_limit  # GiB of address space a task may use (0: no limit)
-        self.retries = retries  # more tries for a task whose worker died
-        self.report = report  # the JSON report
-        self.html = html  # the HTML page
-        self.baseline = baseline  # an earlier JSON report: regressions against it come first
-        self.cache_dir = cache_dir  # the result cache (default $MGXIR_VERIFY_CACHE or ~/.cache/mgxir/verify)
-        self.no_cache = no_cache  # neither read nor write the result cache
-        self.rms_tol = rms_tol
-        self.seed = seed
-        self.all_rows = all_rows  # print every record, not only the regressions and failures
-        self.quiet = quiet  # no progress bar
+    DECLARED = (
+        Option("paths", help="Programs or models, or folders to walk.", positional=True, many=True, metavar="PATHS..."),
+        Option("targets", ("--targets",), "Comma-separated: ref, cpu (IREE local-task), iree, vulkan, gpu.", "ref"),
+        Option(
+            "against",
+            ("--against",),
+            "reference (the reference interpreter), onnxruntime (.onnx inputs) or FILE.npz.",
+            AGAINST_REFERENCE,
+        ),
+        Option(
+            "pipeline", ("-p", "--pass-pipeline"), "Passes run on the program before the target (not the reference)."
+        ),
+        flag("tune", "--tune", help="gpu: exhaustive tuning of kernels and library calls."),
+        flag("perf", "--perf", help="Time 10 runs after a warm-up run (the median)."),
+        Option("device", ("--device",), "iree: its device; gpu: N, cuda:N or hip:N."),
+        Option("executor", ("--executor",), "process (a pool), inline or ray.", "process"),
+        Option("ray_address", ("--ray-address",), "With --executor=ray: a running cluster (default: a local one)."),
+        Option("workers", ("--workers",), "process: the pool's size (default: one per core).", 0, int),
+        Option("gpus", ("--gpus",), "process: GPU numbers (0,1): worker k sees only the k-th (CUDA_VISIBLE_DEVICES)."),
+        Option("timeout", ("--timeout",), "Seconds a task may run.", 600.0, float),
+        Option(
+            "memory_limit",
+            ("--memory-limit",),
+            "GiB of address space a task may use beyond its worker's (0: no limit; not on gpu).",
+            8.0,
+            float,
+        ),
+        Option("retries", ("--retries",), "More tries for a task whose worker died.", 2, int),
+        Option("report", ("--report",), "Write the JSON report here."),
+        Option("html", ("--html",), "Write the HTML page here."),
+        Option("baseline", ("--baseline",), "An earlier report: regressions against it come first."),
+        Option("cache_dir", ("--cache-dir",), "The caches' folder (default: $MGXIR_VERIFY_CACHE)."),
+        flag("no_cache", "--no-cache", help="Neither read nor write the result cache."),
+        Option("rms_tol", ("--rms-tol",), "MIGraphX's rms tolerance.", 1e-3, float),
+        Option("seed", ("--seed",), "Seed of the generated inputs.", 0, int),
+        flag("all_rows", "--all", help="Print every record, not only changes and failures."),
+        flag("quiet", "-q", "--quiet", help="No progress bar."),
+    )
 
 
 def verify_main(options: VerifyOptions) -> int:
@@ -111,9 +100,9 @@ def verify_main(options: VerifyOptions) -> int:
 
 def _checked(o: VerifyOptions) -> tuple[list[str], list[str], dict | None]:
     targets = [t.strip() for t in o.targets.split(",") if t.strip()]
-    unknown = [t for t in targets if t not in VERIFY_TARGETS]
+    unknown = [t for t in targets if t not in target_names()]
     if unknown or not targets:
-        raise MgxError(f"unknown target '{unknown[0] if unknown else ''}' (available: {', '.join(VERIFY_TARGETS)})")
+        raise MgxError(f"unknown target '{unknown[0] if unknown else ''}' (available: {', '.join(target_names())})")
     if o.executor not in EXECUTORS:
         raise MgxError(f"--executor must be {', '.join(EXECUTORS)}, not '{o.executor}'")
     if o.against not in (AGAINST_REFERENCE, AGAINST_ONNXRUNTIME):
@@ -132,7 +121,7 @@ def _checked(o: VerifyOptions) -> tuple[list[str], list[str], dict | None]:
     for path in (o.report, o.html):
         check_output_path(path)
     baseline = report.read_baseline(o.baseline) if o.baseline else None
-    inputs = find_inputs(o.paths or [])
+    inputs = find_inputs([o.paths] if isinstance(o.paths, str) else list(o.paths or []))
     if not inputs:
         raise MgxError("no inputs: name files or folders holding .mgx, .onnx, .mxr, .json, .mlir or .log files")
     return targets, inputs, baseline

@@ -5,7 +5,7 @@ plain record (a dict, written into the JSON report as it is): `input`, `target`,
 `mismatch`, `refused`, `error`), `rms`, `ms`, `message` (one line), `fingerprint` (the program's),
 `reads` (the files the import read, for the cache) and `tries`.
 
-Targets are called through one adapter, `run_on_target`, on top of mgx-run's `TARGETS` table:
+Targets are called through one adapter, `run_on_target`, on the Target interface (`mgxir.targets.base`):
 `cpu` is IREE's local-task device. A target whose packages or device are missing is `refused`
 with the one line the target gives (`probe_target` runs it once on a tiny program).
 """
@@ -26,7 +26,7 @@ import numpy as np
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.drivers.common import OPTIONAL_PACKAGES, in_deep_stack, load_entry, register_target_ops
-from mgxir.drivers.run import flatten_outputs, gather_inputs, rms_error, runner
+from mgxir.drivers.run import flatten_outputs, gather_inputs, rms_error
 from mgxir.drivers.translate import READERS
 from mgxir.drivers.verify.onnxruntime_peer import PeerRefused
 from mgxir.ir.program import Program
@@ -52,15 +52,16 @@ INPUT_FORMATS: dict[str, str] = {
 # a `--py` reproducer is Python that the reader runs
 NAMED_ONLY_FORMATS: dict[str, str] = {".py": "py"}
 
-# mgx-verify's target -> (mgx-run's target, its device): `cpu` is IREE on the host's cores
-VERIFY_TARGETS: dict[str, tuple[str, str | None]] = {
-    "ref": ("ref", None),
-    "cpu": ("iree", "local-task"),
-    "iree": ("iree", None),
-    "vulkan": ("vulkan", None),
-    "gpu": ("gpu", None),
-}
-GPU_TARGETS = frozenset({"gpu"})
+GPU_TARGETS = frozenset({"gpu"})  # a task of these asks for a GPU (Ray) and has no memory limit
+
+
+def target_names() -> list[str]:
+    """The targets mgx-verify runs on: mgx-run's (`mgxir.targets.base.TARGETS`)."""
+    from mgxir.targets.base import TARGETS
+
+    return list(TARGETS)
+
+
 # the packages whose versions decide a target's results (the cache key holds them)
 TOOLCHAINS: dict[str, tuple[str, ...]] = {
     "ref": ("numpy", "ml_dtypes"),
@@ -209,40 +210,24 @@ def file_digest(path: str) -> str:
 def run_on_target(
     target: str, program: Program, params: dict[str, np.ndarray], options: TaskOptions, sink: DiagnosticSink
 ) -> tuple[dict[str, np.ndarray], float]:
-    """The one place that runs a program on a target: its outputs by name (out0, out1, ...) and the
-    milliseconds of the run (with `perf`, the median of PERF_RUNS runs after a warm-up)."""
-    run_target, device = VERIFY_TARGETS[target]
-    run = runner(run_target)
-    with _target_settings(run_target, options.device or device, options):
-        runs = [_timed(run, program, params, sink)]
-        if options.perf:
-            runs = [_timed(run, program, params, sink) for _ in range(PERF_RUNS)]
-    outputs = flatten_outputs(runs[-1][0])
-    return outputs, float(np.median([ms for _, ms in runs]))
+    """The one place that runs a program on a target (through `mgxir.targets.base`'s table): its
+    outputs by name (out0, out1, ...) and the milliseconds of the run (with `perf`, the median of
+    PERF_RUNS runs after a warm-up run that compiles)."""
+    from mgxir.targets.base import find_target
+
+    chosen = find_target(target)
+    settings = chosen.options({"device": options.device, "exhaustive_tune": options.tune or None})
+    runs = [_timed(lambda: chosen.run(program, params, settings, sink))]
+    if options.perf:
+        runs = [_timed(lambda: chosen.run(program, params, settings, sink)) for _ in range(PERF_RUNS)]
+    return flatten_outputs(runs[-1][0]), float(np.median([ms for _, ms in runs]))
 
 
-def _timed(run: Callable, program: Program, params: dict[str, np.ndarray], sink: DiagnosticSink) -> tuple[Any, float]:
+def _timed(run: Callable[[], Any]) -> tuple[Any, float]:
     start = time.perf_counter()
     with np.errstate(all="ignore"):
-        outputs = run(program, params, sink)
+        outputs = run()
     return outputs, 1000 * (time.perf_counter() - start)
-
-
-@contextlib.contextmanager
-def _target_settings(run_target: str, device: str | None, options: TaskOptions) -> Iterator[None]:
-    if run_target == "gpu":
-        from mgxir.targets.gpu.driver import gpu_options, select_device
-
-        select_device(device)
-        gpu_options.exhaustive_tune = options.tune
-        yield
-    elif run_target == "iree":
-        from mgxir.targets.iree import IreeOptions, using
-
-        with using(IreeOptions(device or "local-task")):
-            yield
-    else:
-        yield
 
 
 def probe_program() -> Program:
@@ -256,8 +241,8 @@ def probe_program() -> Program:
 def probe_target(target: str, options: TaskOptions) -> str | None:
     """None where `target` runs here; else the one-line reason (a package, a device or a driver missing)."""
     prepare()
-    if target not in VERIFY_TARGETS:
-        return f"unknown target '{target}' (available: {', '.join(VERIFY_TARGETS)})"
+    if target not in target_names():
+        return f"unknown target '{target}' (available: {', '.join(target_names())})"
     sink = DiagnosticSink()
     try:
         program = probe_program()
@@ -290,10 +275,12 @@ def warm_up(samples: list[str]) -> None:
     prepare()
     for path in samples:
         run_task(Task(path, "ref", TaskOptions()))
-    for target, (run_target, _) in VERIFY_TARGETS.items():
+    from mgxir.targets.base import TARGETS
+
+    for target, entry in TARGETS.items():
         if target not in GPU_TARGETS:
             try:
-                runner(run_target)
+                load_entry(entry.entry)
             except (ImportError, MgxError):  # a target that is not installed: its probe says so
                 pass
 
