@@ -23,6 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
+# the repairs that let onnxruntime read MIGraphX's test models, shared with mgx-verify --against=onnxruntime
+from mgxir.drivers.verify.onnxruntime_peer import INTEGER_RANGES, ort_input, repaired_for_ort
+
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT.parent / "shared" / "onnx-models"
 RMS_TOLERANCE = 1e-3
@@ -55,11 +58,6 @@ def model_ops(model: object) -> list[str]:
     return sorted(found - PLUMBING) or sorted(found)
 
 
-# integer inputs are often indices, divisors or sequence lengths: ranges tried in this order until
-# onnxruntime accepts the inputs
-INTEGER_RANGES = ((1, 3), (0, 3), (0, 1))
-
-
 def random_inputs(program: object, seed: int, integers: tuple[int, int] = INTEGER_RANGES[0]) -> dict[str, np.ndarray]:
     from mgxir.ir.dtype import DType
 
@@ -76,82 +74,6 @@ def random_inputs(program: object, seed: int, integers: tuple[int, int] = INTEGE
             value = rng.uniform(-1.0, 1.0, size=shape.lens).astype(np.float32).astype(dtype.numpy)
         out[p.param_name] = value
     return out
-
-
-def _ort_input(value: np.ndarray, elem_type: int) -> np.ndarray:
-    import onnx
-
-    want = onnx.helper.tensor_dtype_to_np_dtype(elem_type)
-    return value.astype(want)
-
-
-CONTRIB_DOMAIN = "com.microsoft"
-
-
-def contrib_operators() -> frozenset[str]:
-    """The operators onnxruntime has in its contrib domain."""
-    from onnxruntime.capi import onnxruntime_pybind11_state as state
-
-    schemas = getattr(state, "get_all_operator_schema", lambda: [])()
-    return frozenset(s.name for s in schemas if s.domain == CONTRIB_DOMAIN)
-
-
-def repaired_for_ort(model: object) -> bytes:
-    """The model as onnxruntime accepts it where MIGraphX's test models use a spelling onnxruntime
-    refuses but whose meaning is plain: `clip=0` on recurrent ops (MIGraphX: no clipping);
-    onnxruntime's contrib operators (QLinearAdd, MatMulBnb4, RotaryEmbedding, ...) written in the
-    default domain (MIGraphX's parsers ignore the domain), and RotaryEmbedding's int32 position ids
-    (onnxruntime reads int64); ReduceSum's axes as an attribute at opset 13 and later, in Scan bodies
-    (an input there)."""
-    import onnx
-
-    changed = False
-    contrib = contrib_operators()
-    int64_inputs: set[str] = set()
-    for graph in _graphs(model.graph):  # type: ignore[attr-defined]
-        for node in list(graph.node):
-            if node.op_type in ("RNN", "GRU", "LSTM"):
-                for attr in list(node.attribute):
-                    if attr.name == "clip" and (attr.f if attr.type == 1 else attr.i) <= 0:
-                        node.attribute.remove(attr)
-                        changed = True
-            # RotaryEmbedding joined the default domain at opset 23; MIGraphX's models mean the contrib op
-            default_domain = node.domain in ("", "ai.onnx")
-            plain = not onnx.defs.has(node.op_type) or node.op_type == "RotaryEmbedding"
-            if default_domain and plain and node.op_type in contrib:
-                node.domain = CONTRIB_DOMAIN
-                changed = True
-            if node.op_type == "RotaryEmbedding" and node.domain == CONTRIB_DOMAIN:
-                int64_inputs.add(node.input[1])
-            axes = next((a for a in node.attribute if a.name == "axes"), None)
-            if node.op_type == "ReduceSum" and axes is not None and _opset(model) >= 13:
-                name = f"{node.output[0]}_axes"
-                graph.initializer.append(onnx.numpy_helper.from_array(np.array(axes.ints, np.int64), name))
-                node.attribute.remove(axes)
-                node.input.append(name)
-                changed = True
-    if any(n.domain == CONTRIB_DOMAIN for g in _graphs(model.graph) for n in g.node):  # type: ignore[attr-defined]
-        if all(o.domain != CONTRIB_DOMAIN for o in model.opset_import):  # type: ignore[attr-defined]
-            model.opset_import.append(onnx.helper.make_opsetid(CONTRIB_DOMAIN, 1))  # type: ignore[attr-defined]
-            changed = True
-    for value in model.graph.input:  # type: ignore[attr-defined]
-        if value.name in int64_inputs and value.type.tensor_type.elem_type == onnx.TensorProto.INT32:
-            value.type.tensor_type.elem_type = onnx.TensorProto.INT64
-            changed = True
-    return model.SerializeToString() if changed else b""  # type: ignore[attr-defined]
-
-
-def _graphs(graph: object) -> list[object]:
-    found = [graph]
-    for node in graph.node:  # type: ignore[attr-defined]
-        for attr in node.attribute:
-            if attr.HasField("g"):
-                found += _graphs(attr.g)
-    return found
-
-
-def _opset(model: object) -> int:
-    return max((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), default=1)  # type: ignore[attr-defined]
 
 
 def check_model(path: str, seed: int = 0) -> Result:
@@ -212,7 +134,7 @@ def check_model(path: str, seed: int = 0) -> Result:
                 if i.name not in inputs:
                     raise ValueError(f"input '{i.name}' is not a parameter of the imported program")
                 shape = [d if isinstance(d, int) else inputs[i.name].shape[k] for k, d in enumerate(i.shape)]
-                feeds[i.name] = _ort_input(inputs[i.name], elem).reshape(shape if shape else ())
+                feeds[i.name] = ort_input(inputs[i.name], elem).reshape(shape if shape else ())
             expected = session.run(None, feeds)
             break
         except Exception as e:

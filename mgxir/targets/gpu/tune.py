@@ -33,25 +33,35 @@ class ProblemCache:
 
     def __init__(self, path: Path | None):
         self.path = path
-        self.entries: dict[str, int] = {}
-        if path is not None and path.exists():
-            try:
-                self.entries = {str(k): int(v) for k, v in json.loads(path.read_text()).items()}
-            except (OSError, ValueError, TypeError, AttributeError):
-                self.entries = {}
+        self.entries: dict[str, int] = self._read()
+
+    def _read(self) -> dict[str, int]:
+        if self.path is None or not self.path.exists():
+            return {}
+        try:
+            return {str(k): int(v) for k, v in json.loads(self.path.read_text()).items()}
+        except (OSError, ValueError, TypeError, AttributeError):
+            return {}
 
     def get(self, key: str) -> int | None:
         return self.entries.get(key)
 
     def put(self, key: str, winner: int) -> None:
+        """Kept in the file with what other processes wrote there meanwhile (mgx-verify's workers
+        tune on several GPUs into one file): read, merged and replaced under a lock."""
         self.entries[key] = winner
         if self.path is None:
             return
         try:
+            import fcntl
+
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            temp = self.path.with_suffix(f".tmp{os.getpid()}")
-            temp.write_text(json.dumps(self.entries, indent=0, sort_keys=True))
-            os.replace(temp, self.path)
+            with open(self.path.with_suffix(".lock"), "w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+                self.entries = {**self._read(), **self.entries}
+                temp = self.path.with_suffix(f".tmp{os.getpid()}")
+                temp.write_text(json.dumps(self.entries, indent=0, sort_keys=True))
+                os.replace(temp, self.path)
         except OSError:
             pass
 
