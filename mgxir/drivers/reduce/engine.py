@@ -150,7 +150,15 @@ def lossless_text(program: Program) -> str:
 class Reducer:
     """Runs the delta passes on a candidate while `test` holds, in `jobs` worker processes."""
 
-    def __init__(self, test: Any, jobs: int, timeout: float, folder: str, progress: Progress | None = None):
+    def __init__(
+        self,
+        test: Any,
+        jobs: int,
+        timeout: float,
+        folder: str,
+        progress: Progress | None = None,
+        time_limit: float | None = None,
+    ):
         self.test = test
         self.jobs = max(1, jobs)
         self.timeout = timeout
@@ -160,6 +168,9 @@ class Reducer:
         self.cache: dict[str, bool] = {}
         self.strategies: list[Chunked] = [s() for s in STRATEGIES]
         self._pool: ProcessPoolExecutor | None = None
+        # past this moment no candidate is made: the smallest program found so far is the result
+        self.deadline = None if time_limit is None else time.monotonic() + time_limit
+        self.stopped = False
 
     def __enter__(self) -> Reducer:
         return self
@@ -189,22 +200,30 @@ class Reducer:
             for strategy in self.strategies:
                 strategy.reset()
                 current = self.run_strategy(strategy, current)
-            if current.size() >= before:
+            if current.size() >= before or self.stopped:
                 return current
 
     def run_strategy(self, strategy: Chunked, current: Candidate) -> Candidate:
-        while True:
+        while not self.out_of_time():
             found = self.first_that_holds(strategy.candidates(current), current.size(), strategy.name)
             if found is None:
                 return current
             current = found
             self.statistics.accepted += 1
             self.progress.update(instruction_count(current.program), self.statistics, strategy.name, True)
+        return current
+
+    def out_of_time(self) -> bool:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            self.stopped = True
+        return self.stopped
 
     def first_that_holds(self, candidates: Iterable[Candidate], size: tuple, strategy: str) -> Candidate | None:
         """The first of `candidates` (smaller than `size`, verified) on which the test holds."""
         window: collections.deque[tuple[str, Candidate, Future]] = collections.deque()
         for candidate in candidates:
+            if self.out_of_time():
+                break
             if not candidate.size() < size:
                 continue
             try:

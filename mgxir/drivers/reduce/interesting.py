@@ -183,7 +183,7 @@ class ShellCommand(Record):
         from mgxir.drivers.reduce.reproducer import write_reproducer
 
         path = os.path.join(folder, "candidate.mgx")
-        write_reproducer(program, inputs, path, header=[f"candidate of mgx-reduce --interesting='{self.command}'"])
+        write_reproducer(program, inputs, path, header=[])  # no header: the command's own text would match a grep
         command = self.command.replace("{}", shlex.quote(path)) if "{}" in self.command else self.command
         try:
             done = subprocess.run(

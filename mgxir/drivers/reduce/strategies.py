@@ -35,10 +35,12 @@ class Chunked:
     name: ClassVar[str] = ""
 
     def __init__(self) -> None:
-        self.chunk_size: int | None = None
+        self.chunk_size: int | None = None  # where the last call left off: the chunk size ...
+        self.position = 0  # ... and the first entity of the chunk it was trying
 
     def reset(self) -> None:
         self.chunk_size = None
+        self.position = 0
 
     def entities(self, current: Candidate) -> Sequence:
         raise NotImplementedError
@@ -47,23 +49,29 @@ class Chunked:
         raise NotImplementedError
 
     def candidates(self, current: Candidate) -> Iterator[Candidate]:
+        """Chunks of the whole list, then of halves, ... then single entities; a call after a
+        candidate was taken goes on from the chunk it came from (the entities before it were tried)."""
         entities = list(self.entities(current))
         if not entities:
             return
         size = min(self.chunk_size or len(entities), len(entities))
-        while size >= 1:
+        start = self.position if self.chunk_size else 0
+        while True:
             self.chunk_size = size
-            for start in range(0, len(entities), size):
+            while start < len(entities):
+                self.position = start
                 copy = current.copy()
                 try:
                     self.take_out(copy, entities[start : start + size], current)
                     tidy(copy)
                 except Skip:
+                    start += size
                     continue
                 yield copy
+                start += size
             if size == 1:
-                break
-            size = max(1, size // 2)
+                return
+            size, start = max(1, size // 2), 0
 
 
 class RemoveInstructions(Chunked):
