@@ -253,3 +253,24 @@ def test_reducer_finds_the_instruction_and_answers_repeats_from_the_cache(tmp_pa
         assert ops(again) == ["sin"]
         assert reducer.statistics.tried == tried  # every candidate of the second run was in the cache
         assert instruction_count(again.program) == 1
+
+
+class _Sleeps:
+    def holds(self, program, inputs, folder):
+        import time
+
+        time.sleep(5)
+        return True
+
+
+def test_a_test_past_its_time_does_not_hold(tmp_path):
+    import time
+
+    from mgxir.drivers.reduce.engine import evaluate, lossless_text
+
+    text = lossless_text(candidate(CHAIN).program)
+    began = time.monotonic()
+    assert not evaluate(_Sleeps(), text, {}, str(tmp_path), 0.3)
+    assert not evaluate(ShellCommand("sleep 5", 0.3), text, {}, str(tmp_path), 0)
+    assert evaluate(ShellCommand("grep -q tanh {}", 5), text, {}, str(tmp_path), 0)
+    assert time.monotonic() - began < 3

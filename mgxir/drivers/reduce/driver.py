@@ -100,6 +100,13 @@ def make_test(o: ReduceOptions) -> Any:
     ]
     if len(given) != 1:
         raise MgxError("give one test: --crash=PIPELINE, --mismatch=TARGET, --miscompile=PIPELINE or --interesting=CMD")
+    pipeline = o.crash if o.crash is not None else o.miscompile
+    if pipeline is not None:
+        from mgxir.drivers.opt import load_target_passes
+        from mgxir.passes.registry import parse_pipeline
+
+        load_target_passes(pipeline)
+        parse_pipeline(pipeline)  # an unknown pass is the user's error here, not a crash to reduce
     if o.crash is not None:
         return Crash(o.crash)
     if o.miscompile is not None:

@@ -100,7 +100,6 @@ def _start_worker(test: Any, timeout: float, folder: str) -> None:
     register_all_ops()
     register_target_ops()
     sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))
-    signal.signal(signal.SIGALRM, _alarm)
     own = os.path.join(folder, f"worker{os.getpid()}")
     os.makedirs(own, exist_ok=True)
     _worker.update(test=test, timeout=timeout, folder=own)
@@ -110,6 +109,7 @@ def evaluate(test: Any, text: str, inputs: dict, folder: str, timeout: float) ->
     """Whether `test` holds on the program `text`; an error or running out of time is a no."""
     from mgxir.text.parser import parse_program
 
+    previous = signal.signal(signal.SIGALRM, _alarm) if timeout > 0 else None
     if timeout > 0:
         signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
@@ -120,6 +120,7 @@ def evaluate(test: Any, text: str, inputs: dict, folder: str, timeout: float) ->
     finally:
         if timeout > 0:
             signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
 
 
 def _evaluate_in_worker(text: str, inputs: dict) -> bool:

@@ -154,7 +154,7 @@ class ReturnEarlier(Chunked):
             (i, j)
             for i, output in enumerate(ret.args)
             for j, argument in enumerate(output.args)
-            if argument.parent is ret.parent and not argument.is_param
+            if argument.parent is ret.parent and not argument.is_param and not argument.shape.is_tuple
         ]
 
     def take_out(self, copy: Candidate, chosen: Sequence[tuple[int, int]], current: Candidate) -> None:
@@ -204,17 +204,25 @@ def _inline(main: Module, ins: Instruction, which: int) -> None:
         if inner.is_return:
             results = args
             break
-        if any(a.parent is not main for a in args) or inner.module_args:
+        if any(a.parent is not main for a in args):
             raise Skip
         try:
-            mapping[inner] = main.insert(ins, inner.op, args, (), compute_shape(inner.op, args, ()))
+            shape = compute_shape(inner.op, args, inner.module_args)
+            mapping[inner] = main.insert(ins, inner.op, args, inner.module_args, shape)
         except Exception:  # the body's op on main's shapes: its shape rule refuses
             raise Skip from None
     else:
         results = [mapping[body.last]] if body.last is not None and body.last in mapping else []
-    if len(results) != 1:
-        raise Skip
-    ins.replace_all_uses_with(results[0])
+    if not ins.shape.is_tuple:
+        if len(results) != 1:
+            raise Skip
+        ins.replace_all_uses_with(results[0])
+    for user in list(ins.users):  # an `if` returns a tuple: its users take elements of it
+        index = user.op.get("index") if user.name == "get_tuple_elem" else None
+        if index is None or index >= len(results):
+            raise Skip
+        user.replace_all_uses_with(results[index])
+        main.remove(user)
     main.remove(ins)
 
 
