@@ -26,7 +26,7 @@ def mgx_reduce(
     ] = None,
     mismatch: Annotated[
         str | None,
-        typer.Option("--mismatch", help="Interesting: this target (ref, gpu, vulkan, iree) differs from ref."),
+        typer.Option("--mismatch", help="Interesting: this target (ref, gpu, vulkan, iree, cpu) differs from ref."),
     ] = None,
     miscompile: Annotated[
         str | None,

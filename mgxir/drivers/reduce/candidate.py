@@ -29,6 +29,7 @@ class Candidate:
         self.program = program
         self.inputs = inputs
         self._values: list | None = None
+        self.origin: tuple[int, int] | None = None  # (chunk size, first entity) of the delta pass that made it
 
     def copy(self) -> Candidate:
         return Candidate(self.program.clone(), dict(self.inputs))

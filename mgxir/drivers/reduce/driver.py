@@ -36,9 +36,9 @@ FORMATS_BY_EXTENSION: dict[str, str] = {
     ".mlirbc": "mlir",
 }
 
-# `--mismatch` names: the `--target` of mgx-run each compares with the reference interpreter
-# ("ref": the program as the ref pipeline compiles it, as `mgx-run --verify` on ref)
-MISMATCH_TARGETS = ("ref", "gpu", "vulkan", "iree")
+# `--mismatch` names -> the `--target` of mgx-run compared with the reference interpreter ("ref": the
+# program as the ref pipeline compiles it, as `mgx-run --verify` on ref; "cpu": IREE's local-task)
+MISMATCH_TARGETS: dict[str, str] = {"ref": "ref", "gpu": "gpu", "vulkan": "vulkan", "iree": "iree", "cpu": "iree"}
 
 DEFAULT_TIMEOUT = 60.0
 
@@ -114,7 +114,7 @@ def make_test(o: ReduceOptions) -> Any:
     if o.mismatch is not None:
         if o.mismatch not in MISMATCH_TARGETS:
             raise MgxError(f"unknown target '{o.mismatch}' for --mismatch (available: {', '.join(MISMATCH_TARGETS)})")
-        return Mismatch(o.mismatch, o.rms_tol)
+        return Mismatch(MISMATCH_TARGETS[o.mismatch], o.rms_tol)
     assert o.interesting is not None
     return ShellCommand(o.interesting, o.timeout)
 

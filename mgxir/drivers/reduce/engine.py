@@ -210,6 +210,7 @@ class Reducer:
             if found is None:
                 return current
             current = found
+            strategy.taken(found)
             self.statistics.accepted += 1
             self.progress.update(instruction_count(current.program), self.statistics, strategy.name, True)
         return current
@@ -272,8 +273,9 @@ class Reducer:
             self.progress.update(instruction_count(candidate.program), self.statistics, strategy, False)
             if holds:
                 self.cache[key] = True
-                for _, _, later in window:
-                    later.cancel()
+                for later_key, _, later in window:
+                    if later.cancel():  # never ran: no answer to keep
+                        self.cache.pop(later_key, None)
                 window.clear()
                 return candidate
         return None

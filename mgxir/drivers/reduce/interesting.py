@@ -171,7 +171,8 @@ class Miscompile(Record):
 
 class ShellCommand(Record):
     """`--interesting='CMD {}'`: a shell command on the candidate's reproducer file (its inputs
-    beside it, as the output has them); exit status 0 means it still shows the bug."""
+    beside it, as the output has them), run in mgx-reduce's own working folder (so that the command
+    can name files relative to it); exit status 0 means it still shows the bug."""
 
     name = "interesting"
 
@@ -187,7 +188,7 @@ class ShellCommand(Record):
         command = self.command.replace("{}", shlex.quote(path)) if "{}" in self.command else self.command
         try:
             done = subprocess.run(
-                command, shell=True, cwd=folder, timeout=self.timeout,
+                command, shell=True, timeout=self.timeout,
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )  # fmt: skip
         except subprocess.TimeoutExpired:

@@ -57,9 +57,7 @@ class Chunked:
         size = min(self.chunk_size or len(entities), len(entities))
         start = self.position if self.chunk_size else 0
         while True:
-            self.chunk_size = size
             while start < len(entities):
-                self.position = start
                 copy = current.copy()
                 try:
                     self.take_out(copy, entities[start : start + size], current)
@@ -67,11 +65,18 @@ class Chunked:
                 except Skip:
                     start += size
                     continue
+                copy.origin = (size, start)
                 yield copy
                 start += size
             if size == 1:
                 return
             size, start = max(1, size // 2), 0
+
+    def taken(self, candidate: Candidate) -> None:
+        """The engine took `candidate`: the next call goes on from the chunk it was made of (the
+        candidates made after it, tried alongside it by other workers, do not move this)."""
+        if candidate.origin is not None:
+            self.chunk_size, self.position = candidate.origin
 
 
 class RemoveInstructions(Chunked):
