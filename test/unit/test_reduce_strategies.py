@@ -276,3 +276,22 @@ def test_a_test_past_its_time_does_not_hold(tmp_path):
     assert not evaluate(ShellCommand("sleep 5", 0.3), text, {}, str(tmp_path), 0)
     assert evaluate(ShellCommand("grep -q tanh {}", 5), text, {}, str(tmp_path), 0)
     assert time.monotonic() - began < 3
+
+
+def test_cache_keys_of_bf16_programs_and_inputs():
+    from mgxir.drivers.reduce.engine import fingerprint
+
+    text = """
+    module: "main"
+    x = @param:x -> bf16_type, {2}, {1}
+    @1 = @literal{1, 2} -> bf16_type, {2}, {1}
+    @2 = add(x,@1)
+    @3 = @return(@2)
+    """
+    one, two = candidate(text), candidate(text)
+    assert fingerprint(one) == fingerprint(two)
+    two.inputs["x"] = two.inputs["x"] + two.inputs["x"].dtype.type(1)
+    assert fingerprint(one) != fingerprint(two)
+    three = candidate(text.replace("{1, 2}", "{1, 3}"))
+    three.inputs = one.inputs
+    assert fingerprint(one) != fingerprint(three)

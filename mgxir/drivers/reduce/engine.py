@@ -135,11 +135,17 @@ def fingerprint(candidate: Candidate) -> str:
     from mgxir.drivers.run import _storable
     from mgxir.ir.fingerprint import data_digest, program_fingerprint
 
+    try:
+        program = program_fingerprint(candidate.program)
+    except ValueError:  # bf16/fp8 literal data, which program_fingerprint cannot digest yet: the text
+        import hashlib
+
+        program = hashlib.blake2b(lossless_text(candidate.program).encode(), digest_size=16).hexdigest()
     inputs = ",".join(
         f"{name}:{candidate.inputs[name].dtype}:{data_digest(_storable(candidate.inputs[name]))}"
         for name in sorted(candidate.inputs)
     )
-    return f"{program_fingerprint(candidate.program)}|{inputs}"
+    return f"{program}|{inputs}"
 
 
 def lossless_text(program: Program) -> str:
