@@ -83,6 +83,13 @@ def test_remove_instructions_goes_on_from_the_chunk_taken():
     assert len(list(strategy.candidates(current))) == 4
 
 
+def test_truncate_tail_returns_the_instruction_halfway_then_further():
+    found = all_candidates(strategies.TruncateTail(), candidate(CHAIN))
+    assert [ops(c) for c in found] == [["exp"], ["exp", "tanh"]]
+    assert [c.program.main.return_instruction.args[0].name for c in found] == ["exp", "tanh"]
+    assert all(c.inputs.keys() == {"x"} for c in found)
+
+
 def test_return_earlier_truncates_the_tail():
     found = all_candidates(strategies.ReturnEarlier(), candidate(CHAIN))
     assert [ops(c) for c in found] == [["exp", "tanh"]]

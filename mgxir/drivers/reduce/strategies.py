@@ -79,6 +79,34 @@ class Chunked:
             self.chunk_size, self.position = candidate.origin
 
 
+class TruncateTail(Chunked):
+    """Main returns the value of one of its instructions, and everything after it and not feeding
+    it dies: the instruction halfway first, then three quarters of the way, seven eighths, ... (a
+    binary search of the shortest prefix, as torch's FX minifier truncates)."""
+
+    name = "truncate-tail"
+
+    def candidates(self, current: Candidate) -> Iterator[Candidate]:
+        instructions = [
+            i
+            for i, ins in enumerate(current.program.main)
+            if not (ins.is_param or ins.is_return or ins.is_literal or ins.shape.is_tuple)
+        ]
+        lower = 0
+        while len(instructions) - lower > 1:
+            middle = (lower + len(instructions)) // 2
+            copy = current.copy()
+            main = copy.program.main
+            kept = by_position(copy.program)[instructions[middle - 1]]
+            ret = main.return_instruction
+            if ret is not None:
+                main.remove(ret)
+            main.insert(None, make_return(), [kept])
+            tidy(copy)
+            yield copy
+            lower = middle
+
+
 class RemoveInstructions(Chunked):
     """Cuts instructions of main: each one still used becomes a parameter holding its value."""
 
@@ -318,6 +346,7 @@ class ResetAttributes(Chunked):
 # in the order a round tries them: the ones that take most out first
 STRATEGIES: tuple[type[Chunked], ...] = (
     DropOutputs,
+    TruncateTail,
     RemoveInstructions,
     ReturnEarlier,
     BypassInstructions,
