@@ -302,3 +302,27 @@ def test_cache_keys_of_bf16_programs_and_inputs():
     three = candidate(text.replace("{1, 2}", "{1, 3}"))
     three.inputs = one.inputs
     assert fingerprint(one) != fingerprint(three)
+
+
+def test_reproducer_keeps_every_value_and_names_its_sidecars(tmp_path):
+    from mgxir.drivers.reduce.reproducer import inputs_path, replay_header, write_reproducer
+    from mgxir.ir.literal import Literal
+    from mgxir.ir.shape import Shape
+    from mgxir.text.parser import read_program
+
+    current = candidate(CHAIN)
+    big = np.arange(300_000, dtype=np.float32).reshape(300_000) * np.float32(1.0000001)
+    current.program.main.add_literal(Literal(Shape.make(current.program.main.first.shape.dtype, [300_000]), big))
+    out = str(tmp_path / "bug.mgx")
+    write_reproducer(current.program, current.inputs, out, replay_header("dce", ["mgx-opt --run-reproducer x"], "s"))
+    text = open(out).read()
+    assert text.splitlines()[:3] == ["// mgx-opt -p 'dce'", "// s", "// replay: mgx-opt --run-reproducer x"]
+    assert inputs_path(out) == str(tmp_path / "bug.inputs.npz")
+    assert (tmp_path / "bug.npz").exists()  # the large literal's data, named by the text
+    again = read_program(out, DiagnosticSink())
+    literal = next(i for i in again.main if i.is_literal)
+    np.testing.assert_array_equal(literal.literal.data, big)
+    with np.load(inputs_path(out)) as saved:
+        np.testing.assert_array_equal(saved["x"], current.inputs["x"])
+    write_reproducer(current.program, {}, out, [])
+    assert not (tmp_path / "bug.inputs.npz").exists()  # no stale inputs beside a reproducer without any
