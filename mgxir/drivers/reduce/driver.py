@@ -13,6 +13,7 @@ from typing import Any
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.drivers.common import check_output_path, load_entry, run_guarded
+from mgxir.drivers.options import DeclaredOptions, Option, flag
 from mgxir.drivers.reduce.candidate import instruction_count
 from mgxir.drivers.reduce.interesting import (
     DEFAULT_RMS_TOLERANCE,
@@ -23,62 +24,45 @@ from mgxir.drivers.reduce.interesting import (
 )
 from mgxir.drivers.reduce.reproducer import inputs_path, replay_header, write_reproducer
 from mgxir.ir.program import Program
-from mgxir.records import Record
 from mgxir.verifier import verify
-
-# the input's format by its file name (mgx-translate's READERS names); anything else is program text
-FORMATS_BY_EXTENSION: dict[str, str] = {
-    ".onnx": "onnx",
-    ".mxr": "mxr",
-    ".json": "json",
-    ".py": "py",
-    ".mlir": "mlir",
-    ".mlirbc": "mlir",
-}
-
-# `--mismatch` names -> the `--target` of mgx-run compared with the reference interpreter ("ref": the
-# program as the ref pipeline compiles it, as `mgx-run --verify` on ref; "cpu": IREE's local-task)
-MISMATCH_TARGETS: dict[str, str] = {"ref": "ref", "gpu": "gpu", "vulkan": "vulkan", "iree": "iree", "cpu": "iree"}
 
 DEFAULT_TIMEOUT = 60.0
 
 
-class ReduceOptions(Record):
-    """What mgx-reduce was asked to do; the field names are the front end's option names."""
+class ReduceOptions(DeclaredOptions):
+    """What mgx-reduce was asked to do: each field, its default, help text and command-line spellings."""
 
-    def __init__(
-        self,
-        input: str = "-",
-        output: str | None = None,
-        crash: str | None = None,
-        mismatch: str | None = None,
-        miscompile: str | None = None,
-        interesting: str | None = None,
-        jobs: int = 0,
-        timeout: float = DEFAULT_TIMEOUT,
-        quiet: bool = False,
-        from_log: bool = False,
-        log_pass: str | None = None,
-        from_py: bool = False,
-        inputs: list[str] | None = None,
-        seed: int = 0,
-        rms_tol: float = DEFAULT_RMS_TOLERANCE,
-    ):
-        self.input = input
-        self.output = output
-        self.crash = crash
-        self.mismatch = mismatch
-        self.miscompile = miscompile
-        self.interesting = interesting
-        self.jobs = jobs  # worker processes; 0: one per core
-        self.timeout = timeout  # seconds for one test on one candidate
-        self.quiet = quiet
-        self.from_log = from_log
-        self.log_pass = log_pass
-        self.from_py = from_py
-        self.inputs = inputs
-        self.seed = seed
-        self.rms_tol = rms_tol
+    DECLARED = (
+        Option(
+            "input",
+            help="The program: text, .onnx, .mxr, .json, MLIR (by content), a log (--from-log), --py (--from-py).",
+            default="-",
+            positional=True,
+            metavar="PROGRAM",
+        ),
+        Option("output", ("-o", "--output"), "The reproducer to write (its inputs in OUT.inputs.npz)."),
+        Option("crash", ("--crash",), "Interesting: this pipeline fails with the input's kind of error."),
+        Option("mismatch", ("--mismatch",), "Interesting: this target's outputs differ from ref's."),
+        Option("miscompile", ("--miscompile",), "Interesting: this pipeline changes the outputs on ref."),
+        Option("interesting", ("--interesting",), "Interesting: this shell command exits 0 ({} is the candidate)."),
+        Option("jobs", ("-j", "--jobs"), "Worker processes (default 0: one per core).", default=0, kind=int),
+        Option(
+            "timeout", ("--timeout",), "Seconds one test may run on one candidate.", default=DEFAULT_TIMEOUT, kind=float
+        ),
+        flag("quiet", "-q", "--quiet", help="No progress line."),
+        flag("from_log", "--from-log", help="The input is MIGraphX log output: the program printed in it."),
+        Option("log_pass", ("--log-pass",), "With --from-log: the program printed after this pass."),
+        flag("from_py", "--from-py", help="The input is a MIGraphX --py reproducer (its code is run)."),
+        Option("inputs", ("--input",), "Values of main's parameters, as mgx-run takes them.", many=True),
+        Option("seed", ("--seed",), "Seed of the random inputs.", default=0, kind=int),
+        Option(
+            "rms_tol",
+            ("--rms-tol",),
+            "--mismatch/--miscompile: outputs differ past this rms error.",
+            default=DEFAULT_RMS_TOLERANCE,
+            kind=float,
+        ),
+    )
 
 
 def reduce_main(options: ReduceOptions) -> int:
@@ -112,22 +96,23 @@ def make_test(o: ReduceOptions) -> Any:
     if o.miscompile is not None:
         return Miscompile(o.miscompile, o.rms_tol)
     if o.mismatch is not None:
-        if o.mismatch not in MISMATCH_TARGETS:
-            raise MgxError(f"unknown target '{o.mismatch}' for --mismatch (available: {', '.join(MISMATCH_TARGETS)})")
-        return Mismatch(MISMATCH_TARGETS[o.mismatch], o.rms_tol)
+        from mgxir.targets.base import TARGETS
+
+        if o.mismatch not in TARGETS:
+            raise MgxError(f"unknown target '{o.mismatch}' for --mismatch (available: {', '.join(TARGETS)})")
+        return Mismatch(o.mismatch, o.rms_tol)
     assert o.interesting is not None
     return ShellCommand(o.interesting, o.timeout)
 
 
 def read_input(o: ReduceOptions, sink: DiagnosticSink) -> Program:
-    """The program, read as the other tools read it: by `--from-log`/`--from-py`, else by extension."""
-    from mgxir.drivers.translate import READERS
+    """The program, read as the other tools read it: `--from-log`/`--from-py`, else by its content."""
+    from mgxir.drivers.formats import INPUT_FORMATS, input_format
 
     if o.input == "-":
         raise MgxError("mgx-reduce reads a file, not standard input (it names the file in the reproducer)")
-    extension = os.path.splitext(o.input)[1].lower()
-    source = "log" if o.from_log or o.log_pass else "py" if o.from_py else FORMATS_BY_EXTENSION.get(extension, "mgx")
-    program = load_entry(READERS[source])(o.input, {"log_pass": o.log_pass}, sink)
+    source = "log" if o.from_log or o.log_pass else "py" if o.from_py else input_format(o.input)
+    program = load_entry(INPUT_FORMATS[source].reader)(o.input, {"log_pass": o.log_pass}, sink)
     verify(program, sink)
     return program
 

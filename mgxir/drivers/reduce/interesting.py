@@ -134,7 +134,7 @@ class Mismatch(Record):
         self.tolerance = tolerance
 
     def holds(self, program: Program, inputs: Inputs, folder: str) -> bool:
-        from mgxir.drivers.run import flatten_outputs, runner
+        from mgxir.drivers.run import RunOptions, flatten_outputs, run_on_target
 
         expected = reference_outputs(program, inputs)
         if self.target == "ref":
@@ -143,7 +143,9 @@ class Mismatch(Record):
 
             actual = flatten_outputs(run_compiled_for_ref(program, dict(inputs), DiagnosticSink()))
         else:
-            actual = flatten_outputs(runner(self.target)(program, dict(inputs), DiagnosticSink()))
+            actual = flatten_outputs(
+                run_on_target(program, dict(inputs), RunOptions(target=self.target), DiagnosticSink())
+            )
         return outputs_differ(actual, expected, self.tolerance)
 
     def describe(self) -> str:
