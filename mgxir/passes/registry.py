@@ -80,6 +80,7 @@ PASSES = PassTable(
 TEST_PASSES_ENV = "MGXIR_TEST_PASSES"
 if os.environ.get(TEST_PASSES_ENV):
     PASSES.file("test_fail", "mgxir.passes.testing:TestFail")
+    PASSES.file("test_miscompile", "mgxir.passes.testing:TestMiscompile")
 
 ALIASES: dict[str, str] = {"dce": "dead_code_elimination", "cse": "eliminate_common_subexpression"}
 
