@@ -125,6 +125,13 @@ def opt_main(options: OptOptions) -> int:
     return run_guarded(lambda sink: _opt(options, sink))
 
 
+# `-o FILE.mxr` / `-o FILE.json`: the output format follows the extension (text otherwise)
+_PROGRAM_FILE_WRITERS = {
+    ".mxr": "mgxir.translate.mxr:write_mxr",
+    ".json": "mgxir.translate.mxr:write_json_program",
+}
+
+
 def _opt(options: OptOptions, sink: DiagnosticSink) -> int:
     if options.show_passes:
         from mgxir.passes.registry import list_passes
@@ -148,7 +155,14 @@ def _opt(options: OptOptions, sink: DiagnosticSink) -> int:
             program = parse_program(text, filename, base_dir=base_dir, sink=sink)
         transform(program, sink, _reader(text, filename, base_dir))
         with progress("writing" if options.output in (None, "-") else f"writing {options.output}"):
-            write_program(program, options.output, lossless=options.lossless, sidecar=options.sidecar)
+            writer = _PROGRAM_FILE_WRITERS.get(os.path.splitext(options.output or "")[1])
+            if writer is not None:  # MIGraphX's program files: a compiled program keeps its code objects
+                import importlib
+
+                module, _, function = writer.partition(":")
+                getattr(importlib.import_module(module), function)(program, options.output)
+            else:
+                write_program(program, options.output, lossless=options.lossless, sidecar=options.sidecar)
         return 0
     # chunks of the input, and their expected diagnostics: imported only by the commands that ask
     from mgxir.drivers.diagnostics_check import Chunk, split_input

@@ -1,0 +1,120 @@
+"""Compiled programs as files (docs/compiled-programs.md): `mgx-opt -p gpu PROG -o OUT.mxr` keeps every
+code object whole, MIGraphX's fields and the metadata mgxir adds in the `targets` entry. NVRTC
+compiles for sm_90 without a GPU, so everything up to the device is tested here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mgxir.diagnostics import DiagnosticSink, MgxError
+from mgxir.ir.program import Program
+from mgxir.text.parser import parse_program
+from mgxir.text.printer import print_program
+from mgxir.translate.mxr import json_text, load_json, load_mxr, mxr_bytes, program_to_value
+from mgxir.verifier import verify
+
+pytest.importorskip("cuda.bindings")
+
+from mgxir.targets.gpu.compiler import compiler_version
+from mgxir.targets.gpu.driver import compile_for_gpu
+from mgxir.targets.gpu.ops import COMPILED_FORMAT, CodeObject
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "conv_relu_pool.mgx"
+
+
+@pytest.fixture(scope="module")
+def compiled() -> Program:
+    program = parse_program(EXAMPLE.read_text(), str(EXAMPLE))
+    verify(program, DiagnosticSink())  # fills in the result shapes the example leaves out
+    return compile_for_gpu(program, "sm_90", DiagnosticSink())
+
+
+def code_objects(program: Program) -> list:
+    return [ins for ins in program.main if ins.op.defn.name == "gpu::code_object"]
+
+
+def test_code_objects_are_saved_whole_with_migraphx_fields(compiled: Program) -> None:
+    value = program_to_value(compiled)
+    nodes = [n for n in value["modules"]["main"]["nodes"] if n["name"] == "gpu::code_object"]
+    assert nodes and len(nodes) == len(code_objects(compiled))
+    for node, ins in zip(nodes, code_objects(compiled), strict=True):
+        fields = node["operator"]
+        # MIGraphX's code_object_op::reflect, in its order
+        assert list(fields) == [
+            "code_object",
+            "symbol_name",
+            "global",
+            "local",
+            "expected_inputs",
+            "output",
+            "output_arg",
+        ]
+        assert bytes(fields["code_object"]) == ins.op["code_object"].binary
+        assert len(fields["code_object"]) == ins.op["code_object"].size > 0
+        assert len(fields["expected_inputs"]) == len(ins.args)
+        assert fields["output"]["lens"] == list(ins.args[-1].shape.lens)
+
+
+def test_the_target_entry_says_where_the_code_objects_run(compiled: Program) -> None:
+    value = program_to_value(compiled)
+    assert value["targets"] == [
+        {
+            "name": "gpu",
+            "architecture": "sm_90",
+            "platform": "cuda",
+            "wave_size": 32,
+            "payload": "bin",
+            "toolchain": compiler_version(),
+            "producer": value["targets"][0]["producer"],
+            "format": COMPILED_FORMAT,
+        }
+    ]
+    assert value["targets"][0]["producer"].startswith("mgxir")
+    assert value["contexts"] == [{"events": 0, "streams": 1}]  # MIGraphX's GPU context::to_value
+
+
+def test_a_program_without_target_ops_names_no_target() -> None:
+    text = "x = @param:x -> float_type, {2}, {1}\n@1 = relu(x) -> float_type, {2}, {1}\n@2 = @return(@1)\n"
+    program = parse_program(text)
+    value = program_to_value(program)
+    assert value["targets"] == [] and value["contexts"] == []
+
+
+@pytest.mark.parametrize("encode, decode", [(mxr_bytes, load_mxr), (json_text, load_json)])
+def test_code_objects_read_back_whole(compiled: Program, encode, decode) -> None:
+    loaded = decode(encode(compiled))
+    assert print_program(loaded) == print_program(compiled)
+    for before, after in zip(code_objects(compiled), code_objects(loaded), strict=True):
+        code: CodeObject = after.op["code_object"]
+        assert code.binary == before.op["code_object"].binary
+        assert (code.arch, code.payload, code.toolchain) == ("sm_90", "bin", compiler_version())
+        assert after.op["expected_inputs"] == before.op["expected_inputs"]
+        assert after.op["output"] == before.op["output"]
+    assert encode(loaded) == encode(compiled)
+
+
+def test_library_calls_keep_their_solutions(compiled: Program) -> None:
+    tuned = next(ins for ins in compiled.main if ins.op.defn.name == "gpu::convolution")
+    tuned.op = tuned.op.replace(solution_id=7, algo=3)
+    loaded = load_mxr(mxr_bytes(compiled))
+    convolution = next(ins for ins in loaded.main if ins.op.defn.name == "gpu::convolution")
+    assert (convolution.op["solution_id"], convolution.op["algo"]) == (7, 3)
+    assert convolution.op["op"] == tuned.op["op"]
+
+
+def test_a_compiled_program_read_from_text_cannot_be_saved(compiled: Program) -> None:
+    from_text = parse_program(print_program(compiled))
+    with pytest.raises(MgxError, match="holds no binary"):
+        mxr_bytes(from_text)
+
+
+def test_code_objects_for_two_architectures_cannot_share_a_file(compiled: Program) -> None:
+    program = compiled.clone()
+    first = code_objects(program)[0]
+    code = first.op["code_object"]
+    other = CodeObject(code.binary, code.size, code.source, "sm_80", code.payload, code.toolchain, code.producer)
+    first.op = first.op.replace(code_object=other)
+    with pytest.raises(MgxError, match=r"architecture \(sm_80 vs sm_90\)|architecture \(sm_90 vs sm_80\)"):
+        mxr_bytes(program)
