@@ -118,3 +118,99 @@ def test_code_objects_for_two_architectures_cannot_share_a_file(compiled: Progra
     first.op = first.op.replace(code_object=other)
     with pytest.raises(MgxError, match=r"architecture \(sm_80 vs sm_90\)|architecture \(sm_90 vs sm_80\)"):
         mxr_bytes(program)
+
+
+# -- loading: no pass, no compilation --------------------------------------------------------------
+
+
+@pytest.fixture
+def saved(compiled: Program, tmp_path: Path) -> Path:
+    path = tmp_path / "crp.mxr"
+    path.write_bytes(mxr_bytes(compiled))
+    return path
+
+
+def test_a_compiled_file_loads_with_no_pass_and_no_compilation(
+    saved: Path, compiled: Program, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mgxir.passes.manager import PassManager
+    from mgxir.targets import base
+    from mgxir.targets.gpu import compiler
+    from mgxir.targets.gpu.target import GpuTarget
+
+    def no_pass(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a pass ran on a compiled program")
+
+    monkeypatch.setattr(PassManager, "run", no_pass)
+    loaded: list[base.CompiledProgram] = []
+    monkeypatch.setattr(GpuTarget, "load", lambda self, c, device, sink: loaded.append(c) or _NoRun())
+    compilations, nvrtc = dict(base.COMPILATIONS), dict(compiler.statistics)
+    target = GpuTarget()
+    options = target.options({"arch": "sm_90"})
+    program = target.read(str(saved), DiagnosticSink(), options, False, None)
+    target.run(program, {}, options, DiagnosticSink())
+    assert dict(base.COMPILATIONS) == compilations and dict(compiler.statistics) == nvrtc
+    assert [c.program for c in loaded] == [program]
+    assert print_program(program) == print_program(compiled)
+
+
+class _NoRun:
+    def run(self, params: object) -> list:
+        return []
+
+
+def test_migraphx_own_compiled_files_are_refused_in_one_line(compiled: Program) -> None:
+    from mgxir.targets.gpu.compiled import check_runs_on
+
+    value = program_to_value(compiled)
+    value["targets"], value["contexts"] = [{"name": "gpu"}], [{"events": 0, "streams": 1}]
+    from mgxir.translate.mxr.encoding import to_msgpack
+
+    sink = DiagnosticSink()
+    program = load_mxr(to_msgpack(value), "migraphx.mxr", sink)
+    assert [w.message for w in sink.warnings] == [
+        "migraphx.mxr: compiled for 1 target(s); the target contexts are ignored"
+    ]
+    with pytest.raises(MgxError, match=r"migraphx.mxr: compiled by MIGraphX \(its code objects record no"):
+        check_runs_on(program, "cuda", "sm_90", "migraphx.mxr")
+
+
+def test_another_compiled_format_is_refused(compiled: Program) -> None:
+    value = program_to_value(compiled)
+    value["targets"][0]["format"] = COMPILED_FORMAT + 1
+    from mgxir.translate.mxr.encoding import to_msgpack
+
+    with pytest.raises(MgxError, match=f"compiled program format {COMPILED_FORMAT + 1} .*compile the program again"):
+        load_mxr(to_msgpack(value), "new.mxr")
+
+
+def _has_gpu() -> bool:
+    from mgxir.targets.gpu.compiler import device_arch
+
+    return device_arch() is not None
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _has_gpu(), reason="no GPU")
+def test_a_compiled_file_runs_as_the_reference_does(tmp_path: Path) -> None:  # no cover: needs a GPU
+    import numpy as np
+
+    from mgxir.drivers.run import flatten_outputs
+    from mgxir.interp import Interpreter
+    from mgxir.targets.gpu.compiler import device_arch
+    from mgxir.targets.gpu.target import GpuTarget
+
+    program = parse_program(EXAMPLE.read_text(), str(EXAMPLE))
+    verify(program, DiagnosticSink())
+    path = tmp_path / "crp.mxr"
+    path.write_bytes(mxr_bytes(compile_for_gpu(program, device_arch() or "", DiagnosticSink())))
+    rng = np.random.default_rng(0)
+    params = {p.param_name: rng.standard_normal(p.shape.lens).astype(np.float32) for p in program.main.parameters()}
+    expected = flatten_outputs(Interpreter(program).run(params))
+    target = GpuTarget()
+    options = target.options({})
+    loaded = target.read(str(path), DiagnosticSink(), options, False, None)
+    outputs = flatten_outputs(target.run(loaded, params, options, DiagnosticSink()))
+    assert outputs.keys() == expected.keys()
+    for key, want in expected.items():
+        np.testing.assert_allclose(outputs[key], want, rtol=1e-4, atol=1e-5)
