@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.drivers.common import check_output_path, read_text, run_guarded
 from mgxir.drivers.options import DeclaredOptions, Option, flag
+from mgxir.drivers.payloads import read_payloads, write_payloads
 from mgxir.ir.program import Program
 from mgxir.progress import progress, set_quiet
 from mgxir.targets.base import target_passes
@@ -152,7 +153,7 @@ def _opt(options: OptOptions, sink: DiagnosticSink) -> int:
     base_dir = None if options.input == "-" else os.path.dirname(options.input)
     if not options.split and not options.verify_diagnostics:
         with progress(f"reading {filename}"):
-            program = parse_program(text, filename, base_dir=base_dir, sink=sink)
+            program = read_payloads(parse_program(text, filename, base_dir=base_dir, sink=sink), options.input)
         transform(program, sink, _reader(text, filename, base_dir))
         with progress("writing" if options.output in (None, "-") else f"writing {options.output}"):
             writer = _PROGRAM_FILE_WRITERS.get(os.path.splitext(options.output or "")[1])
@@ -163,6 +164,7 @@ def _opt(options: OptOptions, sink: DiagnosticSink) -> int:
                 getattr(importlib.import_module(module), function)(program, options.output)
             else:
                 write_program(program, options.output, lossless=options.lossless, sidecar=options.sidecar)
+                write_payloads(program, options.output)
         return 0
     # chunks of the input, and their expected diagnostics: imported only by the commands that ask
     from mgxir.drivers.diagnostics_check import Chunk, split_input

@@ -10,6 +10,7 @@ nothing is compiled."""
 from __future__ import annotations
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
+from mgxir.ir.operation import Operation
 from mgxir.ir.program import Program
 from mgxir.targets.gpu.ops import CodeObject, arch_platform
 
@@ -67,3 +68,94 @@ def check_runs_on(program: Program, platform: str, arch: str, filename: str) -> 
                 f"{filename}: compiled for {code.arch}, not for this GPU's {arch} ({code.payload} payloads run "
                 f"only on the architecture they were compiled for): compile the program again for {arch}"
             )
+
+
+# -- the payload sidecar of a compiled program written as text -------------------------------------
+
+PAYLOADS_SUFFIX = ".payloads"  # OUT.mgx -> OUT.payloads
+PAYLOADS_VERSION = 1
+
+
+def payloads_path(text_path: str) -> str:
+    import os
+
+    return os.path.splitext(text_path)[0] + PAYLOADS_SUFFIX
+
+
+def payloads_bytes(program: Program) -> bytes | None:
+    """The sidecar that keeps what MIGraphX's text leaves out of a compiled program: each code
+    object's operator value (binary, expected_inputs, output: MIGraphX's fields) in program order,
+    and the program file's `targets` entries; None for a program without binaries to keep.
+    msgpack, as `.mxr` files are."""
+    from mgxir.translate.mxr.encoding import to_msgpack
+    from mgxir.translate.mxr.program import program_to_value
+
+    kept = [ins for ins in program.main if ins.op.defn.name == "gpu::code_object"]
+    if not kept or not all(ins.op["code_object"].binary for ins in kept):
+        return None
+    value = program_to_value(program)
+    operators = [node["operator"] for node in value["modules"]["main"]["nodes"] if node["name"] == "gpu::code_object"]
+    return to_msgpack({"version": PAYLOADS_VERSION, "targets": value["targets"], "code_objects": operators})
+
+
+def write_payloads(program: Program, text_path: str | None) -> None:
+    """Writes the payload sidecar beside `text_path` (a file, not standard output) where
+    `program` has code objects with binaries."""
+    from mgxir.text.writer import write_atomically
+
+    if text_path is None or text_path == "-":
+        return
+    data = payloads_bytes(program)
+    if data is not None:
+        write_atomically(payloads_path(text_path), data)
+
+
+def attach_payloads(program: Program, text_path: str) -> None:
+    """Gives the code objects of `program`, read from the text at `text_path`, what its payload
+    sidecar keeps; the sidecar must match the text (the same code objects, in order, of the sizes
+    and symbols the text prints): one line says where it does not."""
+    import os
+
+    from mgxir.translate.mxr.encoding import from_msgpack
+    from mgxir.translate.mxr.values import ValueError_, as_array, as_int, as_object, operation_from_value
+
+    path = payloads_path(text_path)
+    kept = [ins for ins in program.main if ins.op.defn.name == "gpu::code_object"]
+    if not kept or not os.path.exists(path):
+        return
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise MgxError(f"cannot read {path}: {e.strerror or e}") from None
+    try:
+        top = as_object(from_msgpack(data), "the sidecar")
+        version = as_int(top.get("version"), "'version'")
+        if version != PAYLOADS_VERSION:
+            raise ValueError_(f"payload sidecar version {version}; this mgxir reads version {PAYLOADS_VERSION}")
+        targets = {}
+        for index, entry in enumerate(as_array(top.get("targets", []), "'targets'")):
+            entry = as_object(entry, f"target {index}")
+            targets[str(entry.get("name"))] = entry
+        operators = as_array(top.get("code_objects"), "'code_objects'")
+        if len(operators) != len(kept):
+            raise ValueError_(f"it keeps {len(operators)} code object(s); {text_path} has {len(kept)}")
+        for index, (ins, fields) in enumerate(zip(kept, operators, strict=True)):
+            op = operation_from_value("gpu::code_object", fields, f"code object {index}", targets)
+            if _printed_fields(ins.op) != _printed_fields(op):
+                raise ValueError_(
+                    f"code object {index} is {_describe(ins.op)} in {text_path}, {_describe(op)} in the sidecar"
+                )
+            ins.op = op
+    except ValueError as e:  # ValueError_, and msgpack's
+        raise MgxError(f"{path}: not the payload sidecar of {text_path}: {e}") from None
+
+
+def _printed_fields(op: Operation) -> tuple:
+    """What MIGraphX's text keeps of a code object: its size, symbol and launch."""
+    return (op["code_object"].size, op["symbol_name"], op["global"], op["local"], op["output_arg"])
+
+
+def _describe(op: Operation) -> str:
+    size, symbol, global_size, local_size, _ = _printed_fields(op)
+    return f"'{symbol}' of {size} bytes launched as {global_size}/{local_size}"

@@ -72,7 +72,11 @@ class GpuTarget(Target):
 
         program = None if from_log else read_program_file(path, sink)
         if program is None:
+            from mgxir.targets.gpu.compiled import attach_payloads
+
             program = super().read(path, sink, options, from_log, log_pass)
+            if not from_log and path != "-":
+                attach_payloads(program, path)
         program.filename = path  # type: ignore[attr-defined]  # what a refusal to load it names
         return program
 
