@@ -4,6 +4,7 @@ compiles for sm_90 without a GPU, so everything up to the device is tested here.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -214,3 +215,98 @@ def test_a_compiled_file_runs_as_the_reference_does(tmp_path: Path) -> None:  # 
     assert outputs.keys() == expected.keys()
     for key, want in expected.items():
         np.testing.assert_allclose(outputs[key], want, rtol=1e-4, atol=1e-5)
+
+
+# -- bad files: one line, nothing allocated beyond what the file holds ---------------------------
+
+
+def _refused_or_read(data: bytes) -> None:
+    """A damaged file is read (and verified) or refused with MgxError: no other exception."""
+    try:
+        program = load_mxr(data, "bad.mxr")
+        verify(program, DiagnosticSink())
+    except MgxError as e:
+        # one line naming the file; a verifier error quotes the printed instruction after it
+        assert re.match(r"(error: )?bad\.mxr", str(e)) and len(str(e).splitlines()) in (1, 3)
+
+
+@pytest.mark.parametrize("kept", [0, 1, 7, 100, 0.25, 0.5, 0.9, -1])
+def test_a_truncated_file_is_refused_in_one_line(compiled: Program, kept: float) -> None:
+    data = mxr_bytes(compiled)
+    cut = int(len(data) * kept) if isinstance(kept, float) else kept % len(data)
+    with pytest.raises(MgxError, match=r"bad.mxr: not a MIGraphX \.mxr file: .*") as info:
+        load_mxr(data[:cut], "bad.mxr")
+    assert "\n" not in str(info.value)
+
+
+def test_a_huge_binary_length_allocates_nothing(compiled: Program) -> None:
+    """msgpack's bin32 header claiming 4 GiB, in a file of a few bytes."""
+    import tracemalloc
+
+    data = bytes([0x81, 0xA7]) + b"version" + bytes([0xC6, 0xFF, 0xFF, 0xFF, 0xFF]) + b"\0" * 16
+    tracemalloc.start()
+    try:
+        with pytest.raises(MgxError, match=r"not a MIGraphX \.mxr file"):
+            load_mxr(data, "huge.mxr")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
+
+
+def _with_code_object(compiled: Program, change) -> bytes:
+    from mgxir.translate.mxr.encoding import from_msgpack, to_msgpack
+
+    value = from_msgpack(mxr_bytes(compiled))  # a tree of its own (program_to_value's is kept per operator)
+    node = next(n for n in value["modules"]["main"]["nodes"] if n["name"] == "gpu::code_object")
+    change(node["operator"])
+    return to_msgpack(value)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda op: op.update(local=0), r"cannot launch 256 threads in blocks of 0 \(1 to 1024\)"),
+        (lambda op: op.update(local=4096), r"cannot launch 256 threads in blocks of 4096"),
+        (lambda op: op.update(output_arg=5), r"output_arg 5 is out of range for 2 arguments"),
+        (
+            lambda op: op["expected_inputs"][0].update(lens=[1, 4, 32, 16]),
+            r"input shapes have changed: \[float_type, \{1, 4, 32, 16\}",
+        ),
+        (lambda op: op["output"].update(lens=[1, 4, 4, 4]), r"the kernel writes float_type, \{1, 4, 4, 4\}"),
+    ],
+)
+def test_a_hostile_code_object_is_refused_by_the_verifier(compiled: Program, change, message: str) -> None:
+    program = load_mxr(_with_code_object(compiled, change), "hostile.mxr")
+    with pytest.raises(MgxError, match=message) as info:
+        verify(program, DiagnosticSink())
+    line, quoted, _ = str(info.value).splitlines()
+    assert line.startswith("hostile.mxr (as printed):") and quoted.startswith("@8 = gpu::code_object")
+
+
+def test_a_corrupted_binary_is_refused_before_the_device(compiled: Program) -> None:
+    from mgxir.targets.gpu.compiled import check_runs_on
+
+    def corrupt(op: dict) -> None:
+        op["code_object"] = [b"\0ELF" + op["code_object"][0][4:]]
+
+    program = load_mxr(_with_code_object(compiled, corrupt), "corrupt.mxr")
+    with pytest.raises(MgxError, match=r"corrupt.mxr: a code object is not a sm_90 binary .*: the file is corrupted"):
+        check_runs_on(program, "cuda", "sm_90", "corrupt.mxr")
+
+
+def test_bytes_changed_anywhere_give_a_program_or_one_line(compiled: Program) -> None:
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    data = mxr_bytes(compiled)
+
+    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(st.lists(st.tuples(st.integers(0, len(data) - 1), st.integers(0, 255)), min_size=1, max_size=4))
+    def damaged(changes: list[tuple[int, int]]) -> None:
+        damaged = bytearray(data)
+        for where, byte in changes:
+            damaged[where] = byte
+        _refused_or_read(bytes(damaged))
+
+    damaged()

@@ -14,6 +14,7 @@ from mgxir.ir.operation import Operation
 from mgxir.ir.program import Program
 from mgxir.targets.gpu.ops import CodeObject, arch_platform
 
+ELF_MAGIC = b"\x7fELF"  # how every cubin and HSACO binary starts
 # what mgx-run reads as a program file (the rest is mgxir's text)
 PROGRAM_FILE_READERS = {
     ".mxr": "read_mxr",
@@ -62,6 +63,11 @@ def check_runs_on(program: Program, platform: str, arch: str, filename: str) -> 
             raise MgxError(
                 f"{filename}: compiled for {code.arch} ({compiled_platform}); this GPU is {arch} ({platform}): "
                 "compile the program again for it"
+            )
+        if code.payload == "bin" and not code.binary.startswith(ELF_MAGIC):
+            raise MgxError(
+                f"{filename}: a code object is not a {code.arch} binary (cubin and HSACO code objects are ELF "
+                "files): the file is corrupted"
             )
         if code.arch != arch:
             raise MgxError(

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from mgxir.diagnostics import MgxError
 from mgxir.ir.attributes import BOOL, FLOAT, INT, SHAPE, STRING, Attr, AttributeError_, Kind, OptionalKind
+from mgxir.ir.format import format_shape
 from mgxir.ir.operation import OpDef, Operation
 from mgxir.ir.registry import register
 from mgxir.ir.shape import Shape
@@ -253,7 +254,27 @@ class CodeObjectOp(_WritesOutput):
         return text + "]"
 
     def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
-        return inputs[op["output_arg"]]
+        """The output argument, as MIGraphX's `code_object_op::compute_shape`: the kernel was
+        compiled for `expected_inputs` and writes `output` (where the program keeps them: text does
+        not), so other arguments are refused. A launch of no threads or of blocks larger than any
+        GPU runs (1024 threads) is refused too: a program file can say anything."""
+        global_size, local_size, output_arg = op["global"], op["local"], op["output_arg"]
+        if not -len(inputs) <= output_arg < len(inputs):
+            raise fail(self.name, f"output_arg {output_arg} is out of range for {len(inputs)} arguments")
+        if op["code_object"].binary and not (0 < local_size <= MAX_BLOCK and 0 < global_size):
+            raise fail(self.name, f"cannot launch {global_size} threads in blocks of {local_size} (1 to {MAX_BLOCK})")
+        expected = op["expected_inputs"]
+        if expected and tuple(expected) != tuple(inputs):
+            shapes = ", ".join(format_shape(s) for s in expected)
+            given = ", ".join(format_shape(s) for s in inputs)
+            raise fail(self.name, f"input shapes have changed: [{shapes}] -> [{given}]")
+        output = inputs[output_arg]
+        if op["output"] is not None and op["output"] != output:
+            raise fail(self.name, f"the kernel writes {format_shape(op['output'])}, not {format_shape(output)}")
+        return output
+
+
+MAX_BLOCK = 1024  # threads in one block, on every NVIDIA and AMD GPU
 
 
 def _without_defaults(text: str, defaults: Sequence[str]) -> str:
