@@ -45,6 +45,12 @@ class OptOptions(DeclaredOptions):
             help="Print every literal value exactly (all dtypes, NaN payloads, bf16/fp8 bits).",
         ),
         Option("sidecar", ("--sidecar",), "With --lossless: put literal data in this .npz and name it in the text."),
+        flag(
+            "portable",
+            "--portable",
+            help="With -p gpu: keep each kernel's CUDA/HIP C++ source instead of its binary; mgx-run compiles "
+            "it for the GPU it runs on.",
+        ),
         flag("from_log", "--from-log", help="The input is MIGraphX log output: load the program printed in it."),
         Option(
             "log_pass", ("--log-pass",), "With --from-log: the program printed after this pass (default: the last one)."
@@ -155,6 +161,10 @@ def _opt(options: OptOptions, sink: DiagnosticSink) -> int:
         with progress(f"reading {filename}"):
             program = read_payloads(parse_program(text, filename, base_dir=base_dir, sink=sink), options.input)
         transform(program, sink, _reader(text, filename, base_dir))
+        if options.portable:
+            from mgxir.targets.gpu.compiled import keep_sources
+
+            keep_sources(program)
         with progress("writing" if options.output in (None, "-") else f"writing {options.output}"):
             writer = _PROGRAM_FILE_WRITERS.get(os.path.splitext(options.output or "")[1])
             if writer is not None:  # MIGraphX's program files: a compiled program keeps its code objects

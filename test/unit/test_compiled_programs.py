@@ -310,3 +310,48 @@ def test_bytes_changed_anywhere_give_a_program_or_one_line(compiled: Program) ->
         _refused_or_read(bytes(damaged))
 
     damaged()
+
+
+# -- portable programs: sources finished on the GPU they run on -------------------------------------
+
+
+def test_a_portable_program_is_finished_for_the_device_without_a_pass(
+    compiled: Program, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mgxir.passes.manager import PassManager
+    from mgxir.targets.gpu import compiler
+    from mgxir.targets.gpu.compiled import ELF_MAGIC, keep_sources
+    from mgxir.targets.gpu.target import GpuTarget
+
+    portable = compiled.clone()
+    keep_sources(portable)
+    path = tmp_path / "portable.mxr"
+    path.write_bytes(mxr_bytes(portable))
+    value = program_to_value(load_mxr(path.read_bytes()))
+    assert value["targets"][0]["payload"] == "source" and json_text(load_json(json_text(portable))) == json_text(
+        portable
+    )
+
+    monkeypatch.setattr(PassManager, "run", lambda *a, **k: pytest.fail("a pass ran on a compiled program"))
+    target = GpuTarget()
+    options = target.options({"arch": "sm_80"})
+    before = dict(compiler.statistics)
+    program = target.read(str(path), DiagnosticSink(), options, False, None)
+    loaded = target.loadable(program, options).program
+    codes = [ins.op["code_object"] for ins in code_objects(loaded)]
+    assert codes and all(c.payload == "bin" and c.arch == "sm_80" and c.binary.startswith(ELF_MAGIC) for c in codes)
+    assert all(c.toolchain == compiler_version() for c in codes)
+    finished = sum(compiler.statistics.values()) - sum(before.values())
+    assert finished == len(codes)  # compiled, or found in the kernel cache
+    # a second load of the same file: every kernel from the cache (source, architecture, compiler)
+    again = dict(compiler.statistics)
+    target.loadable(target.read(str(path), DiagnosticSink(), options, False, None), options)
+    assert compiler.statistics["compiled"] == again["compiled"]
+    assert compiler.statistics["memory hits"] == again["memory hits"] + len(codes)
+
+
+def test_portable_needs_the_sources(compiled: Program) -> None:
+    from mgxir.targets.gpu.compiled import keep_sources
+
+    with pytest.raises(MgxError, match=r"--portable: code object '.*' keeps no source"):
+        keep_sources(load_mxr(mxr_bytes(compiled)))

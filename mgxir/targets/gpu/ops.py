@@ -32,8 +32,8 @@ if TYPE_CHECKING:
 # architecture prefix -> (platform, threads per wave)
 PLATFORMS = {"sm_": ("cuda", 32), "gfx": ("hip", 64)}
 # payload formats, named as MLIR's #gpu.object names them: a binary for one architecture (cubin,
-# HSACO) or its assembly (PTX, AMDGCN)
-PAYLOAD_FORMATS = ("bin", "isa")
+# HSACO) or its assembly (PTX, AMDGCN); and the kernel's CUDA/HIP C++ source (`--portable`)
+PAYLOAD_FORMATS = ("bin", "isa", "source")
 # the `targets` entry's text fields
 TEXT_FIELDS = ("architecture", "payload", "toolchain", "producer")
 
@@ -128,7 +128,9 @@ class CodeObject(FrozenRecord):
         payload = fields["payload"] or "bin"
         if payload not in PAYLOAD_FORMATS:
             raise ValueError_(f"{what}: unknown payload format '{payload}' (one of {', '.join(PAYLOAD_FORMATS)})")
-        return cls(binary, len(binary), "", fields["architecture"], payload, fields["toolchain"], fields["producer"])
+        source = binary.decode("utf-8", errors="replace") if payload == "source" else ""
+        arch, toolchain, made_by = fields["architecture"], fields["toolchain"], fields["producer"]
+        return cls(binary, len(binary), source, arch, payload, toolchain, made_by)
 
 
 class CodeObjectKind(Kind):

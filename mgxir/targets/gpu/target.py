@@ -94,16 +94,19 @@ class GpuTarget(Target):
     def loadable(self, program: Program, options: GpuOptions) -> CompiledProgram:
         """The compiled `program` as this target loads it, once its code objects are checked
         against `options.arch` (where given: no GPU is opened) or the device's."""
-        from mgxir.targets.gpu.compiled import check_runs_on
+        from mgxir.targets.gpu.compiled import check_runs_on, finish
         from mgxir.targets.gpu.ops import arch_platform
 
         filename = getattr(program, "filename", "the program")
         if options.arch is not None:
-            found = arch_platform(options.arch)
-            check_runs_on(program, found[0] if found else "an unknown platform", options.arch, filename)
+            arch = options.arch
+            found = arch_platform(arch)
+            platform_name = found[0] if found else "an unknown platform"
         else:
             platform = open_platform(*parse_device(options.device))  # one line where there is no GPU
-            check_runs_on(program, platform.name, platform.arch(), filename)  # no cover: needs a GPU
+            platform_name, arch = platform.name, platform.arch()  # no cover: needs a GPU
+        check_runs_on(program, platform_name, arch, filename)
+        finish(program, arch)  # a portable program's kernels, compiled for this GPU
         return CompiledProgram(self.name, program, options)
 
     def compile(self, program: Program, options: GpuOptions, sink: DiagnosticSink) -> CompiledProgram:
