@@ -193,7 +193,8 @@ def _has_gpu() -> bool:
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not _has_gpu(), reason="no GPU")
-def test_a_compiled_file_runs_as_the_reference_does(tmp_path: Path) -> None:  # no cover: needs a GPU
+@pytest.mark.parametrize("portable", [False, True])
+def test_a_compiled_file_runs_as_the_reference_does(tmp_path: Path, portable: bool) -> None:  # no cover: needs a GPU
     import numpy as np
 
     from mgxir.drivers.run import flatten_outputs
@@ -204,7 +205,12 @@ def test_a_compiled_file_runs_as_the_reference_does(tmp_path: Path) -> None:  # 
     program = parse_program(EXAMPLE.read_text(), str(EXAMPLE))
     verify(program, DiagnosticSink())
     path = tmp_path / "crp.mxr"
-    path.write_bytes(mxr_bytes(compile_for_gpu(program, device_arch() or "", DiagnosticSink())))
+    lowered = compile_for_gpu(program, device_arch() or "", DiagnosticSink())
+    if portable:  # kernels as sources, finished for this GPU when loaded
+        from mgxir.targets.gpu.compiled import keep_sources
+
+        keep_sources(lowered)
+    path.write_bytes(mxr_bytes(lowered))
     rng = np.random.default_rng(0)
     params = {p.param_name: rng.standard_normal(p.shape.lens).astype(np.float32) for p in program.main.parameters()}
     expected = flatten_outputs(Interpreter(program).run(params))
