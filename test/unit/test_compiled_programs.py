@@ -174,6 +174,7 @@ def test_migraphx_own_compiled_files_are_refused_in_one_line(compiled: Program) 
     ]
     with pytest.raises(MgxError, match=r"migraphx.mxr: compiled by MIGraphX \(its code objects record no"):
         check_runs_on(program, "cuda", "sm_90", "migraphx.mxr")
+    assert program_to_value(program)["targets"] == [{"name": "gpu"}]  # written back as MIGraphX wrote it
 
 
 def test_another_compiled_format_is_refused(compiled: Program) -> None:

@@ -95,11 +95,13 @@ class CodeObject(FrozenRecord):
 
     def target_entry(self, where: str) -> tuple[str, dict[str, Any]]:
         """The program file's `targets` entry this code object needs (`gpu`, its metadata)."""
-        if not self.binary or not self.arch:
+        if not self.binary:
             raise MgxError(
                 f"cannot save {where}: its code object holds no binary (a program read from text keeps only "
                 "its size); save the program as mgx-opt -p gpu compiles it"
             )
+        if not self.arch:  # one MIGraphX compiled: its entry is MIGraphX's, the name alone
+            return "gpu", {}
         platform = arch_platform(self.arch)
         entry = {
             "architecture": self.arch,
