@@ -48,8 +48,8 @@ class OptOptions(DeclaredOptions):
         flag(
             "portable",
             "--portable",
-            help="With -p gpu: keep each kernel's CUDA/HIP C++ source instead of its binary; mgx-run compiles "
-            "it for the GPU it runs on.",
+            help="With -p gpu: keep each kernel's CUDA/HIP C++ source beside its binary; mgx-run compiles it "
+            "for a GPU of another architecture.",
         ),
         flag("from_log", "--from-log", help="The input is MIGraphX log output: load the program printed in it."),
         Option(

@@ -334,27 +334,34 @@ def test_a_portable_program_is_finished_for_the_device_without_a_pass(
     keep_sources(portable)
     path = tmp_path / "portable.mxr"
     path.write_bytes(mxr_bytes(portable))
-    value = program_to_value(load_mxr(path.read_bytes()))
-    assert value["targets"][0]["payload"] == "source" and json_text(load_json(json_text(portable))) == json_text(
-        portable
-    )
+    entry = program_to_value(load_mxr(path.read_bytes()))["targets"][0]
+    sources = {ins.op["code_object"].digest: ins.op["code_object"].source for ins in code_objects(compiled)}
+    assert entry["payload"] == "bin" and entry["sources"] == sources  # beside the sm_90 binaries
+    assert mxr_bytes(load_json(json_text(portable))) == mxr_bytes(portable)
 
     monkeypatch.setattr(PassManager, "run", lambda *a, **k: pytest.fail("a pass ran on a compiled program"))
     target = GpuTarget()
-    options = target.options({"arch": "sm_80"})
-    before = dict(compiler.statistics)
-    program = target.read(str(path), DiagnosticSink(), options, False, None)
-    loaded = target.loadable(program, options).program
-    codes = [ins.op["code_object"] for ins in code_objects(loaded)]
-    assert codes and all(c.payload == "bin" and c.arch == "sm_80" and c.binary.startswith(ELF_MAGIC) for c in codes)
-    assert all(c.toolchain == compiler_version() for c in codes)
-    finished = sum(compiler.statistics.values()) - sum(before.values())
-    assert finished == len(codes)  # compiled, or found in the kernel cache
+
+    def load(arch: str) -> tuple[list[CodeObject], int, int]:
+        """The code objects loaded for `arch`; kernels compiled; kernels found in the cache."""
+        before = dict(compiler.statistics)
+        options = target.options({"arch": arch})
+        loaded = target.loadable(target.read(str(path), DiagnosticSink(), options, False, None), options).program
+        hits = sum(compiler.statistics.values()) - sum(before.values())
+        return [ins.op["code_object"] for ins in code_objects(loaded)], hits, compiler.statistics["compiled"]
+
+    codes, finished, _ = load("sm_90")  # the binaries are for it: nothing compiles
+    assert finished == 0 and [c.binary for c in codes] == [c.binary for c in map(_code, code_objects(compiled))]
+    codes, finished, compiled_count = load("sm_80")
+    assert all(c.arch == "sm_80" and c.binary.startswith(ELF_MAGIC) and c.keeps_source for c in codes)
+    assert all(c.toolchain == compiler_version() for c in codes) and finished == len(codes)
     # a second load of the same file: every kernel from the cache (source, architecture, compiler)
-    again = dict(compiler.statistics)
-    target.loadable(target.read(str(path), DiagnosticSink(), options, False, None), options)
-    assert compiler.statistics["compiled"] == again["compiled"]
-    assert compiler.statistics["memory hits"] == again["memory hits"] + len(codes)
+    codes, finished, compiled_again = load("sm_80")
+    assert finished == len(codes) and compiled_again == compiled_count
+
+
+def _code(ins) -> CodeObject:
+    return ins.op["code_object"]
 
 
 def test_portable_needs_the_sources(compiled: Program) -> None:

@@ -64,26 +64,24 @@ def check_runs_on(program: Program, platform: str, arch: str, filename: str) -> 
                 f"{filename}: compiled for {code.arch} ({compiled_platform}); this GPU is {arch} ({platform}): "
                 "compile the program again for it"
             )
-        if code.payload == "source":
-            continue  # compiled for the device when loaded (`finish`)
         if code.payload == "bin" and not code.binary.startswith(ELF_MAGIC):
             raise MgxError(
                 f"{filename}: a code object is not a {code.arch} binary (cubin and HSACO code objects are ELF "
                 "files): the file is corrupted"
             )
-        if code.arch != arch:
+        if code.arch != arch and not code.keeps_source:  # a kept source is compiled for it (`finish`)
             raise MgxError(
                 f"{filename}: compiled for {code.arch}, not for this GPU's {arch} ({code.payload} payloads run "
                 f"only on the architecture they were compiled for): compile the program again for {arch}"
             )
 
 
-# -- portable programs: kernels kept as source, compiled where they run ----------------------------
+# -- portable programs: sources beside the binaries, compiled where they run ----------------------
 
 
 def keep_sources(program: Program) -> None:
     """`--portable`: each code object of the compiled `program` keeps its kernel's CUDA/HIP C++
-    source (payload `source`) instead of the binary; `finish` compiles it where it runs."""
+    source beside the binary (the file's `sources`); `finish` compiles it for another GPU."""
     for ins in program.main:
         if ins.op.defn.name != "gpu::code_object":
             continue
@@ -93,27 +91,31 @@ def keep_sources(program: Program) -> None:
                 f"--portable: code object '{ins.op['symbol_name']}' keeps no source (a program read from a file "
                 "keeps only its binary): compile the uncompiled program with -p gpu --portable"
             )
-        text = code.source.encode()
-        ins.op = ins.op.replace(
-            code_object=CodeObject(text, len(text), code.source, code.arch, "source", "", code.producer)
-        )
+        ins.op = ins.op.replace(code_object=_code_object(code, code.binary, code.arch, code.toolchain))
 
 
 def finish(program: Program, arch: str) -> int:
-    """Compiles every `source` payload of `program` for `arch` (NVRTC or hiprtc, through the kernel
-    cache: keyed by the source, the architecture and the compiler's version); returns how many."""
+    """Compiles, for `arch`, the kept source of every code object whose binary is for another
+    architecture (NVRTC or hiprtc, through the kernel cache: keyed by the source, the architecture
+    and the compiler's version); returns how many."""
     from mgxir.targets.gpu.compiler import compile_source, toolchain_version
 
     finished = 0
     for ins in program.main:
-        if ins.op.defn.name != "gpu::code_object" or ins.op["code_object"].payload != "source":
+        if ins.op.defn.name != "gpu::code_object":
             continue
         code: CodeObject = ins.op["code_object"]
+        if code.arch == arch or not code.keeps_source:
+            continue
         binary = compile_source(code.source, ins.op["symbol_name"], arch)
-        compiled = CodeObject(binary, len(binary), code.source, arch, "bin", toolchain_version(arch), code.producer)
-        ins.op = ins.op.replace(code_object=compiled)
+        ins.op = ins.op.replace(code_object=_code_object(code, binary, arch, toolchain_version(arch)))
         finished += 1
     return finished
+
+
+def _code_object(code: CodeObject, binary: bytes, arch: str, toolchain: str) -> CodeObject:
+    """`code`'s kernel as `binary` for `arch`, its source kept."""
+    return CodeObject(binary, len(binary), code.source, arch, "bin", toolchain, code.producer, keeps_source=True)
 
 
 # -- the payload sidecar of a compiled program written as text -------------------------------------

@@ -32,8 +32,8 @@ if TYPE_CHECKING:
 # architecture prefix -> (platform, threads per wave)
 PLATFORMS = {"sm_": ("cuda", 32), "gfx": ("hip", 64)}
 # payload formats, named as MLIR's #gpu.object names them: a binary for one architecture (cubin,
-# HSACO) or its assembly (PTX, AMDGCN); and the kernel's CUDA/HIP C++ source (`--portable`)
-PAYLOAD_FORMATS = ("bin", "isa", "source")
+# HSACO) or its assembly (PTX, AMDGCN)
+PAYLOAD_FORMATS = ("bin", "isa")
 # the `targets` entry's text fields
 TEXT_FIELDS = ("architecture", "payload", "toolchain", "producer")
 
@@ -61,7 +61,9 @@ class CodeObject(FrozenRecord):
     """A compiled kernel: the binary (empty when read back from text, which keeps only its size),
     the source it was compiled from, the architecture it targets, the payload's format and the
     compiler (`nvrtc-12.8`) that made it. In a program file the binary is MIGraphX's
-    `code_object` field and the rest is the program's `targets` entry (mgxir.targets.gpu.files)."""
+    `code_object` field and the rest is the program's `targets` entry (mgxir.targets.gpu.compiled);
+    with `keeps_source` (`--portable`) the entry's `sources` keep the source too, by the binary's
+    digest, so that another architecture compiles it where it runs."""
 
     binary: bytes
     size: int
@@ -70,6 +72,7 @@ class CodeObject(FrozenRecord):
     payload: str
     toolchain: str
     producer: str
+    keeps_source: bool
 
     def __init__(
         self,
@@ -80,6 +83,7 @@ class CodeObject(FrozenRecord):
         payload: str = "bin",
         toolchain: str = "",
         producer: str = "",
+        keeps_source: bool = False,
     ):
         object.__setattr__(self, "binary", binary)
         object.__setattr__(self, "size", size)
@@ -88,6 +92,7 @@ class CodeObject(FrozenRecord):
         object.__setattr__(self, "payload", payload)
         object.__setattr__(self, "toolchain", toolchain)
         object.__setattr__(self, "producer", producer)
+        object.__setattr__(self, "keeps_source", keeps_source)
 
     @classmethod
     def compiled(cls, binary: bytes, source: str, arch: str, payload: str = "bin", toolchain: str = "") -> CodeObject:
@@ -112,13 +117,22 @@ class CodeObject(FrozenRecord):
             "producer": self.producer,
             "format": COMPILED_FORMAT,
         }
+        if self.keeps_source:  # merged with the other code objects' (mgxir.translate.mxr.program)
+            entry["sources"] = {self.digest: self.source}
         return "gpu", entry
+
+    @property
+    def digest(self) -> str:
+        """What `sources` keeps the source under: the binary's SHA-256."""
+        import hashlib
+
+        return hashlib.sha256(self.binary).hexdigest()
 
     @classmethod
     def from_file(cls, binary: bytes, entry: Mapping[str, Any] | None, what: str) -> CodeObject:
         """A code object read from a program file: the binary and the file's `gpu` target entry
         (MIGraphX's own files have none beyond `name`: architecture and formats unknown)."""
-        from mgxir.translate.mxr.values import ValueError_, as_int, as_str
+        from mgxir.translate.mxr.values import ValueError_, as_int, as_object, as_str
 
         entry = entry or {}
         fields = {key: as_str(entry.get(key, ""), f"the gpu target's '{key}'") for key in TEXT_FIELDS}
@@ -130,9 +144,13 @@ class CodeObject(FrozenRecord):
         payload = fields["payload"] or "bin"
         if payload not in PAYLOAD_FORMATS:
             raise ValueError_(f"{what}: unknown payload format '{payload}' (one of {', '.join(PAYLOAD_FORMATS)})")
-        source = binary.decode("utf-8", errors="replace") if payload == "source" else ""
         arch, toolchain, made_by = fields["architecture"], fields["toolchain"], fields["producer"]
-        return cls(binary, len(binary), source, arch, payload, toolchain, made_by)
+        code = cls(binary, len(binary), "", arch, payload, toolchain, made_by)
+        source = as_object(entry.get("sources", {}), "the gpu target's 'sources'").get(code.digest)
+        if source is None:
+            return code
+        source = as_str(source, "a source in the gpu target's 'sources'")
+        return cls(binary, len(binary), source, arch, payload, toolchain, made_by, keeps_source=True)
 
 
 class CodeObjectKind(Kind):

@@ -65,19 +65,24 @@ def program_to_value(program: Program) -> dict:
 
 
 def _add_target_entries(op: Operation, output: str, targets: dict[str, dict[str, Any]]) -> None:
-    """The target entries of `op`'s values into `targets`; every code object of one target must
-    agree (a program file has one entry per target)."""
+    """The target entries of `op`'s values into `targets`: every code object of one target must
+    agree (a program file has one entry per target), but for tables, which are merged."""
     for x in op.values:
         target_entry = getattr(x, "target_entry", None)
         if target_entry is None:
             continue
         name, entry = target_entry(f"'{output}' ({op.text})")
-        known = targets.setdefault(name, entry)
-        if known != entry:
-            differ = sorted(k for k in entry if entry[k] != known.get(k))
+        known = targets.setdefault(name, {k: dict(v) if isinstance(v, dict) else v for k, v in entry.items()})
+        for key, table in entry.items():  # tables (the kept sources by digest) are merged
+            if isinstance(table, dict) and isinstance(known.get(key), dict):
+                known[key].update(table)
+        differ = sorted(
+            k for k in set(entry) | set(known) if not isinstance(entry.get(k), dict) and entry.get(k) != known.get(k)
+        )
+        if differ:
             raise MgxError(
                 f"cannot save '{output}' ({op.text}): its code object differs from an earlier one in "
-                + ", ".join(f"{k} ({entry[k]} vs {known.get(k)})" for k in differ)
+                + ", ".join(f"{k} ({entry.get(k)} vs {known.get(k)})" for k in differ)
                 + "; a program file has one entry per target"
             )
 
