@@ -116,6 +116,7 @@ class CodeObject(FrozenRecord):
             "toolchain": self.toolchain,
             "producer": self.producer,
             "format": COMPILED_FORMAT,
+            "binaries": {self.digest: self.size},  # merged: every binary's digest, to find a corrupted one
         }
         if self.keeps_source:  # merged with the other code objects' (mgxir.translate.mxr.program)
             entry["sources"] = {self.digest: self.source}
@@ -146,6 +147,8 @@ class CodeObject(FrozenRecord):
             raise ValueError_(f"{what}: unknown payload format '{payload}' (one of {', '.join(PAYLOAD_FORMATS)})")
         arch, toolchain, made_by = fields["architecture"], fields["toolchain"], fields["producer"]
         code = cls(binary, len(binary), "", arch, payload, toolchain, made_by)
+        if "binaries" in entry and code.digest not in as_object(entry["binaries"], "the gpu target's 'binaries'"):
+            raise ValueError_(f"{what}: the binary is not one the file was written with (another digest): corrupted")
         source = as_object(entry.get("sources", {}), "the gpu target's 'sources'").get(code.digest)
         if source is None:
             return code
