@@ -16,6 +16,7 @@ from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.drivers.common import check_output_path, keeps_literals, read_text, run_guarded
 from mgxir.drivers.formats import INPUT_FORMATS, input_format, read_input
 from mgxir.drivers.options import DeclaredOptions, Option, flag
+from mgxir.drivers.payloads import read_payloads, write_payloads
 from mgxir.ir.program import Program
 from mgxir.progress import progress, set_quiet
 from mgxir.targets.base import target_passes
@@ -50,6 +51,12 @@ class OptOptions(DeclaredOptions):
             help="Print literals as MIGraphX does: '{ ... }' past 10 values, 6 digits.",
         ),
         Option("sidecar", ("--sidecar",), "Put the data of literals past ten values in this .npz; the text names it."),
+        flag(
+            "portable",
+            "--portable",
+            help="With -p gpu: keep each kernel's CUDA/HIP C++ source beside its binary; mgx-run compiles it "
+            "for a GPU of another architecture.",
+        ),
         flag("from_log", "--from-log", help="The input is MIGraphX log output: load the program printed in it."),
         Option(
             "log_pass", ("--log-pass",), "With --from-log: the program printed after this pass (default: the last one)."
@@ -131,6 +138,13 @@ def opt_main(options: OptOptions) -> int:
     return run_guarded(lambda sink: _opt(options, sink))
 
 
+# `-o FILE.mxr` / `-o FILE.json`: the output format follows the extension (text otherwise)
+_PROGRAM_FILE_WRITERS = {
+    ".mxr": "mgxir.translate.mxr:write_mxr",
+    ".json": "mgxir.translate.mxr:write_json_program",
+}
+
+
 def _opt(options: OptOptions, sink: DiagnosticSink) -> int:
     if options.show_passes:
         from mgxir.passes.registry import list_passes
@@ -155,10 +169,22 @@ def _opt(options: OptOptions, sink: DiagnosticSink) -> int:
     base_dir = None if options.input == "-" else os.path.dirname(options.input)
     if not options.split and not options.verify_diagnostics:
         with progress(f"reading {filename}"):
-            program = parse_program(text, filename, base_dir=base_dir, sink=sink)
+            program = read_payloads(parse_program(text, filename, base_dir=base_dir, sink=sink), options.input)
         transform(program, sink, _reader(text, filename, base_dir))
+        if options.portable:
+            from mgxir.targets.gpu.compiled import keep_sources
+
+            keep_sources(program)
         with progress("writing" if options.output in (None, "-") else f"writing {options.output}"):
-            write_program(program, options.output, lossless=options.lossless, sidecar=options.sidecar)
+            writer = _PROGRAM_FILE_WRITERS.get(os.path.splitext(options.output or "")[1])
+            if writer is not None:  # MIGraphX's program files: a compiled program keeps its code objects
+                import importlib
+
+                module, _, function = writer.partition(":")
+                getattr(importlib.import_module(module), function)(program, options.output)
+            else:
+                write_program(program, options.output, lossless=options.lossless, sidecar=options.sidecar)
+                write_payloads(program, options.output)
         return 0
     # chunks of the input, and their expected diagnostics: imported only by the commands that ask
     from mgxir.drivers.diagnostics_check import Chunk, split_input

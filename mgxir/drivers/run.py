@@ -381,6 +381,12 @@ class RunOptions(DeclaredOptions):
             "or in TF32 on tensor cores (tf32, as PyTorch's cuDNN convolutions by default).",
             default="ieee",
         ),
+        Option(
+            "arch",
+            ("--arch",),
+            "With --target=gpu: compile for this architecture (sm_90, gfx942) instead of the device's; "
+            "a compiled program file must be for it.",
+        ),
         Option("cache_dir", ("--cache-dir",), "With --target=iree: compiled modules' cache (or $MGXIR_CACHE_DIR)."),
         flag("timing", "--timing", help="iree: compile/load/run times; vulkan: where each instruction ran."),
         Option(

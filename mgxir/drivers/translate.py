@@ -23,6 +23,7 @@ from mgxir.diagnostics import DiagnosticSink, MgxError, did_you_mean
 from mgxir.drivers.common import check_output_path, keeps_literals, load_entry, run_guarded
 from mgxir.drivers.formats import INPUT_FORMATS, input_format
 from mgxir.drivers.options import DeclaredOptions, Option, flag
+from mgxir.drivers.payloads import read_payloads, write_payloads
 from mgxir.ir.program import Program
 from mgxir.progress import progress, set_quiet
 from mgxir.text.parser import read_program
@@ -54,18 +55,20 @@ FOLDER_WRITERS = frozenset({"spirv"})
 
 def write_mgx(program: Program, output: str | None, options: Options, sink: DiagnosticSink) -> None:
     """The program text, every literal value kept (as `mgx-lossless`), or as MIGraphX prints it with
-    `elide_literals`."""
+    `elide_literals`; a compiled program's payloads in a sidecar."""
     lossless = keeps_literals(bool(options.get("lossless")), bool(options.get("elide_literals")))
     write_program(program, output, lossless=lossless)
+    write_payloads(program, output)
 
 
 def write_mgx_lossless(program: Program, output: str | None, options: Options, sink: DiagnosticSink) -> None:
     """The text with every literal value kept (a sidecar .npz beside a large output file)."""
     write_program(program, output, lossless=True)
+    write_payloads(program, output)
 
 
 def read_mgx(path: str, options: Options, sink: DiagnosticSink) -> Program:
-    return read_program(path, sink, allow_undefined=bool(options.get("allow_undefined")))
+    return read_payloads(read_program(path, sink, allow_undefined=bool(options.get("allow_undefined"))), path)
 
 
 def read_log(path: str, options: Options, sink: DiagnosticSink) -> Program:

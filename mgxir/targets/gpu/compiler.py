@@ -120,7 +120,13 @@ def compile_source(source: str, symbol: str, arch: str = DEFAULT_ARCH, output: s
 
 
 def compile_kernel(kernel: Kernel, arch: str = DEFAULT_ARCH) -> CodeObject:
-    return CodeObject.compiled(compile_source(kernel.source, kernel.symbol, arch), kernel.source, arch)
+    binary = compile_source(kernel.source, kernel.symbol, arch)
+    return CodeObject.compiled(binary, kernel.source, arch, "bin", toolchain_version(arch))
+
+
+def toolchain_version(arch: str) -> str:
+    """The compiler that makes binaries for `arch` (`nvrtc-12.8`, `hiprtc-...`)."""
+    return _compiler(arch)[1]()
 
 
 def _nvrtc(source: str, symbol: str, arch: str, output: str) -> bytes:

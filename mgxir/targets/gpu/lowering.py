@@ -360,6 +360,8 @@ class GpuLowering(Pass):
     ) -> None:
         allocation = module.insert(ins, make_op("allocate", shape=shape or ins.shape))
         placement[allocation] = (allocation, 0)
+        if op.defn.name == "gpu::code_object":  # the shapes it was compiled for, as MIGraphX keeps them
+            op = op.replace(expected_inputs=[*(a.shape for a in args), allocation.shape], output=allocation.shape)
         module.replace(ins, op, [*args, allocation], [])
         placement[ins] = (allocation, 0)
 

@@ -12,10 +12,12 @@ mode) lets a float32 gemm or convolution multiply in TF32 on tensor cores (`--fp
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from mgxir.ir.attributes import BOOL, FLOAT, INT, STRING, Attr, AttributeError_, Kind
+from mgxir.diagnostics import MgxError
+from mgxir.ir.attributes import BOOL, FLOAT, INT, SHAPE, STRING, Attr, AttributeError_, Kind, OptionalKind
+from mgxir.ir.format import format_shape
 from mgxir.ir.operation import OpDef, Operation
 from mgxir.ir.registry import register
 from mgxir.ir.shape import Shape
@@ -27,27 +29,137 @@ if TYPE_CHECKING:
     from mgxir.ir.module import Module
 
 
+# architecture prefix -> (platform, threads per wave)
+PLATFORMS = {"sm_": ("cuda", 32), "gfx": ("hip", 64)}
+# payload formats, named as MLIR's #gpu.object names them: a binary for one architecture (cubin,
+# HSACO) or its assembly (PTX, AMDGCN)
+PAYLOAD_FORMATS = ("bin", "isa")
+# the `targets` entry's text fields
+TEXT_FIELDS = ("architecture", "payload", "toolchain", "producer")
+
+
+def arch_platform(arch: str) -> tuple[str, int] | None:
+    """(platform, wave size) of an architecture name (`sm_90`, `gfx942`); None for another name."""
+    return next((found for prefix, found in PLATFORMS.items() if arch.startswith(prefix)), None)
+
+
+# the version of what mgxir adds to a compiled program's `targets` entry; another is refused
+COMPILED_FORMAT = 1
+
+
+def producer() -> str:
+    """`mgxir 0.1.0`: what made a compiled program."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"mgxir {version('mgxir')}"
+    except PackageNotFoundError:
+        return "mgxir"
+
+
 class CodeObject(FrozenRecord):
     """A compiled kernel: the binary (empty when read back from text, which keeps only its size),
-    the source it was compiled from and the architecture it targets."""
+    the source it was compiled from, the architecture it targets, the payload's format and the
+    compiler (`nvrtc-12.8`) that made it. In a program file the binary is MIGraphX's
+    `code_object` field and the rest is the program's `targets` entry (mgxir.targets.gpu.compiled);
+    with `keeps_source` (`--portable`) the entry's `sources` keep the source too, by the binary's
+    digest, so that another architecture compiles it where it runs."""
 
     binary: bytes
     size: int
     source: str
     arch: str
+    payload: str
+    toolchain: str
+    producer: str
+    keeps_source: bool
 
-    def __init__(self, binary: bytes = b"", size: int = 0, source: str = "", arch: str = ""):
+    def __init__(
+        self,
+        binary: bytes = b"",
+        size: int = 0,
+        source: str = "",
+        arch: str = "",
+        payload: str = "bin",
+        toolchain: str = "",
+        producer: str = "",
+        keeps_source: bool = False,
+    ):
         object.__setattr__(self, "binary", binary)
         object.__setattr__(self, "size", size)
         object.__setattr__(self, "source", source)
         object.__setattr__(self, "arch", arch)
+        object.__setattr__(self, "payload", payload)
+        object.__setattr__(self, "toolchain", toolchain)
+        object.__setattr__(self, "producer", producer)
+        object.__setattr__(self, "keeps_source", keeps_source)
 
     @classmethod
-    def compiled(cls, binary: bytes, source: str, arch: str) -> CodeObject:
-        return cls(binary, len(binary), source, arch)
+    def compiled(cls, binary: bytes, source: str, arch: str, payload: str = "bin", toolchain: str = "") -> CodeObject:
+        return cls(binary, len(binary), source, arch, payload, toolchain, producer())
+
+    def target_entry(self, where: str) -> tuple[str, dict[str, Any]]:
+        """The program file's `targets` entry this code object needs (`gpu`, its metadata)."""
+        if not self.binary:
+            raise MgxError(
+                f"cannot save {where}: its code object holds no binary (a program read from text keeps only "
+                "its size); save the program as mgx-opt -p gpu compiles it"
+            )
+        if not self.arch:  # one MIGraphX compiled: its entry is MIGraphX's, the name alone
+            return "gpu", {}
+        platform = arch_platform(self.arch)
+        entry = {
+            "architecture": self.arch,
+            "platform": platform[0] if platform else "",
+            "wave_size": platform[1] if platform else 0,
+            "payload": self.payload,
+            "toolchain": self.toolchain,
+            "producer": self.producer,
+            "format": COMPILED_FORMAT,
+            "binaries": {self.digest: self.size},  # merged: every binary's digest, to find a corrupted one
+        }
+        if self.keeps_source:  # merged with the other code objects' (mgxir.translate.mxr.program)
+            entry["sources"] = {self.digest: self.source}
+        return "gpu", entry
+
+    @property
+    def digest(self) -> str:
+        """What `sources` keeps the source under: the binary's SHA-256."""
+        import hashlib
+
+        return hashlib.sha256(self.binary).hexdigest()
+
+    @classmethod
+    def from_file(cls, binary: bytes, entry: Mapping[str, Any] | None, what: str) -> CodeObject:
+        """A code object read from a program file: the binary and the file's `gpu` target entry
+        (MIGraphX's own files have none beyond `name`: architecture and formats unknown)."""
+        from mgxir.translate.mxr.values import ValueError_, as_int, as_object, as_str
+
+        entry = entry or {}
+        fields = {key: as_str(entry.get(key, ""), f"the gpu target's '{key}'") for key in TEXT_FIELDS}
+        if "format" in entry and as_int(entry["format"], "the gpu target's 'format'") != COMPILED_FORMAT:
+            raise ValueError_(
+                f"compiled program format {entry['format']} (by {fields['producer'] or 'an unknown producer'}); "
+                f"this mgxir reads format {COMPILED_FORMAT}: compile the program again"
+            )
+        payload = fields["payload"] or "bin"
+        if payload not in PAYLOAD_FORMATS:
+            raise ValueError_(f"{what}: unknown payload format '{payload}' (one of {', '.join(PAYLOAD_FORMATS)})")
+        arch, toolchain, made_by = fields["architecture"], fields["toolchain"], fields["producer"]
+        code = cls(binary, len(binary), "", arch, payload, toolchain, made_by)
+        if "binaries" in entry and code.digest not in as_object(entry["binaries"], "the gpu target's 'binaries'"):
+            raise ValueError_(f"{what}: the binary is not one the file was written with (another digest): corrupted")
+        source = as_object(entry.get("sources", {}), "the gpu target's 'sources'").get(code.digest)
+        if source is None:
+            return code
+        source = as_str(source, "a source in the gpu target's 'sources'")
+        return cls(binary, len(binary), source, arch, payload, toolchain, made_by, keeps_source=True)
 
 
 class CodeObjectKind(Kind):
+    """Printed as its size; in a program file (`to_value`/`from_value`, the value form that
+    mgxir.translate.mxr asks a kind from outside mgxir.ir for) the binary itself."""
+
     description = "a code object (printed as its size in bytes)"
 
     def read(self, v: Value) -> CodeObject:
@@ -62,6 +174,42 @@ class CodeObjectKind(Kind):
 
     def format(self, x: CodeObject) -> str:
         return str(x.size)
+
+    def to_value(self, x: CodeObject) -> Any:
+        from mgxir.translate.mxr.values import Binary
+
+        return Binary(x.binary)
+
+    def from_value(self, v: Any, what: str, target_entry: Mapping[str, Any] | None = None) -> CodeObject:
+        from mgxir.translate.mxr.values import as_binary
+
+        return CodeObject.from_file(as_binary(v, what), target_entry, what)
+
+
+class ShapeListKind(Kind):
+    """`std::vector<shape>` (code_object's `expected_inputs`): `{float_type, {2}, {1}; ...}` is
+    not MIGraphX's text (its printer leaves the field out), so text keeps none of it."""
+
+    description = "shapes"
+
+    def read(self, v: Value) -> tuple[Shape, ...]:
+        raise AttributeError_("expected_inputs is not written in text (MIGraphX does not print it)")
+
+    def coerce(self, x: Any) -> tuple[Shape, ...]:
+        return tuple(x)
+
+    def format(self, x: Sequence[Shape]) -> str:
+        return str(len(x))
+
+    def to_value(self, x: Sequence[Shape]) -> Any:
+        from mgxir.translate.mxr.values import shape_to_value
+
+        return [shape_to_value(s) for s in x]
+
+    def from_value(self, v: Any, what: str, target_entry: Mapping[str, Any] | None = None) -> tuple[Shape, ...]:
+        from mgxir.translate.mxr.values import as_array, shape_from_mxr_value
+
+        return tuple(shape_from_mxr_value(s, what) for s in as_array(v, what))
 
 
 class OperationKind(Kind):
@@ -81,8 +229,22 @@ class OperationKind(Kind):
     def format(self, x: Operation) -> str:
         return x.text
 
+    def to_value(self, x: Operation) -> Any:
+        """`{name, operator}`, as MIGraphX serialises an `operation` field."""
+        from mgxir.translate.mxr.values import named_operation_value
+
+        name, fields = named_operation_value(x)
+        return {"name": name, "operator": fields}
+
+    def from_value(self, v: Any, what: str, target_entry: Mapping[str, Any] | None = None) -> Operation:
+        from mgxir.translate.mxr.values import EMPTY_OBJECT, as_object, as_str, operation_from_value
+
+        item = as_object(v, what)
+        return operation_from_value(as_str(item.get("name"), f"{what}: 'name'"), item.get("operator", EMPTY_OBJECT))
+
 
 CODE_OBJECT = CodeObjectKind()
+SHAPES = ShapeListKind()
 OPERATION = OperationKind()
 
 
@@ -104,18 +266,40 @@ class CodeObjectOp(_WritesOutput):
         Attr("symbol_name", STRING, ""),
         Attr("global", INT, 0),
         Attr("local", INT, 0),
+        Attr("expected_inputs", SHAPES, ()),
+        Attr("output", OptionalKind(SHAPE), None),
         Attr("output_arg", INT, -1),
     )
 
     def format(self, op: Operation) -> str:
-        code, symbol, global_size, local_size, output_arg = op.values
+        code, symbol, global_size, local_size, _, _, output_arg = op.values
         text = f"{self.name}[code_object={code.size},symbol_name={symbol},global={global_size},local={local_size},"
         if output_arg != -1:
             text += f"output_arg={output_arg},"
         return text + "]"
 
     def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
-        return inputs[op["output_arg"]]
+        """The output argument, as MIGraphX's `code_object_op::compute_shape`: the kernel was
+        compiled for `expected_inputs` and writes `output` (where the program keeps them: text does
+        not), so other arguments are refused. A launch of no threads or of blocks larger than any
+        GPU runs (1024 threads) is refused too: a program file can say anything."""
+        global_size, local_size, output_arg = op["global"], op["local"], op["output_arg"]
+        if not -len(inputs) <= output_arg < len(inputs):
+            raise fail(self.name, f"output_arg {output_arg} is out of range for {len(inputs)} arguments")
+        if op["code_object"].binary and not (0 < local_size <= MAX_BLOCK and 0 < global_size):
+            raise fail(self.name, f"cannot launch {global_size} threads in blocks of {local_size} (1 to {MAX_BLOCK})")
+        expected = op["expected_inputs"]
+        if expected and tuple(expected) != tuple(inputs):
+            shapes = ", ".join(format_shape(s) for s in expected)
+            given = ", ".join(format_shape(s) for s in inputs)
+            raise fail(self.name, f"input shapes have changed: [{shapes}] -> [{given}]")
+        output = inputs[output_arg]
+        if op["output"] is not None and op["output"] != output:
+            raise fail(self.name, f"the kernel writes {format_shape(op['output'])}, not {format_shape(output)}")
+        return output
+
+
+MAX_BLOCK = 1024  # threads in one block, on every NVIDIA and AMD GPU
 
 
 def _without_defaults(text: str, defaults: Sequence[str]) -> str:

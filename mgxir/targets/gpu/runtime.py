@@ -112,7 +112,7 @@ class GpuExecutable:
                 self.steps.append(Step(ins, self._host_step(ins), on_host=True))
 
     def _kernel_step(self, ins: Instruction) -> Callable[[], None]:
-        code, symbol, global_size, local_size, _ = ins.op.values
+        code, symbol, global_size, local_size = ins.op.values[:4]
         if not code.binary:
             raise MgxError(
                 f"gpu::code_object '{symbol}' holds no binary (a program read from text keeps only its size): "

@@ -64,6 +64,51 @@ class GpuTarget(Target):
     name = "gpu"
     options_type = GpuOptions
 
+    def read(
+        self, path: str, sink: DiagnosticSink, options: GpuOptions, from_log: bool, log_pass: str | None
+    ) -> Program:
+        """mgxir's text, or a program file (`.mxr`, `.json`: a compiled one runs as it was compiled)."""
+        from mgxir.targets.gpu.compiled import read_program_file
+
+        program = None if from_log else read_program_file(path, sink)
+        if program is None:
+            from mgxir.targets.gpu.compiled import attach_payloads
+
+            program = super().read(path, sink, options, from_log, log_pass)
+            if not from_log and path != "-":
+                attach_payloads(program, path)
+        program.filename = path  # type: ignore[attr-defined]  # what a refusal to load it names
+        return program
+
+    def run(
+        self, program: Program, params: Mapping[str, np.ndarray], options: GpuOptions, sink: DiagnosticSink
+    ) -> list[RuntimeValue]:
+        """A compiled program (a program file `mgx-opt -p gpu` wrote) is loaded as it is: no pass
+        runs, nothing compiles; its code objects must be for the device (one line says why not)."""
+        from mgxir.targets.gpu.compiled import is_compiled
+
+        if not is_compiled(program):
+            return super().run(program, params, options, sink)
+        return self.load(self.loadable(program, options), options.device, sink).run(params)
+
+    def loadable(self, program: Program, options: GpuOptions) -> CompiledProgram:
+        """The compiled `program` as this target loads it, once its code objects are checked
+        against `options.arch` (where given: no GPU is opened) or the device's."""
+        from mgxir.targets.gpu.compiled import check_runs_on, finish
+        from mgxir.targets.gpu.ops import arch_platform
+
+        filename = getattr(program, "filename", "the program")
+        if options.arch is not None:
+            arch = options.arch
+            found = arch_platform(arch)
+            platform_name = found[0] if found else "an unknown platform"
+        else:
+            platform = open_platform(*parse_device(options.device))  # one line where there is no GPU
+            platform_name, arch = platform.name, platform.arch()  # no cover: needs a GPU
+        check_runs_on(program, platform_name, arch, filename)
+        finish(program, arch)  # a portable program's kernels, compiled for this GPU
+        return CompiledProgram(self.name, program, options)
+
     def compile(self, program: Program, options: GpuOptions, sink: DiagnosticSink) -> CompiledProgram:
         platform_name, index = parse_device(options.device)
         if options.arch is not None and not options.exhaustive_tune:

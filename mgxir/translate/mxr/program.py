@@ -8,6 +8,7 @@ submodules). Modules are written main first, then in the order MIGraphX lists th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
@@ -39,23 +40,54 @@ READABLE_VERSIONS = (7, 8)  # 7: ROCm 6.0 to 7.2, which had no debug_symbols
 MIGRAPHX_VERSION = "2.16.0"
 
 
+# what MIGraphX's GPU context writes (`context::to_value`): no events without its schedule pass, one stream
+TARGET_CONTEXTS: dict[str, dict[str, Any]] = {"gpu": {"events": 0, "streams": 1}}
+
+
 def program_to_value(program: Program) -> dict:
-    """The value tree MIGraphX saves for `program` (no targets: mgxir programs are not compiled)."""
+    """The value tree MIGraphX saves for `program`. A compiled program (one whose operators hold
+    values with a `target_entry()`, gpu::code_object's) names its target in `targets`, as
+    MIGraphX's `target` value does (`{name}`), with what mgxir adds there about the code objects
+    (architecture, wave size, payload format, producer, toolchain: MIGraphX reads only `name`)."""
     names: dict[Instruction, str] = {}
     modules: dict[str, Any] = {}
+    targets: dict[str, dict[str, Any]] = {}
     for module in program.print_order():
         if module.name not in modules:
-            modules[module.name] = {"name": module.name, "nodes": _nodes(module, names)}
+            modules[module.name] = {"name": module.name, "nodes": _nodes(module, names, targets)}
     return {
         "version": FILE_VERSION,
         "migraphx_version": MIGRAPHX_VERSION,
-        "targets": [],
-        "contexts": [],
+        "targets": [{"name": name, **entry} for name, entry in targets.items()],
+        "contexts": [TARGET_CONTEXTS.get(name, EMPTY_OBJECT) for name in targets],
         "modules": modules if modules else EMPTY_OBJECT,
     }
 
 
-def _nodes(module: Module, names: dict[Instruction, str]) -> list[dict]:
+def _add_target_entries(op: Operation, output: str, targets: dict[str, dict[str, Any]]) -> None:
+    """The target entries of `op`'s values into `targets`: every code object of one target must
+    agree (a program file has one entry per target), but for tables, which are merged."""
+    for x in op.values:
+        target_entry = getattr(x, "target_entry", None)
+        if target_entry is None:
+            continue
+        name, entry = target_entry(f"'{output}' ({op.text})")
+        known = targets.setdefault(name, {k: dict(v) if isinstance(v, dict) else v for k, v in entry.items()})
+        for key, table in entry.items():  # tables (the kept sources by digest) are merged
+            if isinstance(table, dict) and isinstance(known.get(key), dict):
+                known[key].update(table)
+        differ = sorted(
+            k for k in set(entry) | set(known) if not isinstance(entry.get(k), dict) and entry.get(k) != known.get(k)
+        )
+        if differ:
+            raise MgxError(
+                f"cannot save '{output}' ({op.text}): its code object differs from an earlier one in "
+                + ", ".join(f"{k} ({entry.get(k)} vs {known.get(k)})" for k in differ)
+                + "; a program file has one entry per target"
+            )
+
+
+def _nodes(module: Module, names: dict[Instruction, str], targets: dict[str, dict[str, Any]]) -> list[dict]:
     prefix = f"{module.name}:" if names and module.name else ""
     nodes: list[dict] = []
     append = nodes.append
@@ -85,6 +117,8 @@ def _nodes(module: Module, names: dict[Instruction, str]) -> list[dict]:
             node["operator"] = EMPTY_OBJECT
         else:
             name, fields = named_operation_value(op)
+            if "::" in kind:  # a target's operator
+                _add_target_entries(op, output, targets)
             node = {"output": output, "name": name, "shape": shape_to_value(shape), "normalized": False}
             node["operator"] = fields
         node["inputs"] = inputs
@@ -113,12 +147,13 @@ def program_from_value(value: Any, filename: str, sink: DiagnosticSink | None = 
         if "modules" not in top:
             raise ValueError_("no 'modules'")
         modules = as_object(top["modules"], "'modules'")
-        targets = as_array(top.get("targets", []), "'targets'")
-        if targets:
-            sink.warn(f"{filename}: compiled for {len(targets)} target(s); the target contexts are ignored")
+        targets = _target_entries(top.get("targets", []))
+        foreign = [name for name, entry in targets.items() if "format" not in entry]
+        if foreign:  # MIGraphX's own: what mgxir adds (architecture, payload, ...) is not there
+            sink.warn(f"{filename}: compiled for {len(foreign)} target(s); the target contexts are ignored")
     except ValueError_ as e:
         raise MgxError(f"{filename}: not a MIGraphX program file: {e}") from None
-    loader = _Loader(modules, filename, sink)
+    loader = _Loader(modules, filename, sink, targets)
     if "main" not in modules and modules:
         raise MgxError(f"{filename}: the program has no module 'main'")
     for name in ["main", *[n for n in modules if n != "main"]]:
@@ -128,6 +163,15 @@ def program_from_value(value: Any, filename: str, sink: DiagnosticSink | None = 
         loader.program.create_module("main")
     _number_as_printed(loader.program, filename)
     return loader.program
+
+
+def _target_entries(value: Any) -> dict[str, Mapping[str, Any]]:
+    """`targets` by name (`[{name: "gpu", ...}]`); what a target's values read their metadata from."""
+    entries: dict[str, Mapping[str, Any]] = {}
+    for index, item in enumerate(as_array(value, "'targets'")):
+        entry = as_object(item, f"target {index}")
+        entries[as_str(entry.get("name"), f"target {index}: 'name'")] = entry
+    return entries
 
 
 class _PrintedSource(SourceText):
@@ -163,8 +207,9 @@ class _Loader:
     """Loads modules as `mod_from_val` does: a submodule before the instruction that uses it, and
     one name table for the whole program (submodules refer to outer values by name)."""
 
-    def __init__(self, modules: dict, filename: str, sink: DiagnosticSink):
+    def __init__(self, modules: dict, filename: str, sink: DiagnosticSink, targets: Mapping[str, Mapping[str, Any]]):
         self.values = modules
+        self.targets = targets
         self.filename = filename
         self.sink = sink
         self.program = Program()
@@ -258,7 +303,7 @@ class _Loader:
         key = (name, repr(fields)) if fields and fields is not EMPTY_OBJECT else (name, "")
         op = self.operations.get(key)
         if op is None:
-            op = operation_from_value(name, fields)
+            op = operation_from_value(name, fields, targets=self.targets)
             if op.defn.is_opaque:
                 self.sink.warn(
                     f"{self.filename}: operator '{name}' is not one mgxir knows (or has attributes it does not "

@@ -310,7 +310,11 @@ def attribute_to_value(kind: Kind, x: Any) -> Any:
         return None
     encode = _ENCODE.get(type(kind))
     if encode is None:
-        raise TypeError(f"no value form for attributes of kind {type(kind).__name__}")
+        # a kind defined by a target (gpu::code_object's binary) gives its own value form
+        to_value = getattr(kind, "to_value", None)
+        if to_value is None:
+            raise TypeError(f"no value form for attributes of kind {type(kind).__name__}")
+        return to_value(x)
     return encode(kind, x)
 
 
@@ -363,10 +367,15 @@ def _enum(kind: EnumKind, v: Any, what: str) -> int:
     return n
 
 
-def attribute_from_value(kind: Kind, v: Any, what: str) -> Any:
+def attribute_from_value(kind: Kind, v: Any, what: str, target_entry: Mapping[str, Any] | None = None) -> Any:
+    """`target_entry`: the file's `targets` entry of the operator's target (a kind defined by a
+    target reads its metadata there)."""
     decode = _DECODE.get(type(kind))
     if decode is None:
-        raise TypeError(f"no value form for attributes of kind {type(kind).__name__}")
+        from_value = getattr(kind, "from_value", None)
+        if from_value is None:
+            raise TypeError(f"no value form for attributes of kind {type(kind).__name__}")
+        decode = lambda k, v, w: from_value(v, w, target_entry)  # noqa: E731
     if v is None and isinstance(kind, ShapeKind):
         return None
     try:
@@ -414,9 +423,13 @@ def operation_to_value(op: Operation) -> Any:
     return value
 
 
-def operation_from_value(name: str, fields: Any, what: str | None = None) -> Operation:
+def operation_from_value(
+    name: str, fields: Any, what: str | None = None, targets: Mapping[str, Mapping[str, Any]] | None = None
+) -> Operation:
     """`make_op(name, fields)`. Unknown operators and attributes give an opaque operation that
-    prints as MIGraphX would (see `opaque_attribute_text`); raises ValueError_ on a bad value."""
+    prints as MIGraphX would (see `opaque_attribute_text`); raises ValueError_ on a bad value.
+    `targets`: the file's target entries by name, for a target's operator (`gpu::...`) whose
+    attributes read their metadata there."""
     what = what or f"operator '{name}'"
     values = as_object(fields, what)
     defn = lookup(name)
@@ -425,6 +438,7 @@ def operation_from_value(name: str, fields: Any, what: str | None = None) -> Ope
     if defn.name == "unknown:":
         return defn.make(op=name.removeprefix("unknown:"))
     out = list(defn.defaults)
+    target_entry = (targets or {}).get(name.partition("::")[0]) if "::" in name else None
     for key, v in values.items():
         if key in defn.legacy_attributes:
             renamed = defn.legacy_attributes[key]
@@ -435,7 +449,7 @@ def operation_from_value(name: str, fields: Any, what: str | None = None) -> Ope
         if i is None:
             return opaque(name).make_raw(opaque_attribute_text(values))
         attr = defn.attributes[i]
-        out[i] = attribute_from_value(attr.kind, v, f"attribute '{key}' of {name}")
+        out[i] = attribute_from_value(attr.kind, v, f"attribute '{key}' of {name}", target_entry)
     return Operation(defn, tuple(out))
 
 

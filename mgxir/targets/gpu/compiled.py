@@ -1,0 +1,209 @@
+"""Compiled programs as files, loaded without compiling (docs/compiled-programs.md).
+
+`mgx-opt -p gpu PROG -o OUT.mxr` (or `.json`) writes the lowered program: every `gpu::code_object`
+with its binary and MIGraphX's fields, library calls with their solutions, and the `targets` entry
+that says where the code objects run (mgxir.translate.mxr). `mgx-run OUT.mxr --target=gpu` reads
+it here, checks that the code objects run on the device (architecture, platform, payload format
+version, all read from the file before anything is put on the GPU) and loads it: no pass runs and
+nothing is compiled."""
+
+from __future__ import annotations
+
+from mgxir.diagnostics import DiagnosticSink, MgxError
+from mgxir.ir.operation import Operation
+from mgxir.ir.program import Program
+from mgxir.targets.gpu.ops import CodeObject, arch_platform
+
+ELF_MAGIC = b"\x7fELF"  # how every cubin and HSACO binary starts
+# what mgx-run reads as a program file (the rest is mgxir's text)
+PROGRAM_FILE_READERS = {
+    ".mxr": "read_mxr",
+    ".json": "read_json_program",
+}
+
+
+def read_program_file(path: str, sink: DiagnosticSink) -> Program | None:
+    """The program in a `.mxr`/`.json` file; None for another extension."""
+    import importlib
+    import os
+
+    reader = PROGRAM_FILE_READERS.get(os.path.splitext(path)[1])
+    if reader is None:
+        return None
+    return getattr(importlib.import_module("mgxir.translate.mxr"), reader)(path, sink)
+
+
+def is_compiled(program: Program) -> bool:
+    """Whether `program` is lowered for the GPU (its main holds the target's operators)."""
+    return any(ins.op.defn.name.startswith("gpu::") for ins in program.main)
+
+
+def code_objects(program: Program) -> list[CodeObject]:
+    return [ins.op["code_object"] for ins in program.main if ins.op.defn.name == "gpu::code_object"]
+
+
+def check_runs_on(program: Program, platform: str, arch: str, filename: str) -> None:
+    """Raises one line saying why the compiled `program`'s code objects cannot run on a `platform`
+    GPU of architecture `arch`: compiled elsewhere, for another architecture, or kept without
+    binaries (read from text)."""
+    for code in code_objects(program):
+        if not code.binary:
+            raise MgxError(
+                f"{filename}: its code objects hold no binaries (a compiled program read from text keeps only "
+                "their sizes): run the uncompiled program, or save the compiled one as .mxr"
+            )
+        if not code.arch:
+            raise MgxError(
+                f"{filename}: compiled by MIGraphX (its code objects record no architecture, platform or "
+                f"compiler): mgxir runs the code objects it compiled; compile the uncompiled program for {arch}"
+            )
+        compiled_for = arch_platform(code.arch)
+        compiled_platform = compiled_for[0] if compiled_for else "an unknown platform"
+        if compiled_platform != platform:
+            raise MgxError(
+                f"{filename}: compiled for {code.arch} ({compiled_platform}); this GPU is {arch} ({platform}): "
+                "compile the program again for it"
+            )
+        if code.payload == "bin" and not code.binary.startswith(ELF_MAGIC):
+            raise MgxError(
+                f"{filename}: a code object is not a {code.arch} binary (cubin and HSACO code objects are ELF "
+                "files): the file is corrupted"
+            )
+        if code.arch != arch and not code.keeps_source:  # a kept source is compiled for it (`finish`)
+            raise MgxError(
+                f"{filename}: compiled for {code.arch}, not for this GPU's {arch} ({code.payload} payloads run "
+                f"only on the architecture they were compiled for): compile the program again for {arch}"
+            )
+
+
+# -- portable programs: sources beside the binaries, compiled where they run ----------------------
+
+
+def keep_sources(program: Program) -> None:
+    """`--portable`: each code object of the compiled `program` keeps its kernel's CUDA/HIP C++
+    source beside the binary (the file's `sources`); `finish` compiles it for another GPU."""
+    for ins in program.main:
+        if ins.op.defn.name != "gpu::code_object":
+            continue
+        code: CodeObject = ins.op["code_object"]
+        if not code.source:
+            raise MgxError(
+                f"--portable: code object '{ins.op['symbol_name']}' keeps no source (a program read from a file "
+                "keeps only its binary): compile the uncompiled program with -p gpu --portable"
+            )
+        ins.op = ins.op.replace(code_object=_code_object(code, code.binary, code.arch, code.toolchain))
+
+
+def finish(program: Program, arch: str) -> int:
+    """Compiles, for `arch`, the kept source of every code object whose binary is for another
+    architecture (NVRTC or hiprtc, through the kernel cache: keyed by the source, the architecture
+    and the compiler's version); returns how many."""
+    from mgxir.targets.gpu.compiler import compile_source, toolchain_version
+
+    finished = 0
+    for ins in program.main:
+        if ins.op.defn.name != "gpu::code_object":
+            continue
+        code: CodeObject = ins.op["code_object"]
+        if code.arch == arch or not code.keeps_source:
+            continue
+        binary = compile_source(code.source, ins.op["symbol_name"], arch)
+        ins.op = ins.op.replace(code_object=_code_object(code, binary, arch, toolchain_version(arch)))
+        finished += 1
+    return finished
+
+
+def _code_object(code: CodeObject, binary: bytes, arch: str, toolchain: str) -> CodeObject:
+    """`code`'s kernel as `binary` for `arch`, its source kept."""
+    return CodeObject(binary, len(binary), code.source, arch, "bin", toolchain, code.producer, keeps_source=True)
+
+
+# -- the payload sidecar of a compiled program written as text -------------------------------------
+
+PAYLOADS_SUFFIX = ".payloads"  # OUT.mgx -> OUT.payloads
+PAYLOADS_VERSION = 1
+
+
+def payloads_path(text_path: str) -> str:
+    import os
+
+    return os.path.splitext(text_path)[0] + PAYLOADS_SUFFIX
+
+
+def payloads_bytes(program: Program) -> bytes | None:
+    """The sidecar that keeps what MIGraphX's text leaves out of a compiled program: each code
+    object's operator value (binary, expected_inputs, output: MIGraphX's fields) in program order,
+    and the program file's `targets` entries; None for a program without binaries to keep.
+    msgpack, as `.mxr` files are."""
+    from mgxir.translate.mxr.encoding import to_msgpack
+    from mgxir.translate.mxr.program import program_to_value
+
+    kept = [ins for ins in program.main if ins.op.defn.name == "gpu::code_object"]
+    if not kept or not all(ins.op["code_object"].binary for ins in kept):
+        return None
+    value = program_to_value(program)
+    operators = [node["operator"] for node in value["modules"]["main"]["nodes"] if node["name"] == "gpu::code_object"]
+    return to_msgpack({"version": PAYLOADS_VERSION, "targets": value["targets"], "code_objects": operators})
+
+
+def write_payloads(program: Program, text_path: str | None) -> None:
+    """Writes the payload sidecar beside `text_path` (a file, not standard output) where
+    `program` has code objects with binaries."""
+    from mgxir.text.writer import write_atomically
+
+    if text_path is None or text_path == "-":
+        return
+    data = payloads_bytes(program)
+    if data is not None:
+        write_atomically(payloads_path(text_path), data)
+
+
+def attach_payloads(program: Program, text_path: str) -> None:
+    """Gives the code objects of `program`, read from the text at `text_path`, what its payload
+    sidecar keeps; the sidecar must match the text (the same code objects, in order, of the sizes
+    and symbols the text prints): one line says where it does not."""
+    import os
+
+    from mgxir.translate.mxr.encoding import from_msgpack
+    from mgxir.translate.mxr.values import ValueError_, as_array, as_int, as_object, operation_from_value
+
+    path = payloads_path(text_path)
+    kept = [ins for ins in program.main if ins.op.defn.name == "gpu::code_object"]
+    if not kept or not os.path.exists(path):
+        return
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise MgxError(f"cannot read {path}: {e.strerror or e}") from None
+    try:
+        top = as_object(from_msgpack(data), "the sidecar")
+        version = as_int(top.get("version"), "'version'")
+        if version != PAYLOADS_VERSION:
+            raise ValueError_(f"payload sidecar version {version}; this mgxir reads version {PAYLOADS_VERSION}")
+        targets = {}
+        for index, entry in enumerate(as_array(top.get("targets", []), "'targets'")):
+            entry = as_object(entry, f"target {index}")
+            targets[str(entry.get("name"))] = entry
+        operators = as_array(top.get("code_objects"), "'code_objects'")
+        if len(operators) != len(kept):
+            raise ValueError_(f"it keeps {len(operators)} code object(s); {text_path} has {len(kept)}")
+        for index, (ins, fields) in enumerate(zip(kept, operators, strict=True)):
+            op = operation_from_value("gpu::code_object", fields, f"code object {index}", targets)
+            if _printed_fields(ins.op) != _printed_fields(op):
+                raise ValueError_(
+                    f"code object {index} is {_describe(ins.op)} in {text_path}, {_describe(op)} in the sidecar"
+                )
+            ins.op = op
+    except ValueError as e:  # ValueError_, and msgpack's
+        raise MgxError(f"{path}: not the payload sidecar of {text_path}: {e}") from None
+
+
+def _printed_fields(op: Operation) -> tuple:
+    """What MIGraphX's text keeps of a code object: its size, symbol and launch."""
+    return (op["code_object"].size, op["symbol_name"], op["global"], op["local"], op["output_arg"])
+
+
+def _describe(op: Operation) -> str:
+    size, symbol, global_size, local_size, _ = _printed_fields(op)
+    return f"'{symbol}' of {size} bytes launched as {global_size}/{local_size}"
