@@ -519,12 +519,12 @@ def run_on_target(
 
 
 def _read(target: Target, options: object, o: RunOptions, sink: DiagnosticSink) -> Program:
-    """The program to run, read as its content says (`mgxir.drivers.formats.input_format`): program
-    text (or a log) and, on IREE, MLIR as the target reads them (IREE compiles MLIR as it is); an
-    ONNX model imported as `--from-onnx` does (sized by --batch and --input-dim), .mxr, .json and,
-    on the other targets, MLIR read back."""
+    """The program to run, read as its content says (`mgxir.drivers.formats.input_format`): by the
+    target where it reads that format itself (`Target.reads_formats`: program text and logs; MLIR on
+    IREE, compiled as it is; a compiled .mxr/.json on the GPU), else by the driver: an ONNX model
+    imported as `--from-onnx` does (sized by --batch and --input-dim), .mxr, .json, MLIR read back."""
     form = "log" if o.from_log or o.log_pass is not None else input_format(o.input_file)
-    if form in ("mgx", "log") or (form in ("mlir", "mlirbc") and target.name in ("iree", "cpu")):
+    if form in target.reads_formats:
         return target.read(o.input_file, sink, options, form == "log", o.log_pass)
     return read_input(o.input_file, {"batch": o.batch, "input_dim": o.input_dim}, sink, form)
 

@@ -99,6 +99,9 @@ class Target(abc.ABC):
     keeps_compiled: ClassVar[bool] = True
     # whether the target prints its own `--timing` report (else the driver prints where each step ran)
     reports_timing: ClassVar[bool] = False
+    # the input formats (mgxir.drivers.formats' names) the target's `read` takes itself; the driver
+    # reads the others (ONNX, .mxr, .json, MLIR read back) and hands the target the program
+    reads_formats: ClassVar[frozenset[str]] = frozenset({"mgx", "log"})
 
     def options(self, values: Mapping[str, Any] | object = None) -> Any:
         """The target's options from `values` (a mapping, or an object such as mgx-run's options)

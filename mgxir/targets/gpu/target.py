@@ -61,6 +61,7 @@ class GpuRun:
 
 
 class GpuTarget(Target):
+    reads_formats = frozenset({"mgx", "log", "mxr", "json"})  # a compiled program file runs as it is
     name = "gpu"
     options_type = GpuOptions
 

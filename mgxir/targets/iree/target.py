@@ -20,6 +20,7 @@ _MLIR_SOURCES: weakref.WeakKeyDictionary[Program, bytes] = weakref.WeakKeyDictio
 
 
 class IreeTarget(Target):
+    reads_formats = frozenset({"mgx", "log", "mlir", "mlirbc"})  # MLIR compiles as it is
     name = "iree"
     options_type: type = IreeOptions
     reports_timing = True
