@@ -61,3 +61,52 @@ def test_gemm_adds_beta_times_c_for_every_nonzero_beta(tmp_path: Path, beta: flo
     want = 1.5 * (a.T.astype(np.float64) @ b.T) + (beta * c if beta else 0.0)
     assert got.shape == (3, 4)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _matches_onnxruntime(tmp_path: Path, node, inputs: dict[str, np.ndarray], opset: int) -> None:
+    """The interpreter's result for a one-node model is onnxruntime's."""
+    ort = pytest.importorskip("onnxruntime")
+    _, got = _run(tmp_path, node, inputs, opset)
+    session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    (want,) = session.run(None, inputs)
+    # MIGraphX squeezes a {1} to {1} (a vector times a vector): a rank-0 result is one element
+    assert got.shape == (want.shape or (1,))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("opset", [11, 13])
+@pytest.mark.parametrize("axis", [None, 0, 1, -1, -2])
+def test_hardmax_marks_the_first_maximum(tmp_path: Path, opset: int, axis: int | None) -> None:
+    """Before opset 13 Hardmax works on the input flattened to 2-D at `axis` (default 1), from 13 on
+    one axis (default -1). Killed mutants: the old path's axis wrap, flattening and final reshape."""
+    x = np.random.default_rng(2).permutation(24).astype(np.float32).reshape(2, 3, 4)
+    x[1, 2, 0] = x[1, 2, 3] = 30.0  # a tie: the first one is marked
+    attributes = {} if axis is None else {"axis": axis}
+    _matches_onnxruntime(tmp_path, helper.make_node("Hardmax", ["x"], ["y"], **attributes), {"x": x}, opset)
+
+
+@pytest.mark.parametrize("p", [1, 2, None])
+@pytest.mark.parametrize("axis", [None, 0, 1, -2])
+def test_lpnormalization_divides_by_the_norm_along_axis(tmp_path: Path, p: int | None, axis: int | None) -> None:
+    """x / ||x||_p along `axis` (default -1, p default 2); a zero norm divides by 1. Killed mutants:
+    the default p and axis, abs for p=1, sqrt for p=2, the zero guard."""
+    x = np.random.default_rng(3).uniform(-2, 2, (3, 4)).astype(np.float32)
+    x[1, :] = 0.0
+    x[:, 2] = 0.0
+    attributes = {key: value for key, value in (("p", p), ("axis", axis)) if value is not None}
+    node = helper.make_node("LpNormalization", ["x"], ["y"], **attributes)
+    _matches_onnxruntime(tmp_path, node, {"x": x}, 13)
+
+
+@pytest.mark.parametrize(
+    ("a_shape", "b_shape"),
+    [((3,), (3, 4)), ((2, 3), (3,)), ((3,), (3,)), ((2, 1, 3, 4), (5, 4, 2)), ((5,), (2, 5, 3)), ((2, 3, 5), (5,))],
+)
+def test_matmul_of_vectors_and_broadcast_batches(
+    tmp_path: Path, a_shape: tuple[int, ...], b_shape: tuple[int, ...]
+) -> None:
+    """numpy.matmul's rules: a 1-D operand gains an axis (prepended for A, appended for B) that the
+    result drops; batch axes broadcast. Killed mutants: the squeezed axes and the broadcast dims."""
+    rng = np.random.default_rng(4)
+    inputs = {"a": rng.uniform(-2, 2, a_shape).astype(np.float32), "b": rng.uniform(-2, 2, b_shape).astype(np.float32)}
+    _matches_onnxruntime(tmp_path, helper.make_node("MatMul", ["a", "b"], ["y"]), inputs, 13)
