@@ -14,17 +14,21 @@ from onnx import TensorProto, helper  # noqa: E402
 
 from mgxir.diagnostics import DiagnosticSink  # noqa: E402
 from mgxir.interp import Interpreter  # noqa: E402
-from mgxir.translate.onnx import import_model  # noqa: E402
+from mgxir.ir.shape import DynamicDimension  # noqa: E402
+from mgxir.translate.onnx import ImportOptions, import_model  # noqa: E402
 
 
-def _run(tmp_path: Path, node, inputs: dict[str, np.ndarray], opset: int) -> tuple[object, np.ndarray]:
-    """The imported program and its one output for `inputs` (float32 tensors)."""
-    infos = [helper.make_tensor_value_info(name, TensorProto.FLOAT, value.shape) for name, value in inputs.items()]
-    output = helper.make_tensor_value_info(node.output[0], TensorProto.FLOAT, None)
+def _run(
+    tmp_path: Path, node, inputs: dict[str, np.ndarray], opset: int, options: ImportOptions | None = None
+) -> tuple[object, np.ndarray]:
+    """The imported program and its one output for `inputs` (float32 or float16 tensors)."""
+    element = TensorProto.FLOAT16 if next(iter(inputs.values())).dtype == np.float16 else TensorProto.FLOAT
+    infos = [helper.make_tensor_value_info(name, element, value.shape) for name, value in inputs.items()]
+    output = helper.make_tensor_value_info(node.output[0], element, None)
     graph = helper.make_graph([node], "g", infos, [output])
     path = tmp_path / "m.onnx"
     path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]).SerializeToString())
-    program = import_model(str(path))
+    program = import_model(str(path), options)
     (result,) = Interpreter(program, DiagnosticSink()).run(inputs)
     return program, np.asarray(result)
 
@@ -46,7 +50,7 @@ def test_softmax_default_axis_is_the_last_from_opset_13(tmp_path: Path, op_type:
     np.testing.assert_allclose(got, np.log(want) if op_type == "LogSoftmax" else want, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("beta", [-2.0, -0.5, 0.0, 1.0, 0.25])
+@pytest.mark.parametrize("beta", [-2.0, -0.5, 0.0, 1.0, 0.25, 2.0])
 @pytest.mark.parametrize("c_shape", [(4,), (3, 4)])
 def test_gemm_adds_beta_times_c_for_every_nonzero_beta(tmp_path: Path, beta: float, c_shape: tuple[int, ...]) -> None:
     """Y = alpha A B + beta C, C broadcast; beta 0 leaves C out (a NaN in it does not reach Y, as in
@@ -61,6 +65,47 @@ def test_gemm_adds_beta_times_c_for_every_nonzero_beta(tmp_path: Path, beta: flo
     want = 1.5 * (a.T.astype(np.float64) @ b.T) + (beta * c if beta else 0.0)
     assert got.shape == (3, 4)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _gemm_inputs(dtype: type) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(5)
+    return {
+        "a": rng.uniform(-2, 2, (2, 3)).astype(dtype),
+        "b": rng.uniform(-2, 2, (3, 4)).astype(dtype),
+        "c": rng.uniform(1, 3, (4,)).astype(dtype),
+    }
+
+
+def test_gemm_defaults_are_one_one_and_no_transposes(tmp_path: Path) -> None:
+    """Killed mutants: alpha's, beta's, transA's and transB's defaults changed."""
+    inputs = _gemm_inputs(np.float32)
+    _, got = _run(tmp_path, helper.make_node("Gemm", ["a", "b", "c"], ["y"]), inputs, 13)
+    a, b, c = (inputs[k].astype(np.float64) for k in "abc")
+    np.testing.assert_allclose(got, a @ b + c, rtol=1e-5, atol=1e-5)
+
+
+def test_gemm_in_half_keeps_half(tmp_path: Path) -> None:
+    """alpha and beta are float literals: A and C scaled in half come back to half before the dot and
+    the add. Killed mutants: the converts after the scaling dropped or their type changed."""
+    inputs = _gemm_inputs(np.float16)
+    node = helper.make_node("Gemm", ["a", "b", "c"], ["y"], alpha=0.5, beta=-1.5)
+    program, got = _run(tmp_path, node, inputs, 13)
+    assert got.dtype == np.float16
+    assert all(i.shape.dtype.numpy == np.float16 for i in program.main if i.op.defn.name in ("dot", "add"))
+    a, b, c = (inputs[k].astype(np.float64) for k in "abc")
+    np.testing.assert_allclose(got, 0.5 * a @ b - 1.5 * c, rtol=1e-2, atol=1e-2)
+
+
+def test_gemm_with_a_dynamic_batch_broadcasts_c(tmp_path: Path) -> None:
+    """A {1..4, 3}: C is broadcast to the dot's dynamic shape. Killed mutants: that broadcast's
+    input or shape argument changed."""
+    inputs = _gemm_inputs(np.float32)
+    node = helper.make_node("Gemm", ["a", "b", "c"], ["y"], beta=-0.5)
+    options = ImportOptions(dyn_input_dims={"a": [DynamicDimension(1, 4), DynamicDimension(3, 3)]})
+    program, got = _run(tmp_path, node, inputs, 13, options)
+    assert any(p.shape.is_dynamic for p in program.main.parameters())
+    a, b, c = (inputs[k].astype(np.float64) for k in "abc")
+    np.testing.assert_allclose(got, a @ b - 0.5 * c, rtol=1e-5, atol=1e-5)
 
 
 def _matches_onnxruntime(tmp_path: Path, node, inputs: dict[str, np.ndarray], opset: int) -> None:
