@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
-from onnx import TensorProto, helper  # noqa: E402
+from onnx import helper, numpy_helper  # noqa: E402
 
 from mgxir.diagnostics import DiagnosticSink  # noqa: E402
 from mgxir.interp import Interpreter  # noqa: E402
@@ -19,13 +19,24 @@ from mgxir.translate.onnx import ImportOptions, import_model  # noqa: E402
 
 
 def _run(
-    tmp_path: Path, node, inputs: dict[str, np.ndarray], opset: int, options: ImportOptions | None = None
+    tmp_path: Path,
+    node,
+    inputs: dict[str, np.ndarray],
+    opset: int,
+    options: ImportOptions | None = None,
+    output_type: type | None = None,
+    constants: dict[str, np.ndarray] | None = None,
 ) -> tuple[object, np.ndarray]:
-    """The imported program and its one output for `inputs` (float32 or float16 tensors)."""
-    element = TensorProto.FLOAT16 if next(iter(inputs.values())).dtype == np.float16 else TensorProto.FLOAT
-    infos = [helper.make_tensor_value_info(name, element, value.shape) for name, value in inputs.items()]
-    output = helper.make_tensor_value_info(node.output[0], element, None)
-    graph = helper.make_graph([node], "g", infos, [output])
+    """The imported program and its one output for `inputs`."""
+
+    def element(dtype: np.dtype) -> int:
+        return helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+
+    infos = [helper.make_tensor_value_info(name, element(v.dtype), v.shape) for name, v in inputs.items()]
+    output_dtype = output_type or next(iter(inputs.values())).dtype
+    output = helper.make_tensor_value_info(node.output[0], element(output_dtype), None)
+    initializers = [numpy_helper.from_array(value, name) for name, value in (constants or {}).items()]
+    graph = helper.make_graph([node], "g", infos, [output], initializers)
     path = tmp_path / "m.onnx"
     path.write_bytes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]).SerializeToString())
     program = import_model(str(path), options)
@@ -155,3 +166,68 @@ def test_matmul_of_vectors_and_broadcast_batches(
     rng = np.random.default_rng(4)
     inputs = {"a": rng.uniform(-2, 2, a_shape).astype(np.float32), "b": rng.uniform(-2, 2, b_shape).astype(np.float32)}
     _matches_onnxruntime(tmp_path, helper.make_node("MatMul", ["a", "b"], ["y"]), inputs, 13)
+
+
+def _conv_integer(x: np.ndarray, w: np.ndarray, x_zp: np.ndarray, w_zp: np.ndarray) -> np.ndarray:
+    """ConvInteger's definition, no padding, stride 1: sum((x - x_zp) * (w - w_zp)) in int64, w_zp one
+    per output channel or one for all."""
+    x64 = x.astype(np.int64) - x_zp.astype(np.int64)
+    w64 = w.astype(np.int64) - w_zp.astype(np.int64).reshape(-1, 1, 1, 1)
+    windows = np.lib.stride_tricks.sliding_window_view(x64, w.shape[2:], axis=(2, 3))
+    return np.einsum("nchwij,kcij->nkhw", windows, w64)
+
+
+@pytest.mark.parametrize("constant_zero_points", [True, False])
+@pytest.mark.parametrize(
+    ("x_type", "w_type", "x_zp", "w_zp"),
+    [
+        (np.uint8, np.uint8, None, None),
+        (np.uint8, np.int8, [3], None),
+        (np.uint8, np.uint8, [128], [7, 128, 200]),  # a symmetric x zero point and one per channel
+        (np.int8, np.uint8, [-5], [9]),
+        (np.int8, np.int8, [0], [-3, 4, 0]),
+        (np.uint8, np.int8, [127], [0]),  # 127 is not uint8's symmetric value
+        (np.int8, np.uint8, [-5], None),
+        (np.uint8, np.uint8, [200], [128]),
+    ],
+)
+def test_conv_integer_subtracts_the_zero_points(
+    tmp_path: Path,
+    x_type: type,
+    w_type: type,
+    x_zp: list[int] | None,
+    w_zp: list[int] | None,
+    constant_zero_points: bool,
+) -> None:
+    """MIGraphX shifts uint8 operands to int8 (and their zero points with them) and subtracts the
+    zero points' convolutions: the result is the definition's, exactly. Killed mutants: the shift,
+    the symmetric-value test, each correction term and its broadcast. A missing zero point is
+    MIGraphX's symmetric value (op::builder::quant_convolution::get_zero_point): 128 for uint8, where
+    ONNX says 0."""
+    rng = np.random.default_rng(6)
+    info_x, info_w = np.iinfo(x_type), np.iinfo(w_type)
+    inputs = {
+        "x": rng.integers(info_x.min, info_x.max + 1, (1, 2, 5, 4)).astype(x_type),
+        "w": rng.integers(info_w.min, info_w.max + 1, (3, 2, 3, 2)).astype(w_type),
+    }
+    names = ["x", "w"]
+    if x_zp is not None:
+        inputs["x_zp"] = np.array(x_zp, x_type)
+        names.append("x_zp")
+    if w_zp is not None:
+        inputs["w_zp"] = np.array(w_zp, w_type)
+        names += ["w_zp"] if x_zp is not None else ["", "w_zp"]
+    # zero points as constants (the parser tells symmetric ones from their values) and as inputs
+    constants = {k: inputs.pop(k) for k in ("x_zp", "w_zp") if k in inputs and constant_zero_points}
+    node = helper.make_node("ConvInteger", names, ["y"])
+    _, got = _run(tmp_path, node, inputs, 13, output_type=np.int32, constants=constants)
+    inputs |= constants
+
+    def default(dtype: type) -> np.ndarray:
+        return np.array([128 if dtype is np.uint8 else 0])
+
+    want = _conv_integer(
+        inputs["x"], inputs["w"], inputs.get("x_zp", default(x_type)), inputs.get("w_zp", default(w_type))
+    )
+    assert got.dtype == np.int32
+    np.testing.assert_array_equal(got, want)
