@@ -231,3 +231,24 @@ def test_conv_integer_subtracts_the_zero_points(
     )
     assert got.dtype == np.int32
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("op_type", ["Softmax", "LogSoftmax"])
+def test_softmax_axis_attribute_is_read(tmp_path: Path, op_type: str) -> None:
+    """Killed mutants: the attribute's name changed (the default used instead)."""
+    x = np.random.default_rng(7).uniform(-3, 3, (2, 3, 4)).astype(np.float32)
+    _, got = _run(tmp_path, helper.make_node(op_type, ["x"], ["y"], axis=0), {"x": x}, 13)
+    want = _softmax(x.astype(np.float64), 0)
+    np.testing.assert_allclose(got, np.log(want) if op_type == "LogSoftmax" else want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(("a_shape", "b_shape"), [((2, 3, 3), (3, 4)), ((2, 3), (1, 3, 4))])
+def test_gemm_of_an_operand_not_of_rank_2_is_refused(
+    tmp_path: Path, a_shape: tuple[int, ...], b_shape: tuple[int, ...]
+) -> None:
+    """Killed mutants: the rank check's 'or' as 'and', its message dropped."""
+    from mgxir.diagnostics import MgxError
+
+    inputs = {"a": np.ones(a_shape, np.float32), "b": np.ones(b_shape, np.float32)}
+    with pytest.raises(MgxError, match="gemm op_builder: A and B should be rank 2, A is rank"):
+        _run(tmp_path, helper.make_node("Gemm", ["a", "b"], ["y"]), inputs, 13)
