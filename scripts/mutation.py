@@ -252,7 +252,9 @@ TEST_SELECTIONS: dict[str, Selection] = {
     "mgxir/translate/spirv/": Selection(SPIRV_TESTS, "translate/spirv"),
     "mgxir/translate/py/": Selection((U + "test_py_writer_round_trip.py", U + "test_py_repro_api.py"), "translate/py"),
     "mgxir/translate/dot/": Selection((U + "test_dot_labels.py",), "translate/dot"),
-    "mgxir/targets/": Selection((U + "test_targets.py", U + "test_target_cache_keys.py"), "run/"),
+    "mgxir/targets/": Selection(
+        (U + "test_targets.py", U + "test_target_cache_keys.py", U + "test_mutation_targets.py"), "run/"
+    ),
     "mgxir/targets/gpu/": Selection(GPU_TESTS),
     "mgxir/targets/iree/": Selection(
         (U + "test_iree_cache.py", U + "test_iree_devices.py", U + "test_mlir_ops_iree.py")
