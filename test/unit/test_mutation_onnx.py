@@ -252,3 +252,30 @@ def test_gemm_of_an_operand_not_of_rank_2_is_refused(
     inputs = {"a": np.ones(a_shape, np.float32), "b": np.ones(b_shape, np.float32)}
     with pytest.raises(MgxError, match="gemm op_builder: A and B should be rank 2, A is rank"):
         _run(tmp_path, helper.make_node("Gemm", ["a", "b"], ["y"]), inputs, 13)
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (2, 4, 5), (2, 4, 3, 2)])
+@pytest.mark.parametrize("epsilon", [None, 0.25])
+def test_batchnorm_normalizes_along_the_channel_axis(
+    tmp_path: Path, shape: tuple[int, ...], epsilon: float | None
+) -> None:
+    """scale (x - mean) / sqrt(var + epsilon) + bias, the four vectors along axis 1 (epsilon 1e-5 by
+    default, variances near it so that it counts). Killed mutants: the epsilon, each operand's place
+    and the unsqueezed axes of rank > 2."""
+    rng = np.random.default_rng(8)
+    channels = shape[1]
+    inputs = {
+        "x": rng.uniform(-2, 2, shape).astype(np.float32),
+        "scale": rng.uniform(0.5, 2, channels).astype(np.float32),
+        "bias": rng.uniform(-1, 1, channels).astype(np.float32),
+        "mean": rng.uniform(-1, 1, channels).astype(np.float32),
+        "var": rng.uniform(1e-5, 4e-5, channels).astype(np.float32),
+    }
+    attributes = {} if epsilon is None else {"epsilon": epsilon}
+    node = helper.make_node("BatchNormalization", list(inputs), ["y"], **attributes)
+    _, got = _run(tmp_path, node, inputs, 15)
+    along = (1, channels) + (1,) * (len(shape) - 2)
+    x, scale, bias, mean, var = (v.astype(np.float64) for v in inputs.values())
+    eps = 1e-5 if epsilon is None else epsilon
+    want = scale.reshape(along) * (x - mean.reshape(along)) / np.sqrt(var.reshape(along) + eps) + bias.reshape(along)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
