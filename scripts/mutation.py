@@ -1,8 +1,9 @@
 """Mutation testing of the modules a change touches:
 `python scripts/mutation.py [--base main] [--tests 'PYTEST ARGS'] [MODULE.py | PACKAGE_DIR ...]`.
 
-The modules are the files under mgxir/{ops,passes,text,interp,drivers} that differ from `--base`,
-or those named (a directory names every module under it: `mgxir/passes/` is the whole package).
+The modules are the files under mgxir/{ops,passes,text,interp,drivers,translate,targets} that differ
+from `--base`, or those named (a directory names every module under it: `mgxir/passes/` is the whole
+package).
 mutmut (pyproject: [tool.mutmut]) runs in a scratch copy of the tracked files, so the work tree stays
 clean. The tests it runs are `--tests`, or else those TEST_SELECTIONS below gives for the modules
 (several modules: the union), or else all of test/unit. mutmut first runs them once to learn which
@@ -53,7 +54,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-MUTATED_PACKAGES = ("mgxir/ops/", "mgxir/passes/", "mgxir/text/", "mgxir/interp/", "mgxir/drivers/")
+MUTATED_PACKAGES = (
+    "mgxir/ops/",
+    "mgxir/passes/",
+    "mgxir/text/",
+    "mgxir/interp/",
+    "mgxir/drivers/",
+    "mgxir/translate/",
+    "mgxir/targets/",
+)
 LIT_BRIDGE = "test/mutation/test_lit_in_process.py"
 # mutmut's statuses that count as a mutant the tests noticed
 KILLED = frozenset({"killed", "timeout", "segfault"})
@@ -84,6 +93,31 @@ TEXT_TESTS = (
     U + "test_text_literals_and_files.py",
     U + "test_mutation_text.py",
 )
+ONNX_TESTS = (
+    U + "test_onnx_import.py",
+    U + "test_onnx_import_edges.py",
+    U + "test_onnx_parser_refusals.py",
+    U + "test_onnx_quantized.py",
+    U + "test_onnx_attention_scan.py",
+    U + "test_mutation_onnx.py",
+)
+GPU_TESTS = tuple(
+    f"{U}test_{name}.py"
+    for name in (
+        "gpu_target",
+        "gpu_data_kernels",
+        "gpu_convolutions",
+        "gpu_gemm_layout",
+        "gpu_kernel_cache",
+        "gpu_compiler_errors",
+        "gpu_amdgpu",
+        "mutation_gpu",
+    )
+)
+MLIR_TESTS = tuple(
+    f"{U}test_mlir_{name}.py" for name in ("translate", "control", "dynamic", "ops_refusals", "scalar_lowerings")
+)
+SPIRV_TESTS = (U + "test_spirv_pointwise.py", U + "test_spirv_reduce.py", U + "test_spirv_corners.py")
 # module (or package directory, for every module under it without its own row) -> its tests
 TEST_SELECTIONS: dict[str, Selection] = {
     "mgxir/passes/eliminate_identity.py": Selection((U + "test_eliminate_identity.py",), "eliminate_identity"),
@@ -206,6 +240,26 @@ TEST_SELECTIONS: dict[str, Selection] = {
     "mgxir/passes/simplify_algebra/concat.py": Selection(
         (*PASS_TESTS, U + "test_simplify_algebra_concat.py", U + "test_mutation_simplify_concat.py"), "opt/"
     ),
+    # translate/ and targets/: each format and target by its own tests (the lit bridge's translate/ cases
+    # call mgx-translate in-process)
+    "mgxir/translate/": Selection((U + "test_translate_files.py",), "translate/"),
+    "mgxir/translate/onnx/": Selection(ONNX_TESTS, "translate/onnx"),
+    "mgxir/translate/mxr/": Selection(
+        (U + "test_mxr_values.py", U + "test_mxr_program_values.py", U + "test_mxr_operation_values.py"),
+        "translate/mxr",
+    ),
+    "mgxir/translate/mlir/": Selection(MLIR_TESTS, "translate/mlir"),
+    "mgxir/translate/spirv/": Selection(SPIRV_TESTS, "translate/spirv"),
+    "mgxir/translate/py/": Selection((U + "test_py_writer_round_trip.py", U + "test_py_repro_api.py"), "translate/py"),
+    "mgxir/translate/dot/": Selection((U + "test_dot_labels.py",), "translate/dot"),
+    "mgxir/targets/": Selection(
+        (U + "test_targets.py", U + "test_target_cache_keys.py", U + "test_mutation_targets.py"), "run/"
+    ),
+    "mgxir/targets/gpu/": Selection(GPU_TESTS),
+    "mgxir/targets/iree/": Selection(
+        (U + "test_iree_cache.py", U + "test_iree_devices.py", U + "test_mlir_ops_iree.py")
+    ),
+    "mgxir/targets/vulkan/": Selection((U + "test_vulkan_device.py", *SPIRV_TESTS)),
     "mgxir/passes/simplify_reshapes/": Selection(
         (U + "test_simplify_reshapes_views.py", U + "test_simplify_reshapes_concat_gather.py"), "simplify_reshapes"
     ),

@@ -43,3 +43,24 @@ def test_recheck_forgets_only_survivors_and_untested(tmp_path: Path) -> None:
     data = json.loads(meta.read_text())
     assert data["exit_code_by_key"] == {**codes, "b": None, "c": None}
     assert data["hash_by_function_name"] == {"f": "1"}
+
+
+def test_every_selected_test_file_exists() -> None:
+    root = SCRIPT.parents[1]
+    missing = [f for s in mutation.TEST_SELECTIONS.values() for f in s.files if not (root / f).is_file()]
+    assert missing == []
+
+
+@pytest.mark.parametrize(
+    ("module", "test_file", "lit"),
+    [
+        ("mgxir/translate/onnx/parsers/nn.py", "test/unit/test_mutation_onnx.py", "(translate/onnx)"),
+        ("mgxir/targets/gpu/kernels.py", "test/unit/test_mutation_gpu.py", None),
+        ("mgxir/translate/mlir/emitter.py", "test/unit/test_mlir_translate.py", "(translate/mlir)"),
+    ],
+)
+def test_translate_and_targets_modules_have_their_own_tests(module: str, test_file: str, lit: str | None) -> None:
+    assert module.startswith(mutation.MUTATED_PACKAGES)
+    arguments = mutation.pytest_arguments([module])
+    assert test_file in arguments and "test/unit" not in arguments
+    assert arguments[-1].endswith(f"or {lit}") if lit else "-k" not in arguments, arguments
