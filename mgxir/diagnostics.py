@@ -165,12 +165,15 @@ def check_allocation(nbytes: int, what: str, location: Location | None = None, s
     available, limit = available_memory()
     if nbytes > available:
         raise MgxError(
-            f"{what} needs {_bytes(nbytes)}, more than the {_bytes(available)} {limit} leaves", location, source_line
+            f"{what} needs {_bytes(nbytes)}, more than the {_bytes(available)} this process can still allocate "
+            f"(under {limit})",
+            location,
+            source_line,
         )
 
 
 def _bytes(n: int) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= size:
             return f"{n / size:.1f} {unit}" if n < 1 << 70 else f"{n} bytes"
     return f"{n} bytes"

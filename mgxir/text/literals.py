@@ -142,23 +142,22 @@ def _from_sidecar(ref: str, shape: Shape, base_dir: str | Path | None) -> Litera
     file, sep, key = ref.rpartition(":")
     if not sep or not file:
         raise LiteralSyntaxError("expected npz:FILE:KEY")
-    import zipfile
     from pathlib import Path  # only for sidecars (mgxir.text.writer)
+
+    from mgxir.arrayfiles import ArrayFileError, load_arrays
 
     path = Path(file)
     if not path.is_absolute() and base_dir is not None:
         path = Path(base_dir) / path
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            if key not in archive:
-                raise LiteralSyntaxError(f"sidecar {file} has no array '{key}'")
-            data = archive[key]
-    except LiteralSyntaxError:
-        raise
-    except OSError as e:
-        raise LiteralSyntaxError(f"cannot read sidecar {file}: {e.strerror or e}") from None
-    except (ValueError, zipfile.BadZipFile) as e:  # pickled data, object arrays, a damaged archive
-        raise LiteralSyntaxError(f"sidecar {file} is not a readable .npz file: {e}") from None
+        archive = load_arrays(str(path))
+    except ArrayFileError as e:  # empty, damaged, object or string arrays, sizes past the file or memory
+        raise LiteralSyntaxError(f"sidecar {file} {e}") from None
+    if not isinstance(archive, dict):
+        raise LiteralSyntaxError(f"sidecar {file} is a .npy file: a sidecar is a .npz file")
+    if key not in archive:
+        raise LiteralSyntaxError(f"sidecar {file} has no array '{key}'")
+    data = archive[key]
     dtype = shape.dtype
     if data.dtype != dtype.numpy:
         if data.dtype == dtype.bits_dtype:

@@ -23,7 +23,7 @@ LITERAL_ERRORS = [
     ("{hex:0g} -> int8_type, {1}, {1}", "bad hex digits in literal"),
     ("{hex:0102} -> int8_type, {1}, {1}", "hex literal has 2 bytes, the shape needs 1"),
     ("{npz:a} -> float_type, {3}, {1}", "expected npz:FILE:KEY"),
-    ("{npz:missing.npz:a} -> float_type, {3}, {1}", "cannot read sidecar missing.npz: No such file or directory"),
+    ("{npz:missing.npz:a} -> float_type, {3}, {1}", "sidecar missing.npz cannot be read: No such file or directory"),
     ("{npz:side.npz:c} -> float_type, {3}, {1}", "sidecar side.npz has no array 'c'"),
     ("{npz:side.npz:b} -> float_type, {3}, {1}", "sidecar array 'b' has dtype int64, the shape needs float_type"),
     ("{npz:side.npz:a} -> float_type, {4}, {1}", "sidecar array 'a' has 3 values, the shape has 4 elements"),

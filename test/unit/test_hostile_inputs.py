@@ -1,0 +1,187 @@
+"""Hostile and clumsy inputs to mgx-run (issue 24): sizes are checked before anything is allocated,
+against what the file holds and what the machine can give; damaged files are one line.
+
+The cases that allocated too much before their fix run in a child process under an address-space
+limit (RLIMIT_AS), so that without the fix they end in a MemoryError traceback there, not in a
+swapping test machine."""
+
+from __future__ import annotations
+
+import resource
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mgxir.arrayfiles import ArrayFileError, load_arrays
+from mgxir.diagnostics import MgxError, available_memory, check_allocation, memory_limits
+from mgxir.drivers.run import gather_inputs, parse_inline
+from mgxir.ir.dtype import DType
+from mgxir.text.parser import parse_program
+
+LIMIT = 3 << 30  # more than the child's own address space (about 1.5 GiB with numpy and mgxir)
+
+
+def _in_limited_child(code: str) -> subprocess.CompletedProcess[str]:
+    """Runs `code` in a fresh Python under RLIMIT_AS; prints of the code come back."""
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (LIMIT, LIMIT))
+
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, preexec_fn=limit, timeout=120, check=False
+    )
+
+
+def _refused_in_child(code: str) -> str:
+    result = _in_limited_child(
+        "from mgxir.diagnostics import MgxError\ntry:\n"
+        + "".join(f"    {line}\n" for line in code.strip().split("\n"))
+        + "except MgxError as e:\n    print(e.message)\n"
+    )
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    return result.stdout.strip()
+
+
+TWO_PARAMS = 'module: "main"\nx = @param:x -> float_type, {2}, {1}\nb = @param:b -> bf16_type, {2}, {1}\n'
+
+
+# -- the machine's limits ----------------------------------------------------------------------------
+
+
+def test_the_address_space_limit_is_one_of_the_limits() -> None:
+    out = _refused_in_child(
+        "from mgxir.diagnostics import memory_limits, check_allocation\n"
+        "print(sorted(memory_limits()))\n"
+        "check_allocation(4 << 30, 'four GiB')"
+    )
+    assert "the address-space limit (ulimit -v)" in out
+    assert "four GiB needs 4.0 GiB, more than the " in out and "(under the address-space limit (ulimit -v))" in out
+
+
+def test_available_memory_is_the_smallest_limit() -> None:
+    limits = memory_limits()
+    assert "physical memory" in limits
+    available, name = available_memory()
+    assert available == min(limits.values()) and limits[name] == available
+    check_allocation(1 << 20, "a MiB")
+    with pytest.raises(MgxError, match=r"^error: a petabyte needs 1024.0 TiB, more than the "):
+        check_allocation(1 << 50, "a petabyte")
+
+
+# -- --input inline specs -----------------------------------------------------------------------------
+
+
+def test_inline_dimensions_are_multiplied_without_wrapping_around() -> None:
+    # np.prod of these wraps around to 2**32 in int64: 32 GiB of float64 was asked for
+    out = _refused_in_child(
+        "from mgxir.drivers.run import parse_inline\nparse_inline('x', '4294967296x4294967297xf32=1')"
+    )
+    assert out.startswith("input 'x' (4294967296x4294967297xf32) needs "), out
+
+
+def test_inline_dimensions_are_checked_against_the_parameter_before_allocating() -> None:
+    # 745 GiB were attempted before the shape was compared with the parameter's
+    out = _refused_in_child(
+        "from mgxir.drivers.run import gather_inputs\nfrom mgxir.text.parser import parse_program\n"
+        f"gather_inputs(parse_program({TWO_PARAMS!r}), ['x=100000x1000000xf64=1'], 'zeros', 0)"
+    )
+    assert out == "input 'x' has shape {100000, 1000000} but parameter 'x' is float_type, {2}"
+
+
+def test_a_random_fill_counts_its_float64_temporary() -> None:
+    # 300M float32 values: 1.2 GiB, which the old check let through, then a 2.4 GiB float64 draw
+    program = 'module: "main"\\nx = @param:x -> float_type, {300000000}, {1}\\n'
+    out = _refused_in_child(
+        "from mgxir.drivers.run import gather_inputs\nfrom mgxir.text.parser import parse_program\n"
+        f"gather_inputs(parse_program('{program}'), [], 'random', 0)"
+    )
+    assert out.startswith("a random fill of float_type, {300000000} needs 4.5 GiB, more than"), out
+
+
+def test_inline_values_still_read() -> None:
+    assert parse_inline("x", "2xf32=1 2").tolist() == [1.0, 2.0]
+    assert parse_inline("x", "2x2xi8=3").tolist() == [[3, 3], [3, 3]]
+
+
+# -- .npy and .npz files ------------------------------------------------------------------------------
+
+
+def _npy_claiming(shape: tuple[int, ...], data: bytes = b"") -> bytes:
+    header = f"{{'descr': '<f4', 'fortran_order': False, 'shape': {shape}, }}".encode()
+    header += b" " * (63 - (10 + len(header)) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + data
+
+
+@pytest.mark.parametrize("shape", [(1 << 40,), (1 << 31, 1 << 31, 1 << 31), (3,)])
+def test_an_array_header_cannot_claim_more_than_the_file_holds(tmp_path: Path, shape: tuple[int, ...]) -> None:
+    path = tmp_path / "claim.npy"
+    path.write_bytes(_npy_claiming(shape, b"\0" * 8))
+    with pytest.raises(ArrayFileError, match=r"^holds 8 bytes of data, but its header says float32 "):
+        load_arrays(str(path))
+
+
+def test_a_member_cannot_claim_more_than_it_holds(tmp_path: Path) -> None:
+    path = tmp_path / "claim.npz"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("x.npy", _npy_claiming((1 << 40,), b"\0" * 16))
+    with pytest.raises(ArrayFileError, match=r"^member 'x' holds 16 bytes of data, but its header says"):
+        load_arrays(str(path))
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"", "is empty"),
+        (b"\x93NUMPY\x01\x00\x05\x00{abc}", "has a damaged .npy header"),
+        (b"\x93NUMPY\x09\x00", "is a .npy file of version 9.0, which is not read here"),
+        (b"\x93NUMPY\x03\x00\x00\x00\x00\x00", "is a .npy file of version 3.0, which is not read here"),
+        (b"PK\x05\x06" + b"\0" * 18, None),  # an empty archive: no arrays
+    ],
+)
+def test_damaged_files_are_one_line(tmp_path: Path, content: bytes, message: str | None) -> None:
+    path = tmp_path / "f.npz"
+    path.write_bytes(content)
+    if message is None:
+        assert load_arrays(str(path)) == {}
+        return
+    with pytest.raises(ArrayFileError, match="^" + message):
+        load_arrays(str(path))
+
+
+def test_input_files_that_are_not_arrays_of_numbers(tmp_path: Path) -> None:
+    program = parse_program(TWO_PARAMS)
+    np.savez(tmp_path / "objects.npz", x=np.array([1, "a"], dtype=object))
+    np.savez(tmp_path / "strings.npz", x=np.array(["a", "b"]))
+    np.savez(tmp_path / "crc.npz", x=np.array([1.0, 2.0], np.float32))
+    crc = bytearray((tmp_path / "crc.npz").read_bytes())
+    crc[crc.index(b"\x00\x00\x80?") + 3] ^= 1
+    (tmp_path / "crc.npz").write_bytes(bytes(crc))
+    (tmp_path / "empty.npz").write_bytes(b"")
+    for spec, why in [
+        (f"@{tmp_path / 'objects.npz'}", "member 'x' holds Python objects, not numbers"),
+        (f"@{tmp_path / 'strings.npz'}", "member 'x' holds <U1 values, not numbers"),
+        (f"@{tmp_path / 'crc.npz'}", "is a damaged .npz file: Bad CRC-32 for file 'x.npy'"),
+        (f"@{tmp_path / 'empty.npz'}", "is empty"),
+        ("x=@/dev/null", "is empty"),
+        (f"x=@{tmp_path}", "is a directory"),
+    ]:
+        with pytest.raises(MgxError) as refused:
+            gather_inputs(program, [spec], "zeros", 0)
+        assert refused.value.message.endswith(why), refused.value.message
+
+
+def test_void_arrays_are_read_as_the_parameters_type_when_the_item_size_matches(tmp_path: Path) -> None:
+    """ml_dtypes' bf16 and int4 arrays are saved as numpy's void types `|V2` and `|V1`."""
+    program = parse_program(TWO_PARAMS + "i = @param:i -> int8_type, {2}, {1}\n")
+    bits = np.array([0x3F80, 0xC000], np.uint16)  # bf16 1.0 and -2.0
+    np.savez(tmp_path / "v.npz", b=bits.view("V2"), i=np.array([3, -4], np.int8).view("V1"), x=bits.view("V2"))
+    with pytest.raises(MgxError, match=r"^error: input 'x' holds 2-byte \|V2 values but parameter 'x' is float_type"):
+        gather_inputs(program, [f"@{tmp_path / 'v.npz'}"], "zeros", 0)
+    np.savez(tmp_path / "v.npz", b=bits.view("V2"), i=np.array([3, -4], np.int8).view("V1"))
+    got = gather_inputs(program, [f"@{tmp_path / 'v.npz'}"], "zeros", 0)
+    assert got["b"].dtype == DType.bf16.numpy and got["b"].astype(np.float32).tolist() == [1.0, -2.0]
+    assert got["i"].tolist() == [3, -4]
