@@ -117,9 +117,9 @@ def _process_memory() -> tuple[int, int]:
     try:
         with open("/proc/self/status") as f:
             for line in f:
-                key, _, rest = line.partition(" ")
-                if key in found:
-                    found[key] = int(rest.split()[0]) * 1024
+                words = line.split()
+                if words and words[0] in found:
+                    found[words[0]] = int(words[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
     return found["VmRSS:"], found["VmSize:"]

@@ -21,6 +21,7 @@ from mgxir.diagnostics import MgxError, available_memory, check_allocation, memo
 from mgxir.drivers.run import gather_inputs, parse_inline
 from mgxir.ir.dtype import DType
 from mgxir.text.parser import parse_program
+from mgxir.translate.mxr.values import ValueError_, literal_from_value
 
 LIMIT = 3 << 30  # more than the child's own address space (about 1.5 GiB with numpy and mgxir)
 
@@ -185,3 +186,27 @@ def test_void_arrays_are_read_as_the_parameters_type_when_the_item_size_matches(
     got = gather_inputs(program, [f"@{tmp_path / 'v.npz'}"], "zeros", 0)
     assert got["b"].dtype == DType.bf16.numpy and got["b"].astype(np.float32).tolist() == [1.0, -2.0]
     assert got["i"].tolist() == [3, -4]
+
+
+# -- .mxr and .json literals --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lens", [[1 << 63], [(1 << 64) - 1, 2], [1 << 40, 1 << 40]])
+def test_literal_lengths_past_what_memory_can_address(lens: list[int]) -> None:
+    # numpy's OverflowError and "array is too big" ValueError were internal errors
+    value = {"shape": {"lens": lens, "strides": [0] * len(lens)}, "data": b"\0" * 4}
+    with pytest.raises(
+        ValueError_, match=r"^x: its shape float_type, \{.*\} holds more values than memory can address"
+    ):
+        literal_from_value(value, "x")
+
+
+def test_a_stride_0_literal_is_unfolded_only_where_memory_allows() -> None:
+    # 4 bytes of data, 2**31 values: 8 GiB allocated
+    out = _in_limited_child(
+        "from mgxir.translate.mxr.values import ValueError_, literal_from_value\ntry:\n"
+        "    literal_from_value({'shape': {'lens': [1 << 31], 'strides': [0]}, 'data': b'\\0' * 4}, 'x')\n"
+        "except ValueError_ as e:\n    print(e)\n"
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.startswith("x of shape float_type, {2147483648}, {0} needs 8.0 GiB, more than the ")

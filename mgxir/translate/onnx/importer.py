@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from mgxir.diagnostics import DiagnosticSink, MgxError
+from mgxir.diagnostics import DiagnosticSink, MgxError, check_allocation
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.literal import Literal
@@ -235,6 +235,10 @@ def check_literal_size(shape: Shape) -> None:
             f"a constant of {list(shape.lens)} {shape.dtype.type_name} elements ({size} bytes) is larger than "
             f"the importer builds ({MAX_LITERAL_BYTES} bytes)"
         )
+    try:  # and a float64 temporary it may be converted from
+        check_allocation(size + math.prod(shape.lens) * 8, f"a constant of {list(shape.lens)} {shape.dtype.type_name}")
+    except MgxError as e:
+        raise ParseError(e.message) from None
 
 
 def common_type(types: Iterable[DType]) -> DType:
