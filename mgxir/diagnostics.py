@@ -111,7 +111,7 @@ def _read_number(path: str) -> int | None:
     return int(text) if text.isdigit() else None  # "max" is no limit
 
 
-def _process_memory() -> tuple[int, int]:
+def process_memory() -> tuple[int, int]:
     """(resident bytes, address-space bytes) of this process, from /proc/self/status."""
     found = {"VmRSS:": 0, "VmSize:": 0}
     try:
@@ -132,7 +132,7 @@ def memory_limits() -> dict[str, int]:
     import os
     import resource
 
-    resident, address_space = _process_memory()
+    resident, address_space = process_memory()
     limits: dict[str, int] = {}
     try:
         physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")

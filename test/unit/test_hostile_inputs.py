@@ -23,6 +23,7 @@ from mgxir.ir.dtype import DType
 from mgxir.text.parser import parse_program
 from mgxir.translate.mxr.values import ValueError_, literal_from_value
 
+ROOT = Path(__file__).resolve().parents[2]
 LIMIT = 3 << 30  # more than the child's own address space (about 1.5 GiB with numpy and mgxir)
 
 
@@ -210,3 +211,16 @@ def test_a_stride_0_literal_is_unfolded_only_where_memory_allows() -> None:
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.startswith("x of shape float_type, {2147483648}, {0} needs 8.0 GiB, more than the ")
+
+
+# -- MLIR ---------------------------------------------------------------------------------------------
+
+
+def test_mlir_that_makes_the_reader_loop_forever_is_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mutation of --to-mlirbc's output on which MLIR's bytecode reader never returns: the
+    child that parses it first is stopped after CHILD_SECONDS."""
+    api = pytest.importorskip("mgxir.translate.mlir.api")
+    monkeypatch.setattr(api, "CHILD_SECONDS", 2)
+    data = (ROOT / "test/translate/mlir/Inputs/endless.mlirbc").read_bytes()
+    with pytest.raises(MgxError, match=r"^error: endless.mlirbc: MLIR's reader did not finish within 2 s$"):
+        api.program_from_mlir(data, "endless.mlirbc")
