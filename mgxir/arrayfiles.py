@@ -13,6 +13,7 @@ refused, and every member is read to its end inside the check, so each fault is 
 from __future__ import annotations
 
 import math
+from tokenize import TokenError
 from typing import IO
 
 import numpy as np
@@ -86,7 +87,7 @@ def _read_npy(f: IO[bytes], size: int) -> np.ndarray:
         if reader is None:
             raise ArrayFileError(f"is a .npy file of version {version[0]}.{version[1]}, which is not read here")
         shape, fortran_order, dtype = reader(f)
-    except ValueError as e:
+    except (ValueError, SyntaxError, TokenError, TypeError) as e:  # numpy tokenizes and evaluates the header
         raise ArrayFileError(f"has a damaged .npy header: {e}") from None
     if dtype.hasobject:
         raise ArrayFileError("holds Python objects, not numbers")
