@@ -328,6 +328,9 @@ class Reshape(OpDef):
             return inputs[1]
         if s.is_dynamic:
             raise fail(self.name, "dynamic input shapes need the two-input form here")
+        copied = [i for i, d in enumerate(dims) if d == 0 and i >= s.ndim]
+        if copied:
+            raise fail(self.name, f"dimension {copied[0]} is 0 (the input's), but the input has rank {s.ndim}")
         lens = [s.lens[i] if d == 0 else (1 if d == -1 else d) for i, d in enumerate(dims)]
         if -1 in dims:
             known = math.prod(lens)
@@ -402,6 +405,8 @@ class Unsqueeze(OpDef):
         s = inputs[0]
         new_rank = s.ndim + len(op["axes"])
         axes = normalize_axes(self.name, op["axes"], new_rank)
+        if len(set(axes)) != len(axes):
+            raise fail(self.name, f"axes {lens_text(op['axes'])} name an axis twice")
         if s.is_dynamic:
             it = iter(s.dyn_dims)
             return Shape.dynamic(s.dtype, [DynamicDimension(1, 1) if i in axes else next(it) for i in range(new_rank)])
