@@ -28,6 +28,7 @@ from mgxir.ir.shape import Shape
 from mgxir.records import Record
 from mgxir.targets.timing import collect_timing
 from mgxir.text.parser import read_program
+from mgxir.text.writer import write_atomically
 from mgxir.verifier import verify
 
 # IREE's element type spellings
@@ -497,8 +498,10 @@ def print_outputs(outputs: dict[str, np.ndarray], limit: int) -> None:
 
 
 def save_outputs(outputs: dict[str, np.ndarray], path: str) -> None:
-    """An .npz of the outputs by name (bf16/fp8 as raw bits)."""
-    try:
-        np.savez(path, **{k: _storable(v) for k, v in outputs.items()})
-    except OSError as e:
-        raise MgxError(f"cannot write {path}: {e.strerror or e}") from None
+    """An .npz of the outputs by name (bf16/fp8 as raw bits), written atomically (numpy's savez
+    writes in place: a failure left half an archive); `.npz` is added as numpy adds it."""
+    import io
+
+    buffer = io.BytesIO()
+    np.savez(buffer, **{k: _storable(v) for k, v in outputs.items()})
+    write_atomically(path if path.endswith(".npz") else path + ".npz", buffer.getvalue())

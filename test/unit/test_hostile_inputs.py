@@ -7,7 +7,10 @@ swapping test machine."""
 
 from __future__ import annotations
 
+import json
+import os
 import resource
+import stat
 import subprocess
 import sys
 import zipfile
@@ -224,3 +227,63 @@ def test_mlir_that_makes_the_reader_loop_forever_is_stopped(monkeypatch: pytest.
     data = (ROOT / "test/translate/mlir/Inputs/endless.mlirbc").read_bytes()
     with pytest.raises(MgxError, match=r"^error: endless.mlirbc: MLIR's reader did not finish within 2 s$"):
         api.program_from_mlir(data, "endless.mlirbc")
+
+
+# -- files written -----------------------------------------------------------------------------------
+
+
+def test_written_files_keep_the_targets_mode_and_new_ones_follow_the_umask(tmp_path: Path) -> None:
+    from mgxir.text.writer import write_atomically
+
+    new = tmp_path / "new.mgx"
+    old_umask = os.umask(0o022)
+    try:
+        write_atomically(new, "x")  # mkstemp's temporary is 0600: new files were private
+        assert stat.S_IMODE(new.stat().st_mode) == 0o644
+        os.umask(0o077)
+        shared = tmp_path / "shared.mgx"
+        shared.write_text("old")
+        shared.chmod(0o664)
+        write_atomically(shared, "new")
+        assert stat.S_IMODE(shared.stat().st_mode) == 0o664 and shared.read_text() == "new"
+    finally:
+        os.umask(old_umask)
+
+
+def test_mgx_run_output_is_written_atomically(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mgxir.drivers import run as run_driver
+
+    path = tmp_path / "out.npz"
+    run_driver.save_outputs({"out0": np.ones(3, np.float32)}, str(path))
+    assert load_arrays(str(path))["out0"].tolist() == [1.0, 1.0, 1.0]
+
+    def fail_midway(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", fail_midway)  # the write fails after the data went out
+    with pytest.raises(MgxError, match=r"cannot write .*out\.npz: No space left on device"):
+        run_driver.save_outputs({"out0": np.zeros(3, np.float32)}, str(path))
+    assert load_arrays(str(path))["out0"].tolist() == [1.0, 1.0, 1.0]  # the earlier file, whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.npz"]
+
+
+def test_spirv_into_a_folder_leaves_no_kernels_of_an_earlier_program(tmp_path: Path) -> None:
+    pytest.importorskip("mgxir.translate.spirv")
+    from mgxir.drivers.translate import TranslateOptions, translate_main
+
+    two = tmp_path / "two.mgx"
+    two.write_text(
+        'module: "main"\nx = @param:x -> float_type, {4}, {1}\n@1 = relu(x)\n@2 = exp(x)\n@3 = @return(@1,@2)\n'
+    )
+    one = tmp_path / "one.mgx"
+    one.write_text('module: "main"\nx = @param:x -> float_type, {4}, {1}\n@1 = neg(x)\n@2 = @return(@1)\n')
+    out = tmp_path / "kernels"
+    (tmp_path / "kernels").mkdir()
+    (out / "mine.txt").write_text("a file of the user's")
+    assert translate_main(TranslateOptions(input=str(two), to="spirv", output=str(out))) == 0
+    first = {p.name for p in out.glob("*.spv")}
+    assert translate_main(TranslateOptions(input=str(one), to="spirv", output=str(out))) == 0
+    second = {p.name for p in out.glob("*.spv")}
+    listed = {k["file"] for k in json.loads((out / "manifest.json").read_text())["kernels"]}
+    assert len(first) == 2 and second == listed and len(second) == 1
+    assert (out / "mine.txt").exists()
