@@ -297,6 +297,9 @@ def _child(reader: Reader, path: str, folder: str, limits: Limits) -> None:
         err = os.open(os.path.join(folder, "stderr"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(out, 1)
         os.dup2(err, 2)
+        mlir_api = sys.modules.get("mgxir.translate.mlir.api")
+        if mlir_api is not None:  # the tool's own limit on MLIR's reader ends before the harness's
+            mlir_api.CHILD_SECONDS = max(1, limits.seconds // 2)
         sys.stdout = open(1, "w", closefd=False)
         sys.stderr = open(2, "w", closefd=False)
         code = reader.run(path, folder)

@@ -345,13 +345,18 @@ def _dense_data(attr: ir.Attribute, dtype: np.dtype) -> np.ndarray:
 
 def from_mlir(module: ir.Module, filename: str = "<mlir>", text: str = "") -> Program:
     """The program a module written by `--to-mlir` holds (`text`: its source, for error lines)."""
-    return Reader(module, filename, text).run()
+    try:
+        reader = Reader(module, filename, text)
+    except MALFORMED as e:
+        raise MgxError(f"{filename}: the module is not as --to-mlir writes it ({_reason(e)})") from None
+    return reader.run()
 
 
 # What a module --to-mlir did not write gives inside the reader: a missing attribute (KeyError), a
 # cast of an attribute or type of another kind (MLIR's casts raise ValueError), an index past a
-# list, an unknown type name (KeyError), a value of the wrong kind (TypeError).
-MALFORMED = (KeyError, ValueError, IndexError, TypeError)
+# list, an unknown type name (KeyError), a value of the wrong kind (TypeError), a string attribute
+# that is not UTF-8 (the bindings' RuntimeError).
+MALFORMED = (KeyError, ValueError, IndexError, TypeError, RuntimeError)
 _FILE_LINE_COL = re.compile(r'loc\("[^"]*":(\d+):(\d+)')
 
 
