@@ -78,7 +78,12 @@ def declared_shape(where: Where) -> Shape | None:
     cut = text.rfind(_COMMENT)
     if cut < 0:
         return None
-    policy = script.Policy({}, {"migraphx": sys.modules[__name__]}, script_attribute_allowed)
+    policy = script.Policy(
+        {},
+        {"migraphx": sys.modules[__name__]},
+        script_attribute_allowed,
+        user_errors=(ReproError, TypeError, ValueError),
+    )
     try:
         expression = script.parse(text[cut + 2 :].strip(), where[0], "eval")
         assert isinstance(expression, ast.Expression)

@@ -96,7 +96,13 @@ def _run(tree: Any, filename: str, session: Session, lines: list[str]) -> Progra
     def at_line(line: int) -> None:
         session.where = (filename, line)
 
-    policy = script.Policy(SCRIPT_MODULES, SCRIPT_BUILTINS, api.script_attribute_allowed, at_line)
+    policy = script.Policy(
+        SCRIPT_MODULES,
+        SCRIPT_BUILTINS,
+        api.script_attribute_allowed,
+        at_line,
+        SCRIPT_CALL_ERRORS,
+    )
     names: dict[str, Any] = _ExcerptNames(session) if session.allow_undefined else {}
     evaluator = script.Evaluator(policy, names)
     try:
@@ -119,6 +125,12 @@ def _run(tree: Any, filename: str, session: Session, lines: list[str]) -> Progra
         if isinstance(e.error, ReproError):
             raise session.error(str(e.error), (filename, e.line)) from None
         raise session.error(f"{type(e.error).__name__}: {e.error}", (filename, e.line)) from None
+
+
+# What a call of the building API raises for arguments of the wrong kind: it checks what MIGraphX's
+# API checks and is duck-typed past that (`migraphx.op(5)` fails on `5.startswith`), as MIGraphX's
+# Python bindings throw for them; the line of the call is what the user needs.
+SCRIPT_CALL_ERRORS = (ReproError, TypeError, ValueError, ArithmeticError, AttributeError, LookupError)
 
 
 def _chosen_program(names: dict[str, Any], session: Session) -> api.program:

@@ -53,7 +53,9 @@ class CallFailed(Exception):
 class Policy:
     """What a script may reach: `modules` are what `import NAME` binds, `builtins` the names
     visible everywhere, `attribute_allowed(value, name)` the attributes it may read, and `at_line`
-    is told the line of each statement and call before it runs (for the API's diagnostics)."""
+    is told the line of each statement and call before it runs (for the API's diagnostics).
+    `user_errors` are the exceptions a call may raise for a wrong call (the API's refusals, wrong
+    arguments); any other exception from a call is a bug and propagates as it is."""
 
     def __init__(
         self,
@@ -61,11 +63,13 @@ class Policy:
         builtins: Mapping[str, Any],
         attribute_allowed: Callable[[Any, str], bool],
         at_line: Callable[[int], None] = lambda line: None,
+        user_errors: tuple[type[Exception], ...] = (TypeError, ValueError, ArithmeticError),
     ):
         self.modules = modules
         self.builtins = builtins
         self.attribute_allowed = attribute_allowed
         self.at_line = at_line
+        self.user_errors = user_errors
 
 
 class Namespace:
@@ -381,7 +385,7 @@ class Evaluator:
             return function(*args, **keywords)
         except (Refused, CallFailed, Undefined, MgxError):
             raise
-        except Exception as e:
+        except self.policy.user_errors as e:
             raise CallFailed(e, *_position(node)) from None
 
 
