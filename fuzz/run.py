@@ -64,8 +64,28 @@ RUN_PROGRAM += "@2 = relu(x)\n@3 = @return(@2,y)\n"
 SIDECAR_PROGRAM = 'module: "main"\n@0 = @literal{npz:side.npz:a} -> float_type, {2, 2}, {2, 1}\n@1 = @return(@0)\n'
 
 
+MORE_SEEDS: list[bytes] = []  # --more-seeds: the programs of the test suite's .mgx files
+
+
 def _text_seeds() -> list[bytes]:
-    return [p.read_bytes() for p in TEXT_SEEDS]
+    return [p.read_bytes() for p in TEXT_SEEDS] + MORE_SEEDS
+
+
+def _test_programs(limit: int = 300) -> list[bytes]:
+    """The `// -----` parts of test/**/*.mgx that read and verify: programs using most operators."""
+    found: list[bytes] = []
+    for path in sorted(ROOT.glob("test/**/*.mgx")):
+        if path.stat().st_size > 16_000:
+            continue
+        for part in path.read_text(errors="replace").split("// -----"):
+            try:
+                verify(parse_program(part, path.name), DiagnosticSink())
+            except (MgxError, RecursionError):
+                continue
+            found.append(part.encode())
+            if len(found) >= limit:
+                return found
+    return found
 
 
 def _written(writer: str) -> Callable[[], list[bytes]]:
@@ -390,8 +410,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory", type=float, default=3.0, help="GiB a child may allocate past the harness")
     parser.add_argument("--seconds", type=int, default=10, help="time limit per input")
     parser.add_argument("--findings", type=Path, default=ROOT / "fuzz/findings")
+    parser.add_argument("--more-seeds", action="store_true", help="also the programs of test/**/*.mgx")
     args = parser.parse_args(argv)
     warm_up()
+    if args.more_seeds:
+        MORE_SEEDS[:] = _test_programs()
     _, address_space = process_memory()
     limits = Limits(address_space + int(args.memory * (1 << 30)), args.seconds)
     bad = 0
