@@ -287,3 +287,37 @@ def test_spirv_into_a_folder_leaves_no_kernels_of_an_earlier_program(tmp_path: P
     listed = {k["file"] for k in json.loads((out / "manifest.json").read_text())["kernels"]}
     assert len(first) == 2 and second == listed and len(second) == 1
     assert (out / "mine.txt").exists()
+
+
+def test_the_cgroup_limit_is_one_of_the_limits(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import mgxir.diagnostics as diagnostics
+
+    (tmp_path / "memory.max").write_text("3000000000\n")
+    (tmp_path / "memory.current").write_text("1000000000\n")
+    monkeypatch.setattr(
+        diagnostics, "_CGROUP_LIMITS", ((str(tmp_path / "memory.max"), str(tmp_path / "memory.current")),)
+    )
+    assert memory_limits()["the cgroup's memory limit"] == 2_000_000_000
+    (tmp_path / "memory.max").write_text("max\n")  # no limit
+    assert "the cgroup's memory limit" not in memory_limits()
+
+
+def test_onnx_multinomial_sizes_its_draws_before_making_them(tmp_path: Path) -> None:
+    # sample_size 2**31-1 made 16 GiB of float64 zeros before the constant's size was checked
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("Multinomial", ["x"], ["y"], sample_size=2**31 - 1)
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.INT32, None)],
+    )
+    path = tmp_path / "multinomial.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    out = _refused_in_child(
+        "from mgxir.ops import register_all_ops\nregister_all_ops()\n"
+        f"from mgxir.translate.onnx import ImportOptions, import_model\nimport_model({str(path)!r}, ImportOptions())"
+    )
+    assert "a constant of [1, 2147483647] float_type elements (8589934588 bytes) is larger than" in out, out
