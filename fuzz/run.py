@@ -126,9 +126,12 @@ def _onnx_seeds() -> list[bytes]:
         )
         return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)]).SerializeToString()
 
+    shared = ROOT.parent / "shared" / "onnx-models"
+    more = [p.read_bytes() for p in sorted(shared.glob("*.onnx"))[:400]] if MORE_SEEDS and shared.is_dir() else []
     weight = numpy_helper.from_array(np.arange(24, dtype=np.float32).reshape(2, 3, 2, 2), "w")
     shape = numpy_helper.from_array(np.array([2, -1], np.int64), "s")
     return [
+        *more,
         model([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])], [("x", [1, 3, 4, 4])], [weight], "y"),
         model([helper.make_node("Reshape", ["x", "s"], ["y"])], [("x", [2, 3, 4])], [shape], "y"),
         model([helper.make_node("Multinomial", ["x"], ["y"], sample_size=3, seed=1.0)], [("x", [2, 4])], [], "y"),
@@ -410,7 +413,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory", type=float, default=3.0, help="GiB a child may allocate past the harness")
     parser.add_argument("--seconds", type=int, default=10, help="time limit per input")
     parser.add_argument("--findings", type=Path, default=ROOT / "fuzz/findings")
-    parser.add_argument("--more-seeds", action="store_true", help="also the programs of test/**/*.mgx")
+    parser.add_argument(
+        "--more-seeds", action="store_true", help="also the programs of test/**/*.mgx and ../shared's ONNX models"
+    )
     args = parser.parse_args(argv)
     warm_up()
     if args.more_seeds:
