@@ -125,7 +125,7 @@ class Broadcast(OpDef):
         else:
             require_static(self.name, s0)
             target = op["out_lens"]
-        if axis >= len(target):
+        if not 0 <= axis < len(target):  # MIGraphX's axis is unsigned
             raise fail(self.name, f"axis {axis} is out of range for output rank {len(target)}")
         if len(target) - axis < len(s0.lens):
             raise fail(self.name, f"input rank {len(s0.lens)} does not fit output {lens_text(target)} from axis {axis}")

@@ -146,6 +146,7 @@ REFUSED = [
     ("im2col", {"stride": (0, 1)}, [NCHW, W22], "im2col: stride {0, 1} has a 0"),
     ("im2col", {"stride": (1,)}, [NCHW, W22], "im2col: padding, stride and dilation need 2 values"),
     ("step", {"axes": (0,), "steps": (0,)}, [F4], "step: steps {0} have a 0"),
+    ("broadcast", {"axis": -1, "out_lens": ()}, [F4], "broadcast: axis -1 is out of range for output rank 0"),
     ("reshape", {"dims": (0,)}, [RANK0], "reshape: dimension 0 is 0 (the input's), but the input has rank 0"),
     ("unsqueeze", {"axes": (0, 0)}, [F4], "unsqueeze: axes {0, 0} name an axis twice"),
     ("gathernd", {}, [F4, RANK0], "gathernd: the indices need rank 1 or more"),
