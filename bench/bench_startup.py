@@ -33,7 +33,7 @@ PEER = [sys.executable, "-c", "import numpy"]
 COMMANDS: dict[str, list[str]] = {
     "mgx-opt FILE": [str(BIN / "mgx-opt"), EXAMPLE],
     "mgx-opt FILE -p dce": [str(BIN / "mgx-opt"), EXAMPLE, "-p", "dce"],
-    "mgx-run FILE": [str(BIN / "mgx-run"), EXAMPLE, "--quiet"],
+    "mgx-run FILE": [str(BIN / "mgx-run"), EXAMPLE, "--quiet", "--fill=random"],
     "mgx-translate FILE": [str(BIN / "mgx-translate"), EXAMPLE],
 }
 

@@ -4,7 +4,10 @@ each weight a graph input named by the torch module's state-dict key, so a compi
 fed the torch model's own weights. Whole or in parts (`stem`, `block0`..`block15`, `head`), to
 find where a backend first differs.
 
-    python bench/resnet_onnx.py OUT [--batch 1] [--part NAME ...]
+    python bench/resnet_onnx.py OUT [--batch 1] [--part NAME ...] [--random-weights]
+
+With `--random-weights` the weights are initializers (seeded random values, He-scaled) instead of
+graph inputs: a model whose import holds its 25M weights as literals, as an exported one does.
 """
 
 from __future__ import annotations
@@ -143,11 +146,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", type=Path)
     parser.add_argument("--batch", type=int, default=1)
     parser.add_argument("--part", action="append", default=[])
+    parser.add_argument("--random-weights", action="store_true")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     for part in args.part or ["all"]:
-        onnx.save(build(part, args.batch), str(args.out / f"resnet50_{part}.onnx"))
+        model = build(part, args.batch)
+        if args.random_weights:
+            with_random_weights(model)
+        onnx.save(model, str(args.out / f"resnet50_{part}.onnx"))
     return 0
+
+
+def with_random_weights(model: object, seed: int = 0) -> None:
+    """Every graph input but `input` becomes an initializer of seeded random values."""
+    import numpy as np
+    from onnx import numpy_helper
+
+    rng = np.random.default_rng(seed)
+    graph = model.graph  # type: ignore[attr-defined]
+    weights = [i for i in graph.input if i.name != "input"]
+    for info in weights:
+        dims = [d.dim_value for d in info.type.tensor_type.shape.dim]
+        fan_in = int(np.prod(dims[1:])) if len(dims) > 1 else 1
+        values = rng.standard_normal(dims, dtype=np.float32) * np.float32(np.sqrt(2.0 / fan_in))
+        graph.initializer.append(numpy_helper.from_array(values, info.name))
+        graph.input.remove(info)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 
 from mgxir.records import FrozenRecord, Record
 
@@ -67,6 +68,15 @@ class MgxError(Exception):
         return self.render()
 
 
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`; did you mean 'relu'?` for the closest of `choices` to a misspelt `word` (difflib's ratio of
+    at least 0.7: foo_op is not taken for loop), or an empty string when none is close."""
+    import difflib  # on an error only
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.7)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
 class DiagnosticSink(Record):
     """Collects warnings; errors are raised as MgxError."""
 
@@ -86,6 +96,17 @@ class DiagnosticSink(Record):
                 return
             self.seen.add(once_key)
         self.warnings.append(Diagnostic("warning", message, location, source_line))
+
+    def drop_superseded(self, error: Diagnostic) -> None:
+        """Forgets the warnings at the line an error points at: the error says what is wrong there,
+        once (a misspelt operator is kept with a warning, then refused by the verifier)."""
+        where = error.location
+        if where is not None:
+            self.warnings = [
+                w
+                for w in self.warnings
+                if w.location is None or (w.location.file, w.location.line) != (where.file, where.line)
+            ]
 
     def flush(self, stream=None) -> None:
         stream = stream or sys.stderr

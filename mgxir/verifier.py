@@ -5,11 +5,12 @@ An instruction read without a result shape gets the one its shape rule gives.
 
 from __future__ import annotations
 
-from mgxir.diagnostics import DiagnosticSink, Location, MgxError
+from mgxir.diagnostics import DiagnosticSink, Location, MgxError, did_you_mean
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.ir.operation import ShapeError
 from mgxir.ir.program import Program
+from mgxir.ir.registry import all_ops, lookup
 from mgxir.ir.shape import Shape, format_shape
 
 
@@ -141,9 +142,8 @@ class _Checker:
                     continue
             if defn.is_opaque:
                 if ins.shape is None:
-                    raise where.error(
-                        ins, f"'{defn.name}' is not a known operator, so it needs an explicit result shape"
-                    )
+                    problem, misspelt = unknown_operator_problem(defn.name, ins.op.values[0])
+                    raise where.error(ins, problem, misspelt)
             else:
                 problem = defn.check_arity(len(args), len(ins.module_args))
                 if problem:
@@ -183,3 +183,36 @@ def _rule(ins: Instruction, shapes: list[Shape], cache: dict[tuple, Shape], wher
     if not ins.module_args and shape is not None:
         cache[(op, *shapes)] = shape
     return shape
+
+
+def unknown_operator_problem(name: str, raw_attributes: str) -> tuple[str, str]:
+    """Why an operator kept as written (opaque) cannot be checked, naming what is misspelt (an
+    attribute the operator does not have, or the operator itself) with the closest known name; and
+    the misspelt text, where the caret goes."""
+    known = lookup(name)
+    if known is not None:
+        declared = [a.name for a in known.attributes]
+        for attribute in _attribute_names(raw_attributes):
+            if attribute not in known.attribute_index and attribute not in known.legacy_attributes:
+                return f"'{name}' has no attribute '{attribute}'{did_you_mean(attribute, declared)}", attribute
+    hint = did_you_mean(name, all_ops())
+    return f"'{name}' is not a known operator, so it needs an explicit result shape{hint}", name
+
+
+def _attribute_names(raw: str) -> list[str]:
+    """The names in `[a=1,b={2, 3},c=[x]]`: each name before an `=` at the outer level."""
+    names: list[str] = []
+    depth, start = 0, 0
+    for i, c in enumerate(raw):
+        if c in "[{(":
+            depth += 1
+            if depth == 1:
+                start = i + 1
+        elif c in "]})":
+            depth -= 1
+        elif depth == 1 and c == ",":
+            start = i + 1
+        elif depth == 1 and c == "=":
+            names.append(raw[start:i].strip())
+            start = len(raw)
+    return [n for n in names if n]

@@ -13,13 +13,15 @@ from typing import Any, TypeVar
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.ops import register_all_ops
 from mgxir.stack import with_room
+from mgxir.targets.base import target_ops_modules
 
 T = TypeVar("T")
 
 
 # Operators that targets define for their compiled programs (gpu::code_object, gpu::gemm, ...), so
-# that a tool reads such a program back with its shapes checked: modules imported by every tool.
-TARGET_OPS: tuple[str, ...] = ("mgxir.targets.gpu.ops",)
+# that a tool reads such a program back with its shapes checked: modules imported by every tool
+# (from the table of targets).
+TARGET_OPS: tuple[str, ...] = target_ops_modules()
 
 
 def register_target_ops() -> None:
@@ -55,6 +57,7 @@ def run_guarded(body: Callable[[DiagnosticSink], int | None]) -> int:
         sink.flush()
         return code
     except MgxError as e:
+        sink.drop_superseded(e.diagnostic)
         sink.flush()
         print(e.render(), file=sys.stderr)
         return 1

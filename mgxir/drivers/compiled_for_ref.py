@@ -19,17 +19,15 @@ from mgxir.ir.operation import RuntimeValue
 from mgxir.ir.program import Program
 from mgxir.passes.manager import PassManager
 from mgxir.passes.registry import parse_pipeline
-from mgxir.text.parser import parse_program
-from mgxir.text.printer import PrintOptions, print_program
 from mgxir.verifier import verify
 
 REF_PIPELINE = "ref"
 
 
 def compile_for_ref(program: Program, sink: DiagnosticSink | None = None) -> Program:
-    """A copy of `program` (through its lossless text) after the `ref` pipeline, verified."""
+    """A copy of `program` after the `ref` pipeline, verified."""
     sink = sink or DiagnosticSink()
-    copy = parse_program(print_program(program, PrintOptions(lossless=True)), "<compiled for ref>", sink=sink)
+    copy = program.clone()
     PassManager(parse_pipeline(REF_PIPELINE)).run(copy, sink)
     verify(copy, sink)
     return copy

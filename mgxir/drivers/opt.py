@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.drivers.common import check_output_path, read_text, run_guarded
+from mgxir.drivers.options import DeclaredOptions, Option, flag
 from mgxir.ir.program import Program
-from mgxir.records import Record
+from mgxir.progress import progress, set_quiet
+from mgxir.targets.base import target_passes
 from mgxir.text.parser import parse_program, read_program
 from mgxir.text.writer import render, write_output, write_program
 from mgxir.verifier import verify
@@ -30,64 +32,87 @@ if TYPE_CHECKING:
 DEFAULT_REPRODUCER = "mgx-opt.reproducer.mgx"
 
 
-class OptOptions(Record):
-    """What mgx-opt was asked to do; the field names are the front end's option names."""
+class OptOptions(DeclaredOptions):
+    """What mgx-opt was asked to do: each field, its default, help text and command-line spellings."""
 
-    def __init__(
-        self,
-        input: str = "-",
-        output: str | None = None,
-        lossless: bool = False,
-        sidecar: str | None = None,
-        from_log: bool = False,
-        log_pass: str | None = None,
-        no_verify: bool = False,
-        pipeline: str | None = None,
-        passes: list[str] | None = None,
-        optimize: bool = False,
-        show_passes: bool = False,
-        dump_pipeline: bool = False,
-        verify_each: bool = True,
-        print_before: list[str] | None = None,
-        print_after: list[str] | None = None,
-        print_before_all: bool = False,
-        print_after_all: bool = False,
-        print_after_change: bool = False,
-        tree_dir: str | None = None,
-        timing: bool = False,
-        statistics: bool = False,
-        split: bool = False,
-        verify_diagnostics: bool = False,
-        disable: str | None = None,
-        reproducer: str | None = None,
-        run_reproducer: bool = False,
-    ):
-        self.input = input
-        self.output = output
-        self.lossless = lossless
-        self.sidecar = sidecar
-        self.from_log = from_log
-        self.log_pass = log_pass
-        self.no_verify = no_verify
-        self.pipeline = pipeline
-        self.passes = passes
-        self.optimize = optimize
-        self.show_passes = show_passes
-        self.dump_pipeline = dump_pipeline
-        self.verify_each = verify_each
-        self.print_before = print_before
-        self.print_after = print_after
-        self.print_before_all = print_before_all
-        self.print_after_all = print_after_all
-        self.print_after_change = print_after_change
-        self.tree_dir = tree_dir
-        self.timing = timing
-        self.statistics = statistics
-        self.split = split
-        self.verify_diagnostics = verify_diagnostics
-        self.disable = disable
-        self.reproducer = reproducer
-        self.run_reproducer = run_reproducer
+    DECLARED = (
+        Option("input", help="Program text to read ('-' for standard input).", default="-", positional=True),
+        Option("output", ("-o", "--output"), "Write here (atomically) instead of standard output."),
+        flag(
+            "lossless",
+            "--lossless",
+            help="Print every literal value exactly (all dtypes, NaN payloads, bf16/fp8 bits).",
+        ),
+        Option("sidecar", ("--sidecar",), "With --lossless: put literal data in this .npz and name it in the text."),
+        flag("from_log", "--from-log", help="The input is MIGraphX log output: load the program printed in it."),
+        Option(
+            "log_pass", ("--log-pass",), "With --from-log: the program printed after this pass (default: the last one)."
+        ),
+        flag("no_verify", "--no-verify", help="Do not check shapes and definitions after reading."),
+        Option(
+            "pipeline",
+            ("-p", "--pass-pipeline"),
+            "Passes to run: 'dce,simplify_algebra,fuse_pointwise{max_rounds=8}' (or MLIR's 'builtin.module(dce,cse)').",
+        ),
+        Option("passes", ("--pass",), "A pass to run (repeatable, after -p).", many=True),
+        flag("optimize", "-O", help="What `migraphx-driver read -O` runs, on the main module only."),
+        flag("show_passes", "--list-passes", help="List the passes, their options, aliases and pipelines."),
+        flag(
+            "dump_pipeline", "--dump-pass-pipeline", help="Print the pipeline to run (to stderr) as text -p reads back."
+        ),
+        Option(
+            "verify_each",
+            ("--verify-each",),
+            "Verify the program after each pass.",
+            default=True,
+            kind=bool,
+            negatable=True,
+        ),
+        Option("print_before", ("--print-ir-before",), "Print the IR before these passes.", many=True),
+        Option("print_after", ("--print-ir-after",), "Print the IR after these passes.", many=True),
+        flag(
+            "print_before_all",
+            "--print-ir-before-all",
+            help="Print the IR before every pass.",
+            aliases=("--mlir-print-ir-before-all",),
+        ),
+        flag(
+            "print_after_all",
+            "--print-ir-after-all",
+            help="Print the IR after every pass.",
+            aliases=("--mlir-print-ir-after-all",),
+        ),
+        flag(
+            "print_after_change",
+            "--print-ir-after-change",
+            help="Print the IR after a pass that changed it.",
+            aliases=("--mlir-print-ir-after-change",),
+        ),
+        Option("tree_dir", ("--print-ir-tree-dir",), "Write the IR after each pass into this folder."),
+        flag("timing", "--timing", help="Print the wall time of each pass.", aliases=("--mlir-timing",)),
+        flag(
+            "statistics", "--pass-statistics", help="Print what each pass changed.", aliases=("--mlir-pass-statistics",)
+        ),
+        flag("split", "--split-input-file", help="Treat each '// -----' separated part as its own input."),
+        flag(
+            "verify_diagnostics",
+            "--verify-diagnostics",
+            help="Check errors and warnings against '// expected-error' annotations.",
+        ),
+        Option("disable", ("--disable-passes",), "Skip these passes (also MIGRAPHX_DISABLE_PASSES)."),
+        Option(
+            "reproducer",
+            ("--reproducer",),
+            f"Where a failing pass writes its reproducer (default {DEFAULT_REPRODUCER}).",
+        ),
+        flag(
+            "run_reproducer",
+            "--run-reproducer",
+            help="The input is a reproducer: run the pipeline named in its first line.",
+        ),
+        flag("no_host", "--no-host", help="A target lowering (-p gpu) fails on an instruction left for the host."),
+        flag("quiet", "-q", "--quiet", help="No progress display (shown on a terminal for work that takes seconds)."),
+    )
 
 
 # (program, sink for its diagnostics, a reader of the same input afresh for a reproducer, or None)
@@ -96,6 +121,7 @@ Transform = Callable[[Program, DiagnosticSink, Callable[[], Program] | None], No
 
 def opt_main(options: OptOptions) -> int:
     """Runs mgx-opt; returns the exit code (0, 1 for a user error, 2 for a bug in mgxir)."""
+    set_quiet(options.quiet)
     return run_guarded(lambda sink: _opt(options, sink))
 
 
@@ -118,9 +144,11 @@ def _opt(options: OptOptions, sink: DiagnosticSink) -> int:
     # the input's folder, where its sidecars are (as Path(input).parent for a file that could be read)
     base_dir = None if options.input == "-" else os.path.dirname(options.input)
     if not options.split and not options.verify_diagnostics:
-        program = parse_program(text, filename, base_dir=base_dir, sink=sink)
+        with progress(f"reading {filename}"):
+            program = parse_program(text, filename, base_dir=base_dir, sink=sink)
         transform(program, sink, _reader(text, filename, base_dir))
-        write_program(program, options.output, lossless=options.lossless, sidecar=options.sidecar)
+        with progress("writing" if options.output in (None, "-") else f"writing {options.output}"):
+            write_program(program, options.output, lossless=options.lossless, sidecar=options.sidecar)
         return 0
     # chunks of the input, and their expected diagnostics: imported only by the commands that ask
     from mgxir.drivers.diagnostics_check import Chunk, split_input
@@ -152,6 +180,7 @@ def _opt_chunks(
             transform(program, sink, _reader(chunk.text, filename, base_dir, chunk.line_map()))
             outputs.append(render(program, options.lossless)[0])
         except MgxError as e:
+            sink.drop_superseded(e.diagnostic)
             sink.flush()
             print(e.render(), file=sys.stderr)
             outputs.append("")
@@ -203,16 +232,22 @@ def _pipeline_text(options: OptOptions, text: str | None) -> tuple[str, bool]:
         from mgxir.passes.manager import read_reproducer
 
         return read_reproducer(text)
-    parts = ("O" if options.optimize else "", options.pipeline or "", *(options.passes or []))
+    parts = ("O" if options.optimize else "", mlir_pipeline(options.pipeline or ""), *(options.passes or []))
     return ",".join(p for p in parts if p), options.optimize
 
 
-# Passes and pipelines that targets define, by the names they register: "module" to import first.
-# Only a pipeline naming one of them (or --list-passes) pays for importing its target.
-TARGET_PASSES: dict[str, str] = {
-    "gpu": "mgxir.targets.gpu.lowering",
-    "gpu_lowering": "mgxir.targets.gpu.lowering",
-}
+def mlir_pipeline(text: str) -> str:
+    """MLIR's `builtin.module(a,b)` spelling of a pipeline as mgx-opt's `a,b` (the program is the module)."""
+    stripped = text.strip()
+    if stripped.startswith("builtin.module(") and stripped.endswith(")"):
+        return stripped[len("builtin.module(") : -1]
+    return text
+
+
+# Passes and pipelines that targets define, by the names they register: "module" to import first
+# (from the table of targets). Only a pipeline naming one of them (or --list-passes) pays for
+# importing its target.
+TARGET_PASSES: dict[str, str] = target_passes()
 
 
 def load_target_passes(pipeline_text: str | None) -> None:
@@ -233,6 +268,9 @@ def _pipeline(options: OptOptions, text: str | None) -> list[Pass]:
 
     load_target_passes(pipeline_text)
     passes = parse_pipeline(pipeline_text)
+    for p in passes:  # --no-host: lowerings that would leave instructions for the host fail instead
+        if options.no_host and hasattr(p, "allow_host"):
+            p.allow_host = False
     if options.dump_pipeline:
         print(f"-p '{format_pipeline(passes)}'" + (" -O-scope=main" if main_only else ""), file=sys.stderr)
     return passes

@@ -4,31 +4,32 @@ saved and compared with MIGraphX's rms rule.
 `mgxir.tools.mgx_run` only declares the options and calls `run_main(RunOptions(...))`. The pieces are
 library functions: `gather_inputs` (`--input` specs to parameter values), `IREE_TYPES` (IREE's
 element type names), `format_value` (IREE's printing), `rms_error`/`compare` (MIGraphX's verify
-rule). Targets plug in through `TARGETS` (below).
+rule). Targets plug in through the table of `mgxir.targets.base` (`find_target`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import re
 import sys
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable
 
 import numpy as np
 
 from mgxir.arrayfiles import ArrayFileError, load_arrays
 from mgxir.diagnostics import DiagnosticSink, MgxError, check_allocation
 from mgxir.drivers.common import check_output_path, load_entry, run_guarded
+from mgxir.drivers.options import DeclaredOptions, Option, flag
 from mgxir.interp import Interpreter, check_memory
 from mgxir.ir.dtype import DType
+from mgxir.ir.instruction import Instruction
 from mgxir.ir.operation import RuntimeValue
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
-from mgxir.records import Record
+from mgxir.progress import progress, set_quiet
+from mgxir.targets.base import Target, find_target, option_fields
 from mgxir.targets.timing import collect_timing
-from mgxir.text.parser import read_program
-from mgxir.text.writer import write_atomically
 from mgxir.verifier import verify
 
 # IREE's element type spellings
@@ -58,31 +59,11 @@ IREE_TYPES: dict[str, DType] = {
 IREE_NAMES = {t: name for name, t in reversed(list(IREE_TYPES.items()))}
 _DIMS_AND_TYPE = re.compile(r"^(?:\d+x)*([A-Za-z][A-Za-z0-9]*)$")
 
-# (program, parameter values by name, sink for warnings) -> the values `main` returns
-Runner = Callable[[Program, dict[str, np.ndarray], DiagnosticSink], list[RuntimeValue]]
-
-# Where targets plug in, one entry each: `--target` name -> "module:function" of its Runner. The
-# module is imported only when its target is asked for, so a target's heavy dependencies (IREE,
-# Vulkan, CUDA) cost nothing to the others. A target package lives in `mgxir/targets/<name>/`.
-TARGETS: dict[str, str] = {
-    "ref": "mgxir.drivers.run:run_on_ref",
-    "iree": "mgxir.targets.iree:run_on_iree",
-    "vulkan": "mgxir.targets.vulkan:run_on_vulkan",
-    "gpu": "mgxir.targets.gpu.driver:run_on_gpu",
-}
-
 
 def run_on_ref(program: Program, params: dict[str, np.ndarray], sink: DiagnosticSink) -> list[RuntimeValue]:
     """The reference interpreter (numpy), floating-point warnings silenced as MIGraphX's ref does."""
     with np.errstate(all="ignore"):
         return Interpreter(program, sink).run(params)
-
-
-def runner(target: str) -> Runner:
-    """The runner of a `--target` name; a name not in TARGETS is a user error listing the names."""
-    if target not in TARGETS:
-        raise MgxError(f"unknown target '{target}' (available: {', '.join(TARGETS)})")
-    return load_entry(TARGETS[target])
 
 
 # -- inputs ---------------------------------------------------------------------------------------
@@ -168,7 +149,7 @@ def _load_file(name: str, path: str) -> np.ndarray | dict[str, np.ndarray]:
         raise MgxError(f"input file '{path}' for '{name}' {e}") from None
 
 
-def gather_inputs(program: Program, specs: list[str], fill: str, seed: int) -> dict[str, np.ndarray]:
+def gather_inputs(program: Program, specs: list[str], fill: str | None, seed: int) -> dict[str, np.ndarray]:
     params = {p.param_name: p.shape for p in program.main.parameters()}
     order = list(params)
     given: dict[str, np.ndarray] = {}
@@ -213,8 +194,11 @@ def gather_inputs(program: Program, specs: list[str], fill: str, seed: int) -> d
             continue
         if name in given:
             values[name] = to_parameter_type(name, np.asarray(given[name]), shape)
-        elif fill == "none":
-            raise MgxError(f"no input for parameter '{name}' ({shape.dtype.type_name}, {_dims(shape.lens)})")
+        elif fill is None or fill == "none":
+            raise MgxError(
+                f"no input for parameter '{name}' ({shape.dtype.type_name}, {_dims(shape.lens)}): give it with "
+                "--input, or --fill=random to fill it as migraphx-driver does by default"
+            )
         else:
             values[name] = filled(shape, fill, rng)
     return values
@@ -357,85 +341,131 @@ def compare(
 FILLS = ("random", "zeros", "ones", "none")
 
 
-class RunOptions(Record):
-    """What mgx-run was asked to do; the field names are the front end's option names."""
+class RunOptions(DeclaredOptions):
+    """What mgx-run was asked to do: each field, its default, help text and command-line spellings."""
 
-    def __init__(
-        self,
-        input_file: str = "-",
-        inputs: list[str] | None = None,
-        fill: str = "random",
-        seed: int = 0,
-        output: str | None = None,
-        expected: str | None = None,
-        rms_tol: float = 1e-3,
-        atol: float | None = None,
-        rtol: float | None = None,
-        target: str = "ref",
-        verify_against_ref: bool = False,
-        print_max: int = 64,
-        quiet: bool = False,
-        from_log: bool = False,
-        log_pass: str | None = None,
-        device: str | None = None,
-        perf: bool = False,
-        exhaustive_tune: bool = False,
-        fp32_math: str = "ieee",
-        cache_dir: str | None = None,
-        timing: bool = False,
-    ):
-        self.input_file = input_file
-        self.inputs = inputs
-        self.fill = fill
-        self.seed = seed
-        self.output = output
-        self.expected = expected
-        self.rms_tol = rms_tol
-        self.atol = atol
-        self.rtol = rtol
-        self.target = target
-        self.verify_against_ref = verify_against_ref
-        self.print_max = print_max
-        self.quiet = quiet
-        self.from_log = from_log
-        self.log_pass = log_pass
-        self.device = device  # iree: local-task (default), local-sync, cuda, hip or vulkan; gpu: N, cuda:N, hip:N
-        self.perf = perf  # gpu: per-instruction times and shares
-        # gpu: time launch configurations and library algorithms, keep the fastest
-        self.exhaustive_tune = exhaustive_tune
-        # gpu: float32 gemms and convolutions multiply in float32 (ieee) or TF32 (tf32)
-        self.fp32_math = fp32_math
-        self.cache_dir = cache_dir  # iree: the compiled modules' cache
-        self.timing = timing  # iree: compile/load/run times; vulkan: where each instruction ran
+    DECLARED = (
+        Option("input_file", help="Program ('-' for standard input).", default="-", positional=True, metavar="PROGRAM"),
+        Option(
+            "inputs",
+            ("--input",),
+            "NAME=@x.npy, @inputs.npz, or NAME=2x3xf32=1 2 3 4 5 6 (repeatable).",
+            many=True,
+        ),
+        Option(
+            "fill",
+            ("--fill",),
+            "Values for parameters not given: random, zeros or ones (default: none, a missing input is an error).",
+        ),
+        Option("seed", ("--seed",), "Seed for --fill=random.", default=0, kind=int),
+        Option(
+            "output",
+            ("--output",),
+            "Where an output goes, one --output per output in order: @f.npy, - (standard output); "
+            "or one @f.npz for all of them (out0, out1, ...).",
+            many=True,
+        ),
+        Option(
+            "expected",
+            ("--expected-output",),
+            "@ref.npz (or @ref.npy, one output): compare outputs; exit 1 on a mismatch.",
+            aliases=("--expected_output",),
+        ),
+        Option("rms_tol", ("--rms-tol",), "MIGraphX's rms tolerance.", default=1e-3, kind=float),
+        Option("atol", ("--atol",), "Also require allclose with this atol.", kind=float),
+        Option("rtol", ("--rtol",), "Also require allclose with this rtol.", kind=float),
+        Option(
+            "target",
+            ("--target",),
+            "Where to run: ref (the numpy reference interpreter), iree (see --device), cpu (IREE), vulkan, gpu.",
+            default="ref",
+        ),
+        flag("verify_against_ref", "--verify", help="Run on the target and on ref, compare with the rms rule."),
+        Option("print_max", ("--print-max-elements",), "Elide printed values past this many.", default=64, kind=int),
+        flag("quiet", "--quiet", "-q", help="Print neither the outputs nor progress."),
+        flag("from_log", "--from-log", help="The input is MIGraphX log output."),
+        Option("log_pass", ("--log-pass",), "With --from-log: the program after this pass."),
+        Option(
+            "device",
+            ("--device",),
+            "iree: local-task (default), local-sync, cuda, hip or vulkan; gpu: N (CUDA's GPU N), cuda:N or hip:N.",
+        ),
+        flag(
+            "perf",
+            "--perf",
+            help="Time the run: the whole run on every target; each instruction where the target can (ref, "
+            "vulkan; gpu with shares, as migraphx-driver perf).",
+        ),
+        flag(
+            "exhaustive_tune",
+            "--exhaustive-tune",
+            help="With --target=gpu: time kernel launch configurations and library algorithms; keep the fastest.",
+        ),
+        Option(
+            "fp32_math",
+            ("--fp32-math",),
+            "With --target=gpu: float32 gemms and convolutions multiply in float32 (ieee, as MIGraphX) "
+            "or in TF32 on tensor cores (tf32, as PyTorch's cuDNN convolutions by default).",
+            default="ieee",
+        ),
+        Option("cache_dir", ("--cache-dir",), "With --target=iree: compiled modules' cache (or $MGXIR_CACHE_DIR)."),
+        flag("timing", "--timing", help="iree: compile/load/run times; vulkan: where each instruction ran."),
+        Option(
+            "batch",
+            ("--batch",),
+            "ONNX model: the size of dimensions the model leaves open (migraphx-driver's --batch).",
+            kind=int,
+        ),
+        Option(
+            "input_dim",
+            ("--input-dim",),
+            "ONNX model: an input's dims, '@name d1 d2 ...' (repeatable; migraphx-driver's --input-dim).",
+            many=True,
+        ),
+    )
 
 
 def run_main(options: RunOptions) -> int:
     """Runs mgx-run; returns the exit code (1 also for outputs that do not match)."""
+    set_quiet(options.quiet)
     return run_guarded(lambda sink: _run(options, sink))
 
 
 def _run(o: RunOptions, sink: DiagnosticSink) -> int:
-    run = runner(o.target)
-    if o.fill not in FILLS:
+    target = find_target(o.target)
+    if o.fill is not None and o.fill not in FILLS:
         raise MgxError(f"--fill must be random, zeros, ones or none, not '{o.fill}'")
     if o.fp32_math not in ("ieee", "tf32"):
         raise MgxError(f"--fp32-math must be ieee or tf32, not '{o.fp32_math}'")
-    if o.output is not None:
-        check_output_path(_at_path(o.output))
-    with _target_context(o) as read:
-        program = read(o.input_file, sink, from_log=o.from_log or o.log_pass is not None, log_pass=o.log_pass)
+    if (o.batch is not None or o.input_dim) and not o.input_file.endswith(".onnx"):
+        raise MgxError("--batch and --input-dim size an ONNX model's inputs; this program's shapes are written in it")
+    output_specs = [o.output] if isinstance(o.output, str) else list(o.output or [])  # a library caller's one
+    destinations = [output_destination(spec) for spec in output_specs]
+    for path in destinations:
+        if path is not None:
+            check_output_path(path)
+    options = target_options(target, o)
+    with progress(f"reading {o.input_file}"):
+        program = _read(target, options, o, sink)
         verify(program, sink, runnable=True)
-        check_memory(program)
-        params = gather_inputs(program, o.inputs or [], o.fill, o.seed)
-        with collect_timing() as log:
-            outputs = flatten_outputs(run(program, params, sink))
-    if o.timing and o.target != "iree":
+    check_memory(program)
+    params = gather_inputs(program, o.inputs or [], o.fill, o.seed)
+    with collect_timing() as log, progress(f"running on {o.target}" + _compiles.get(o.target, "")):
+        started = time.perf_counter()
+        if o.perf and o.target == "ref":
+            outputs = flatten_outputs(run_on_ref_timed(program, params, sink))
+        else:
+            outputs = flatten_outputs(target.run(program, params, options, sink))
+        seconds = time.perf_counter() - started
+    if (o.timing and not target.reports_timing) or (o.perf and log.records and o.target != "gpu"):
         print(log.render(), file=sys.stderr)
+    if o.perf:
+        print(f"perf: --target={o.target}: the whole run took {seconds * 1e3:.4f} ms", file=sys.stderr)
     sink.flush()
     if not o.quiet:
         print_outputs(outputs, o.print_max)
-    if o.output is not None:
-        save_outputs(outputs, _at_path(o.output))
+    if output_specs:
+        save_outputs(outputs, output_specs, o.print_max, printed=not o.quiet)
     ok = True
     if o.verify_against_ref:
         if o.target == "ref":
@@ -458,50 +488,137 @@ def _run(o: RunOptions, sink: DiagnosticSink) -> int:
     return 0 if ok else 1
 
 
-@contextlib.contextmanager
-def _target_context(o: RunOptions) -> Iterator[Callable[..., Program]]:
-    """The program reader for the run, inside the target's options: an ONNX model is imported as
-    `--from-onnx` does; IREE also reads the MLIR that mgx-translate wrote (`prog.mlirbc`) and compiles
-    it as it is."""
-    is_mlir = o.input_file.endswith((".mlir", ".mlirbc"))
+# what a target does in its run besides running, for the progress display
+_compiles = {"iree": " (compiling with IREE, cached)", "gpu": " (compiling kernels, cached; tuning if asked)"}
+
+
+def run_on_ref_timed(program: Program, params: dict[str, np.ndarray], sink: DiagnosticSink) -> list[RuntimeValue]:
+    """The reference interpreter, each instruction of `main` timed (submodules inside their caller's
+    time), named as the printer names it (`@3`), as the Vulkan target's steps are."""
+    from mgxir.ir.names import instruction_names
+    from mgxir.targets.host import HostFallback
+
+    names = instruction_names(program)
+
+    def timed(ins: Instruction, kernel: Callable[..., RuntimeValue]) -> Callable[..., RuntimeValue]:
+        return _timing_kernel(names.get(ins, ins.op.name), ins.op.name, kernel)
+
+    with np.errstate(all="ignore"):
+        return HostFallback(program, sink, host_kernel=timed).run(params)
+
+
+def _timing_kernel(name: str, operator: str, kernel: Callable[..., RuntimeValue]) -> Callable[..., RuntimeValue]:
+    from mgxir.targets.timing import record
+
+    def timed(*args: RuntimeValue) -> RuntimeValue:
+        started = time.perf_counter()
+        try:
+            return kernel(*args)
+        finally:
+            record(name, operator, "ref", time.perf_counter() - started)
+
+    return timed
+
+
+def target_options(target: Target, o: RunOptions) -> object:
+    """The target's options from mgx-run's of the same names; `--perf` on IREE asks for its phase
+    times (cache lookup, compile, load, run), the per-step times IREE cannot give."""
+    values = {name: getattr(o, name, None) for name in option_fields(target.options_type)}
+    if o.perf and "timing" in values:
+        values["timing"] = True
+    return target.options(values)
+
+
+def run_on_target(
+    program: Program, params: dict[str, np.ndarray], options: RunOptions, sink: DiagnosticSink
+) -> list[RuntimeValue]:
+    """Runs a program already read on `options.target` with that target's options: the one place
+    the Python API (`mgxir.run`) runs a program, as mgx-run does in `_run`."""
+    target = find_target(options.target)
+    with progress(f"running on {options.target}" + _compiles.get(options.target, "")):
+        return target.run(program, params, target_options(target, options), sink)
+
+
+def _read(target: Target, options: object, o: RunOptions, sink: DiagnosticSink) -> Program:
+    """The program to run: an ONNX model imported as `--from-onnx` does (sized by --batch and
+    --input-dim); anything else as the target reads it (IREE also reads the MLIR that mgx-translate
+    wrote and compiles it as it is)."""
     if o.input_file.endswith(".onnx"):
-        yield lambda path, sink, from_log, log_pass: load_entry("mgxir.drivers.formats:read_onnx")(path, {}, sink)
-        return
-    if o.target == "gpu":
-        from mgxir.targets.gpu.driver import gpu_options, select_device
-
-        select_device(o.device)
-        gpu_options.perf, gpu_options.exhaustive_tune = o.perf, o.exhaustive_tune
-        gpu_options.fp32_math = o.fp32_math
-    if o.target != "iree" and not is_mlir:
-        yield read_program
-        return
-    if o.target != "iree":
-        raise MgxError(f"an MLIR input runs with --target=iree, not --target={o.target}")
-    from pathlib import Path
-
-    from mgxir.targets.iree import IreeOptions, read_any_program, using
-
-    options = IreeOptions(o.device or "local-task", None if o.cache_dir is None else Path(o.cache_dir), o.timing)
-    with using(options):
-        yield lambda path, sink, from_log, log_pass: read_any_program(path, sink, options, from_log, log_pass)
+        return load_entry("mgxir.drivers.formats:read_onnx")(
+            o.input_file, {"batch": o.batch, "input_dim": o.input_dim}, sink
+        )
+    return target.read(o.input_file, sink, options, o.from_log or o.log_pass is not None, o.log_pass)
 
 
 def _at_path(spec: str) -> str:
     return spec[1:] if spec.startswith("@") else spec
 
 
+OUTPUT_SUFFIXES = (".npy", ".npz")
+
+
+def output_destination(spec: str) -> str | None:
+    """The file an `--output` writes (None for `-`, standard output), as iree-run-module reads it:
+    `@f.npy` (one output) or `@f.npz` (all outputs, or the one in its place)."""
+    if spec == "-":
+        return None
+    path = _at_path(spec)
+    if not path.endswith(OUTPUT_SUFFIXES):
+        raise MgxError(f"--output={spec}: write @FILE.npy (one output), @FILE.npz (all outputs) or - (standard output)")
+    return path
+
+
 def print_outputs(outputs: dict[str, np.ndarray], limit: int) -> None:
     for key, value in outputs.items():
-        print(f"{key}: {_type_of(value).type_name}, {_dims(value.shape)}")
-        print(format_value(value, limit))
+        print_output(key, value, limit)
 
 
-def save_outputs(outputs: dict[str, np.ndarray], path: str) -> None:
-    """An .npz of the outputs by name (bf16/fp8 as raw bits), written atomically (numpy's savez
-    writes in place: a failure left half an archive); `.npz` is added as numpy adds it."""
+def print_output(key: str, value: np.ndarray, limit: int) -> None:
+    print(f"{key}: {_type_of(value).type_name}, {_dims(value.shape)}")
+    print(format_value(value, limit))
+
+
+def save_outputs(
+    outputs: dict[str, np.ndarray], specs: str | list[str], limit: int = 64, printed: bool = False
+) -> None:
+    """Each `--output` in turn takes the next output (one `@f.npz` alone takes them all, by name):
+    `@f.npy` writes a real .npy, `@f.npz` an .npz (bf16/fp8 as raw bits), `-` prints it (unless all
+    are printed already)."""
+    specs = [specs] if isinstance(specs, str) else specs
+    names = list(outputs)
+    if len(specs) == 1 and specs[0].endswith(".npz"):
+        _save_npz(outputs, _at_path(specs[0]))
+        return
+    if len(specs) > len(names):
+        raise MgxError(f"{len(specs)} --output given but the program has {len(names)} output(s)")
+    if len(specs) < len(names) and any(s.endswith(".npy") for s in specs):
+        raise MgxError(
+            f"the program has {len(names)} outputs: give one --output per output, or one --output=@FILE.npz for all"
+        )
+    for spec, name in zip(specs, names):
+        if spec == "-":
+            if not printed:
+                print_output(name, outputs[name], limit)
+        elif spec.endswith(".npz"):
+            _save_npz({name: outputs[name]}, _at_path(spec))
+        else:
+            array = _storable(outputs[name])
+            _save(lambda file, array=array: np.save(file, array), _at_path(spec))
+
+
+def _save_npz(outputs: dict[str, np.ndarray], path: str) -> None:
+    _save(lambda file: np.savez(file, **{k: _storable(v) for k, v in outputs.items()}), path)
+
+
+def _save(write: Callable[[object], None], path: str) -> None:
+    """Writes atomically, from bytes made in memory, so numpy adds no suffix to the name given."""
     import io
 
+    from mgxir.text.writer import write_atomically
+
     buffer = io.BytesIO()
-    np.savez(buffer, **{k: _storable(v) for k, v in outputs.items()})
-    write_atomically(path if path.endswith(".npz") else path + ".npz", buffer.getvalue())
+    write(buffer)
+    try:
+        write_atomically(path, buffer.getvalue())
+    except OSError as e:
+        raise MgxError(f"cannot write {path}: {e.strerror or e}") from None

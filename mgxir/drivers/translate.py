@@ -19,10 +19,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from mgxir.diagnostics import DiagnosticSink, MgxError
+from mgxir.diagnostics import DiagnosticSink, MgxError, did_you_mean
 from mgxir.drivers.common import check_output_path, load_entry, run_guarded
+from mgxir.drivers.options import DeclaredOptions, Option, flag
 from mgxir.ir.program import Program
-from mgxir.records import Record
+from mgxir.progress import progress, set_quiet
 from mgxir.text.parser import read_program
 from mgxir.text.writer import write_program
 from mgxir.verifier import verify
@@ -82,29 +83,71 @@ def read_log(path: str, options: Options, sink: DiagnosticSink) -> Program:
     )
 
 
-class TranslateOptions(Record):
-    def __init__(
-        self,
-        input: str = "-",
-        to: str = "mgx",
-        source: str = "mgx",
-        output: str | None = None,
-        split_input_file: bool = False,
-        list_lowerings: bool = False,
-        format_options: dict[str, Any] | None = None,
-    ):
-        self.input = input
-        self.to = to
-        self.source = source
-        self.output = output
-        self.split_input_file = split_input_file  # with --to-mlir/--from-mlir: each `// -----` part on its own
-        self.list_lowerings = list_lowerings  # print what each operator lowers to in MLIR, read nothing
-        # format-specific options by name (None: not given)
-        self.format_options: dict[str, Any] = {} if format_options is None else format_options
+class TranslateOptions(DeclaredOptions):
+    """What mgx-translate was asked to do: each field, its default, help text and command-line spellings.
+    The fields after `FORMAT_OPTIONS_FROM` are the formats' own options (`format_options`)."""
+
+    DECLARED = (
+        Option("input", help="Program to read ('-' for standard input).", default="-", positional=True),
+        Option("to", ("--to",), f"Output format: {', '.join(WRITERS)} (or --to-FORMAT).", default="mgx"),
+        Option("source", ("--from",), f"Input format: {', '.join(READERS)} (or --from-FORMAT).", default="mgx"),
+        Option("output", ("-o", "--output"), "Write here (atomically) instead of standard output."),
+        flag("from_log", "--from-log", help="The input is MIGraphX log output (--from=log)."),
+        flag(
+            "split_input_file",
+            "--split-input-file",
+            help="With --to-mlir or --from-mlir: translate each '// -----' part on its own.",
+        ),
+        flag("list_lowerings", "--list-lowerings", help="Print the table of what each operator lowers to in MLIR."),
+        flag("quiet", "-q", "--quiet", help="No progress display (shown on a terminal for work that takes seconds)."),
+        flag(
+            "allow_undefined",
+            "--allow-undefined",
+            help="Read values used but not defined (an excerpt) as of unknown shape.",
+        ),
+        Option(
+            "log_pass", ("--log-pass",), "With --from-log: the program printed after this pass (default: the last one)."
+        ),
+        Option(
+            "bytecode_version",
+            ("--bytecode-version",),
+            "With --to-mlirbc: the bytecode format version (0 to 6).",
+            kind=int,
+        ),
+        Option(
+            "default_dim_value", ("--default-dim-value",), "ONNX: size of dimensions the model leaves open.", kind=int
+        ),
+        Option("batch", ("--batch",), "ONNX: as --default-dim-value.", kind=int),
+        Option("input_dim", ("--input-dim",), "ONNX: an input's dims, '@name d1 d2 ...' (repeatable).", many=True),
+        Option(
+            "dyn_input_dim",
+            ("--dyn-input-dim",),
+            "ONNX: an input's dynamic dims, '@name [{min:1,max:4},3]' (repeatable).",
+            many=True,
+        ),
+        Option(
+            "dim_param", ("--dim-param",), "ONNX: a symbolic dim, 'N=4' or 'N={min:1,max:8}' (repeatable).", many=True
+        ),
+        flag(
+            "skip_unknown_operators", "--skip-unknown-operators", help="ONNX: keep unknown operators as unknown:OpType."
+        ),
+    )
+    FORMAT_OPTIONS_FROM = "allow_undefined"
+
+    @property
+    def format_options(self) -> dict[str, Any]:
+        """The formats' own options by name (None: not given), for the READERS and WRITERS."""
+        names = type(self)._fields  # type: ignore[attr-defined]
+        return {name: getattr(self, name) for name in names[names.index(self.FORMAT_OPTIONS_FROM) :]}
+
+    @property
+    def input_format(self) -> str:
+        return "log" if self.from_log else self.source
 
 
 def translate_main(options: TranslateOptions) -> int:
     """Runs mgx-translate; returns the exit code."""
+    set_quiet(options.quiet)
     return run_guarded(lambda sink: _translate(options, sink))
 
 
@@ -112,39 +155,45 @@ def _translate(options: TranslateOptions, sink: DiagnosticSink) -> int:
     if options.list_lowerings:
         load_entry("mgxir.drivers.formats:mlir_lowering_table")(options.output)
         return 0
-    if options.format_options.get("bytecode_version") is not None and options.to != "mlirbc":
+    format_options = options.format_options
+    source = options.input_format
+    if options.bytecode_version is not None and options.to != "mlirbc":
         raise MgxError("--bytecode-version goes with --to-mlirbc")
     write: Writer = _entry(WRITERS, options.to, "--to")
-    read: Reader = _entry(READERS, options.source, "--from")
+    read: Reader = _entry(READERS, source, "--from")
     if options.to not in FOLDER_WRITERS:
         check_output_path(options.output)
     if options.split_input_file:
-        if (options.to, options.source) == ("mgx", "mlir"):
+        if (options.to, source) == ("mgx", "mlir"):
             load_entry("mgxir.drivers.formats:programs_of_split_mlir")(options.input, options.output, sink)
             return 0
-        if options.to != "mlir" or options.source != "mgx":
+        if options.to != "mlir" or source != "mgx":
             raise MgxError("--split-input-file goes with --to-mlir on program text or --from-mlir on MLIR text")
         load_entry("mgxir.drivers.formats:mlir_of_split_input")(options.input, options.output, sink)
         return 0
-    program = read(options.input, options.format_options, sink)
-    verify(program, sink)
-    write(program, options.output, options.format_options, sink)
+    with progress(f"reading {options.input} ({source})"):
+        program = read(options.input, format_options, sink)
+        verify(program, sink)
+    with progress(f"writing {options.to}"):
+        write(program, options.output, format_options, sink)
     return 0
 
 
 def _entry(table: dict[str, str], name: str, flag: str) -> Any:
     if name not in table:
-        raise MgxError(f"unknown format '{name}' for {flag} (available: {', '.join(table)})")
+        raise MgxError(f"unknown format '{name}' for {flag}{did_you_mean(name, table)} (available: {', '.join(table)})")
     return load_entry(table[name])
 
 
 def spelled_formats(argv: list[str]) -> list[str]:
-    """`--to-NAME` and `--from-NAME` as `--to=NAME` and `--from=NAME`, for the formats in the tables
-    (mlir-translate's style)."""
+    """`--to-NAME` and `--from-NAME` as `--to=NAME` and `--from=NAME` (mlir-translate's style), for
+    every NAME that is not an option of its own: a name not in the tables then gets the driver's
+    "unknown format ...; did you mean" line."""
+    declared = {flag for option in TranslateOptions.DECLARED for flag in option.flags} - {"--from-log"}
     out = []
     for word in argv:
-        for prefix, table in (("--to-", WRITERS), ("--from-", READERS)):
-            if word.startswith(prefix) and word[len(prefix) :] in table:
+        for prefix in ("--to-", "--from-"):
+            if word.startswith(prefix) and len(word) > len(prefix) and "=" not in word and word not in declared:
                 word = f"{prefix[:-1]}={word[len(prefix) :]}"
                 break
         out.append(word)

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from mgxir.ir.program import Program
 
 Step = tuple["Instruction", Callable[..., RuntimeValue], tuple["Instruction", ...]]
+Kernel = Callable[..., RuntimeValue]
+# (instruction of main, its reference kernel) -> the kernel to run instead (a target's, or the same)
+Substitute = Callable[["Instruction", Kernel], Kernel]
 
 
 def generated_literal(shape: Shape, seed: int) -> np.ndarray:
@@ -41,11 +44,16 @@ def generated_literal(shape: Shape, seed: int) -> np.ndarray:
 
 
 class Interpreter:
-    """Runs a program's modules on numpy. `run(params)` evaluates `main` (or another module)."""
+    """Runs a program's modules on numpy. `run(params)` evaluates `main` (or another module).
 
-    def __init__(self, program: Program, sink: DiagnosticSink | None = None):
+    `substitute` is where a target takes over: it is given each instruction of `main` (literals
+    and parameters aside) with its reference kernel and returns the kernel to run, so the
+    instructions it has no kernel for run here (mgxir.targets.host)."""
+
+    def __init__(self, program: Program, sink: DiagnosticSink | None = None, substitute: Substitute | None = None):
         self.program = program
         self.sink = sink or DiagnosticSink()
+        self.substitute = substitute
         self._plans: dict[int, tuple[list[Step], list[Instruction], list[Instruction]]] = {}
         self.env: dict[Instruction, RuntimeValue] = {}
         self.generated: set[Instruction] = set()
@@ -84,6 +92,9 @@ class Interpreter:
         else:
             if last is not None:
                 outputs = [last]
+        if self.substitute is not None and module is self.program.main:
+            substitute = self.substitute
+            steps = [(ins, kernel if ins.is_literal else substitute(ins, kernel), args) for ins, kernel, args in steps]
         plan = (steps, params, outputs)
         self._plans[id(module)] = plan
         return plan

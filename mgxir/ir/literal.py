@@ -14,7 +14,7 @@ class Literal:
     keeps its shape, and prints back elided.
     """
 
-    __slots__ = ("data", "shape", "source")
+    __slots__ = ("data", "digest", "shape", "source")
 
     def __init__(self, shape: Shape, data: np.ndarray | None, source: str | None = None):
         self.shape = shape
@@ -27,6 +27,7 @@ class Literal:
             data = data.reshape(shape.lens) if shape.lens or data.size else data.reshape(0)
         self.data = data
         self.source = source  # the sidecar file the data came from, if any
+        self.digest: str | None = None  # the data's digest, once mgxir.ir.fingerprint has computed it
 
     @property
     def elided(self) -> bool:

@@ -35,6 +35,12 @@ class Program:
         for ins in module:
             ins._unlink_args()
 
+    def clone(self) -> Program:
+        """An independent copy, made without printing (see `mgxir.ir.clone`)."""
+        from mgxir.ir.clone import clone_program
+
+        return clone_program(self)
+
     def __iter__(self) -> Iterator[Module]:
         return iter(self.modules.values())
 

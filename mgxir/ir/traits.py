@@ -18,6 +18,12 @@ class Pointwise(Trait):
     to every definition whose `pointwise` flag is set."""
 
 
+class FusedBody(Trait):
+    """Its module input is a fused body that back ends compile as one kernel (`pointwise`,
+    `fused_reduce`, `split_fused_reduce`): the fusion passes leave such bodies alone, as MIGraphX
+    marks the modules it fuses into `bypass`, so fusing a fused program changes nothing."""
+
+
 class ShapeTransform(Trait):
     """The result is the input's elements seen through other lens and strides, with no arithmetic:
     MIGraphX's `shape_transform_ops()` of simplify_reshapes, which its shape-transform descriptor

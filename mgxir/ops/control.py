@@ -11,6 +11,7 @@ from mgxir.ir.attributes import INT, INTS, SHAPE, STRING, Attr
 from mgxir.ir.operation import ComputeError, OpDef, Operation, RunModule, RuntimeValue, ShapeError
 from mgxir.ir.registry import register
 from mgxir.ir.shape import Shape, find_common_permutation
+from mgxir.ir.traits import FusedBody
 from mgxir.ops.common import fail, same_dims
 
 if TYPE_CHECKING:
@@ -161,6 +162,7 @@ def evaluate_module_shapes(module: Module, inputs: Shapes, scalar_const_lens: Se
 @register
 class Pointwise(OpDef):
     name = "pointwise"
+    traits = (FusedBody,)
     arity = (1, None)
     module_arity = (1, 1)
 
@@ -185,6 +187,7 @@ class FusedReduce(OpDef):
     """A reduction fused with pointwise producers and consumers; the body works on whole tensors."""
 
     name = "fused_reduce"
+    traits = (FusedBody,)
     attributes = (Attr("axes", INTS, ()),)
     arity = (1, None)
     module_arity = (1, 1)
@@ -214,6 +217,7 @@ class SplitFusedReduce(OpDef):
     reductions, which `assign` (assign_add, ...) combines; the body's results, one or a tuple."""
 
     name = "split_fused_reduce"
+    traits = (FusedBody,)
     attributes = (Attr("axes", INTS, ()), Attr("assign", STRING, "assign_none"))
     arity = (1, None)
     module_arity = (1, 1)

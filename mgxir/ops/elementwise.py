@@ -10,7 +10,7 @@ import numpy as np
 
 from mgxir.ir.attributes import FLOAT, TYPE, Attr, OptionalKind
 from mgxir.ir.dtype import DType
-from mgxir.ir.operation import OpDef, Operation, RunModule
+from mgxir.ir.operation import ComputeError, OpDef, Operation, RunModule
 from mgxir.ir.registry import register
 from mgxir.ir.shape import Shape
 from mgxir.ir.traits import FoldsWithItsInput, NopWhenShapeKept, ValueTransparent, ZeroPointed
@@ -65,7 +65,11 @@ def _keeps_dtype(fn: Callable[..., np.ndarray], dtype: np.dtype, arity: int) -> 
 
 
 def _runtime_shape(x: np.ndarray) -> Shape:
-    return Shape.make(DType.from_numpy(x.dtype), x.shape or (1,))
+    try:
+        dtype = DType.from_numpy(x.dtype)
+    except KeyError:
+        raise ComputeError(f"values of type {x.dtype} have no MIGraphX element type") from None
+    return Shape.make(dtype, x.shape or (1,))
 
 
 class Unary(_TableOp):
@@ -374,14 +378,17 @@ class Quantizelinear(OpDef):
         x = inputs[0]
         if x.dtype != inputs[1].dtype:
             raise fail(self.name, "Scales and input must be the same type")
-        if len(inputs) == 3:
-            out = inputs[2].dtype
-        else:
-            out = op["out_type"] if op["out_type"] is not None else DType.uint8
-        return _in_layout(x, out)
+        return _in_layout(x, self._out_type(op, inputs[2].dtype if len(inputs) == 3 else None))
+
+    @staticmethod
+    def _out_type(op: Operation, zero_point: DType | None) -> DType:
+        if zero_point is not None:
+            return zero_point
+        return op["out_type"] if op["out_type"] is not None else DType.uint8
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
-        out = self.shape(op, [_runtime_shape(a) for a in inputs], modules).dtype
+        # scale and zero point broadcast as numpy's do: inside a pointwise body they are scalars
+        out = self._out_type(op, _runtime_shape(inputs[2]).dtype if len(inputs) == 3 else None)
         x, scale = inputs[0], inputs[1]
         if out.is_float:
             # a float result (MX types: rounded later by pack_fp4) is x / scale unrounded, in double

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -630,6 +630,38 @@ _RESIZE_NEAREST = {
     "floor": np.floor,
     "ceil": np.ceil,
 }
+
+
+def resize_taps(
+    op_values: Operation | Mapping[str, Any], n_in: int, n_out: int, scale: float
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """The input positions each output position of one axis reads and their weights ({n_out, taps}),
+    as Resize.compute resamples that axis; None where the axis is not resampled. For the lowerings
+    that write these tables into their code (MLIR, the GPU target's kernel); ValueError for a mode
+    the reference does not know."""
+    mode = op_values["mode"]
+    coordinate = _RESIZE_COORDINATES.get(op_values["coordinate_transformation_mode"] or "half_pixel")
+    if coordinate is None:
+        raise ValueError(f"unknown coordinate_transformation_mode '{op_values['coordinate_transformation_mode']}'")
+    positions = np.arange(n_out, dtype=np.float64)
+    if mode == "cubic":
+        source = coordinate(positions, n_in, n_out, float(np.float32(scale)))
+        first = np.floor(source) - 1
+        taps = first[:, None] + np.arange(4)
+        weights = _cubic_kernel(source[:, None] - taps, float(op_values["cubic_coeff_a"]))
+        return np.clip(taps, 0, n_in - 1).astype(np.int64), weights
+    if n_in == n_out and scale == 1.0:
+        return None
+    source = np.clip(coordinate(positions, n_in, n_out, scale), 0, n_in - 1)
+    if mode == "nearest":
+        rounding = _RESIZE_NEAREST.get(op_values["nearest_mode"])
+        if rounding is None:
+            raise ValueError(f"unknown nearest_mode '{op_values['nearest_mode']}'")
+        return rounding(source).astype(np.int64)[:, None], np.ones((n_out, 1))
+    low = np.floor(source).astype(np.int64)
+    high = np.minimum(low + 1, n_in - 1)
+    weight = source - low
+    return np.stack([low, high], axis=1), np.stack([1 - weight, weight], axis=1)
 
 
 def _runtime_shape(x: np.ndarray) -> Shape:

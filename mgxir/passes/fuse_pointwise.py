@@ -77,13 +77,17 @@ class _Builder:
         args: list[Instruction],
         module_args: Sequence[Module] = (),
     ) -> Instruction:
+        return module.insert(pos, op, args, module_args, self.shape_of(op, args, module_args))
+
+    def shape_of(self, op: Operation, args: list[Instruction], module_args: Sequence[Module] = ()) -> Shape:
+        """`op`'s shape rule on `args`, remembered for operations without module arguments."""
         key = (op, *[a.shape for a in args])
         shape = None if module_args else self.shapes.get(key)
         if shape is None:
             shape = compute_shape(op, args, module_args)
             if not module_args:
                 self.shapes[key] = shape
-        return module.insert(pos, op, args, module_args, shape)
+        return shape
 
     def add_return(self, module: Module, result: Instruction) -> Instruction:
         return module.insert(None, self.return_op, [result], (), result.shape)
@@ -108,6 +112,7 @@ class FusePointwise(ModulePass):
     max_rounds: int = 8
     enable_rewrite_reshapes: bool = True
     enable_rewrite_broadcasts: bool = False
+    skips_fused_bodies = True
 
     def apply_module(self, module: Module, context: PassContext) -> None:
         if module.bypass:
@@ -241,11 +246,15 @@ class FusePointwise(ModulePass):
                 if kind == "@literal":
                     moved[sub] = body.add_literal(sub.literal)
                 else:
-                    moved[sub] = body.insert(ret, sub.op, args, sub.module_args, sub.shape)
+                    moved[sub] = builder.insert(body, ret, sub.op, args, sub.module_args)
                 continue
-            # moved rather than copied: the consumer's module is dropped, and a scalar op keeps
-            # its shape; literals go to the front, as MIGraphX's add_literal puts its copies
+            # moved rather than copied: the consumer's module is dropped; literals go to the front,
+            # as MIGraphX's add_literal puts its copies. The shape is found again, as MIGraphX's
+            # add_instruction finds it: a producer's result need not be the scalar {1}, {0} the
+            # consumer's parameter was (dequantizelinear of a scalar gives {1}, {1})
             sub.set_args(args)
+            if kind != "@literal":
+                sub.shape = builder.shape_of(sub.op, args, sub.module_args)
             body.adopt(sub, body.first if kind == "@literal" else ret)
         ret.set_args(results)
         ret.shape = results[0].shape if len(results) == 1 else Shape.tuple_of([r.shape for r in results])

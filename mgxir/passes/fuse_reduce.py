@@ -295,10 +295,11 @@ class FuseReduce(ModulePass):
     description = "Wrap reductions in fused_reduce modules and fuse pointwise neighbours and reductions into them."
     rounds: int = 4
     enable_rewrite_reshapes: bool = True
+    skips_fused_bodies = True
 
     def apply(self, program: Program, context: PassContext) -> None:
         replaced: list[Module] = []
-        for module in modules_to_run(program, context.main_only):
+        for module in modules_to_run(program, context.main_only, self.skips_fused_bodies):
             self._fuse(module, context, replaced)
         _remove_unused(program, replaced)
 

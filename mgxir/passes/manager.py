@@ -24,8 +24,9 @@ from typing import TextIO
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.ir.program import Program
-from mgxir.passes.base import Pass, PassContext
+from mgxir.passes.base import Pass, PassContext, PassRefusal
 from mgxir.passes.registry import ALIASES, format_pipeline
+from mgxir.progress import Advance, progress
 from mgxir.records import Record
 from mgxir.text.printer import PrintOptions, print_program
 from mgxir.verifier import verify
@@ -86,21 +87,28 @@ class PassManager:
         self, program: Program, sink: DiagnosticSink | None = None, replay: Callable[[], Program] | None = None
     ) -> None:
         """Runs the pipeline on `program`; `replay`, if given, builds the same input afresh."""
-        with cycle_collector_paused():
-            self._run(program, sink, replay)
+        with cycle_collector_paused(), progress("passes", total=len(self.passes)) as advance:
+            self._run(program, sink, replay, advance)
 
-    def _run(self, program: Program, sink: DiagnosticSink | None, replay: Callable[[], Program] | None) -> None:
+    def _run(
+        self,
+        program: Program,
+        sink: DiagnosticSink | None,
+        replay: Callable[[], Program] | None,
+        advance: Advance,
+    ) -> None:
         o = self.options
         keep_snapshot = o.print_after_change or (o.reproducer is not None and replay is None)
         verified = _fingerprint(program) if o.verify_each else None
         for index, p in enumerate(self.passes):
+            advance(0 if index == 0 else 1, p.name)
             if p.name in o.disabled:
                 continue
             if o.print_before_all or p.name in o.print_before:
                 self._dump(f"Before {p.name}", _ir(program))
             before = _ir(program) if keep_snapshot else None
             count_before = _instruction_count(program) if o.statistics else 0
-            context = PassContext(main_only=o.main_only)
+            context = PassContext(main_only=o.main_only, sink=sink)
             start = time.perf_counter()
             stage = "failed"
             try:
@@ -109,6 +117,8 @@ class PassManager:
                     stage = "left invalid IR"
                     verify(program, sink)
                     verified = _fingerprint(program)
+            except PassRefusal:
+                raise
             except Exception as e:
                 message = e.message if isinstance(e, MgxError) else f"{type(e).__name__}: {e}"
                 text = f"pass '{p.name}' {stage}: {message.splitlines()[0] if message else ''}"

@@ -10,7 +10,7 @@ import re
 import typing
 from collections.abc import Iterator, Mapping
 
-from mgxir.diagnostics import MgxError
+from mgxir.diagnostics import MgxError, did_you_mean
 from mgxir.passes.base import Pass
 
 
@@ -161,7 +161,8 @@ def _make(name: str, options: str | None, skip_unknown: bool) -> list[Pass]:
     if cls is None:
         if skip_unknown:
             return []
-        raise MgxError(f"unknown pass '{name}' (mgx-opt --list-passes lists them)")
+        hint = did_you_mean(name, [*PASSES, *PIPELINES, *ALIASES])
+        raise MgxError(f"unknown pass '{name}'{hint} (mgx-opt --list-passes lists them)")
     values = {}
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in cls.options()}
@@ -169,7 +170,8 @@ def _make(name: str, options: str | None, skip_unknown: bool) -> list[Pass]:
         key, eq, raw = item.partition("=")
         if not eq or key not in fields:
             known = ", ".join(fields) or "none"
-            raise MgxError(f"pass '{name}': unknown option '{key}' (options: {known})")
+            hint = did_you_mean(key, fields)
+            raise MgxError(f"pass '{name}': unknown option '{key}'{hint} (options: {known})")
         values[key] = _read_option(name, key, hints[key], raw)
     return [cls(**values)]
 

@@ -14,7 +14,7 @@ import re
 import threading
 from typing import TYPE_CHECKING, Any
 
-from mgxir.diagnostics import DiagnosticSink, Location, MgxError
+from mgxir.diagnostics import DiagnosticSink, Location, MgxError, did_you_mean
 from mgxir.ir.attributes import AttributeError_
 from mgxir.ir.builtin import make_literal, make_param, undefined_value
 from mgxir.ir.format import ShapeSyntaxError, shape_from_value
@@ -22,7 +22,7 @@ from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.ir.operation import Operation
 from mgxir.ir.program import Program
-from mgxir.ir.registry import lookup, operation_from_node
+from mgxir.ir.registry import all_ops, lookup, operation_from_node
 from mgxir.ir.shape import Shape
 from mgxir.ops import register_all_ops
 from mgxir.text import lalr
@@ -223,12 +223,15 @@ class _Builder:
         except AttributeError_ as e:
             raise self.source.error(str(e), line, column + max(bracket, 0)) from None
         if op.defn.is_opaque:
+            hint = ""
             if defn is None:
                 why = f"unknown operator '{name}'"
+                if f"opaque:{name}" not in self.sink.seen:  # warned once per name: looked for once
+                    hint = did_you_mean(name, all_ops())
             else:
                 why = f"operator '{name}' has attributes mgxir does not know"
             self.sink.warn(
-                f"{why}: kept as written; its shape is not checked",
+                f"{why}: kept as written; its shape is not checked{hint}",
                 self.source.location(line, column),
                 self.source.line(line),
                 once_key=f"opaque:{name}",

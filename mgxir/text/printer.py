@@ -7,6 +7,7 @@ import numpy as np
 from mgxir.ir.format import format_shape_lossless
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
+from mgxir.ir.names import local_names, module_prefix
 from mgxir.ir.program import Program
 from mgxir.ir.shape import format_shape
 from mgxir.records import Record
@@ -38,6 +39,20 @@ def print_program(program: Program, options: PrintOptions | None = None) -> str:
     return "\n".join(out) + "\n\n" if out else ""
 
 
+def instruction_lines(program: Program, options: PrintOptions | None = None) -> dict[Instruction, str]:
+    """Each instruction's line as `print_program` prints it (where it is printed first)."""
+    options = options or PrintOptions()
+    out: list[str] = []
+    names: dict[Instruction, str] = {}
+    lines: dict[Instruction, str] = {}
+    for module in program.print_order():
+        start = len(out)
+        _print_module(module, names, out, options)
+        for ins, line in zip(module, out[start:]):
+            lines.setdefault(ins, line)
+    return lines
+
+
 def undefined_name(ins: Instruction) -> str:
     """How an argument defined nowhere prints: its name from the input, or `?` where it has none
     or had a position name (`@4`, `m:@4`), which would mean another value once renumbered."""
@@ -52,20 +67,13 @@ def print_module(module: Module, options: PrintOptions | None = None) -> str:
 
 
 def _print_module(module: Module, names: dict[Instruction, str], out: list[str], options: PrintOptions) -> None:
-    prefix = f"{module.name}:" if names and module.name else ""
     lossless = options.lossless
     shape_text = format_shape_lossless if lossless else format_shape
-    count = 0
     append = out.append
     get = names.get
-    for ins in module:
+    for ins, name in zip(module, local_names(module, module_prefix(module, not names))):
         op = ins.op
         kind = op.defn.name
-        if kind == "@param":
-            name = prefix + op.values[0]
-        else:
-            name = f"{prefix}@{count}"
-        count += 1
         name = names.setdefault(ins, name)
         text = op._text if op._text is not None else op.text
         if kind == "@literal":

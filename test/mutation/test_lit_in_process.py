@@ -77,9 +77,9 @@ def test_lit_run_line(
         line = line.replace(found["errfile"], "")
     if "%" in expand(line) or re.search(r"%[A-Za-z_]{2,}", line):  # %shared, %examples: lit.cfg's own
         pytest.skip("a lit substitution this bridge does not expand")
-    argv = SPELLINGS.get(found["tool"], list)(shlex.split(expand(found["args"])))
-    monkeypatch.setattr(cli, "_exit_now", lambda code: (_ for _ in ()).throw(SystemExit(code)))
     command = TOOLS[found["tool"]]
+    argv = cli.canonical_argv(command, SPELLINGS.get(found["tool"], list)(shlex.split(expand(found["args"]))))
+    monkeypatch.setattr(cli, "_exit_now", lambda code: (_ for _ in ()).throw(SystemExit(code)))
     arguments = cli.plain_arguments(command, argv)
     if arguments is None:
         pytest.skip("not a plain command line")

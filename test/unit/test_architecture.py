@@ -166,6 +166,8 @@ MIGRAPHX_MEMBERS: dict[type[traits.Trait], set[str]] = {
     # simplify_reshapes.cpp: find_concat_reshape's names, and flatten (the descriptor's reshapes)
     traits.Reshaper: {"reshape", "unsqueeze", "squeeze", "reshape_lazy", "flatten"},
     traits.ArgReduction: {"argmin", "argmax"},
+    # fuse_pointwise.cpp, fuse_reduce.cpp, split_reduce.cpp: the ops over the modules they set_bypass()
+    traits.FusedBody: {"pointwise", "fused_reduce", "split_fused_reduce"},
 }
 
 

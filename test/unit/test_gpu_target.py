@@ -527,7 +527,9 @@ def test_no_gpu_is_one_line(tmp_path: Path) -> None:
     path = tmp_path / "p.mgx"
     path.write_text('module: "main"\n' + PROGRAMS["pointwise_int"].strip() + "\n")
     run = subprocess.run(
-        [sys.executable, "-m", "mgxir.tools.mgx_run", str(path), "--target=gpu"], capture_output=True, text=True
+        [sys.executable, "-m", "mgxir.tools.mgx_run", str(path), "--target=gpu", "--fill=random"],
+        capture_output=True,
+        text=True,
     )
     assert run.returncode == 1
     assert run.stderr.count("\n") == 1 and run.stderr.startswith("error: no usable NVIDIA GPU")
@@ -617,7 +619,17 @@ def test_mgx_run_target_gpu_verify_and_perf(tmp_path: Path) -> None:
     path = tmp_path / "p.mgx"
     path.write_text('module: "main"\n' + PROGRAMS["gemm_bias_relu"].strip() + "\n")
     run = subprocess.run(
-        [sys.executable, "-m", "mgxir.tools.mgx_run", str(path), "--target=gpu", "--verify", "--perf", "-q"],
+        [
+            sys.executable,
+            "-m",
+            "mgxir.tools.mgx_run",
+            str(path),
+            "--target=gpu",
+            "--fill=random",
+            "--verify",
+            "--perf",
+            "-q",
+        ],
         capture_output=True,
         text=True,
     )
@@ -736,14 +748,9 @@ def _has_rocm() -> bool:
 @pytest.mark.skipif(not _has_rocm(), reason="no AMD GPU with ROCm (the hip platform is tested where ROCm is)")
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_hip_matches_reference(name: str) -> None:  # pragma: no cover - needs ROCm
-    from mgxir.targets.gpu.driver import gpu_options, load_on_gpu, select_device
+    from mgxir.targets.gpu.driver import load_on_gpu
 
     program = _program(PROGRAMS[name])
     params = _inputs(program)
-    select_device("hip:0")
-    try:
-        outputs = load_on_gpu(program, DiagnosticSink()).run(params)
-    finally:
-        select_device(None)
-    assert gpu_options.platform == "cuda"
+    outputs = load_on_gpu(program, DiagnosticSink(), platform_name="hip").run(params)
     _assert_matches_reference(program, params, outputs, 1e-3)

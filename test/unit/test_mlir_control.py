@@ -15,7 +15,7 @@ pytest.importorskip("iree.runtime")
 from mgxir import DiagnosticSink, MgxError, parse_program, verify
 from mgxir.drivers.run import flatten_outputs
 from mgxir.interp import Interpreter
-from mgxir.targets.iree import IreeOptions, run_on_iree, using
+from mgxir.targets.iree import IreeOptions, run_on_iree
 from mgxir.translate.mlir.api import mlir_bytecode, mlir_text, program_from_mlir
 
 IF = """
@@ -254,8 +254,9 @@ def test_runs_on_iree_as_on_the_reference(name: str, iree_cache: Path) -> None:
     program = _program(CASES[name][0])
     params = _inputs(program, CASES[name][1])
     expected = _run(program, params)
-    with using(IreeOptions(device="local-task", cache_dir=iree_cache)):
-        got = flatten_outputs(run_on_iree(program, params, DiagnosticSink()))
+    got = flatten_outputs(
+        run_on_iree(program, params, DiagnosticSink(), IreeOptions(device="local-task", cache_dir=iree_cache))
+    )
     assert list(got) == list(expected)
     for key, value in expected.items():
         np.testing.assert_allclose(got[key], value, rtol=1e-6, atol=1e-6, err_msg=f"{name}: {key}")

@@ -15,7 +15,7 @@ pytest.importorskip("iree.runtime")
 from mgxir import DiagnosticSink, MgxError, parse_program, verify
 from mgxir.drivers.run import flatten_outputs, rms_error
 from mgxir.interp import Interpreter
-from mgxir.targets.iree import IreeOptions, run_on_iree, using
+from mgxir.targets.iree import IreeOptions, run_on_iree
 from mgxir.text.printer import print_program
 from mgxir.translate.mlir.api import mlir_bytecode, program_from_mlir
 
@@ -102,8 +102,9 @@ def test_runs_on_iree_with_concrete_sizes(name: str, tmp_path: Path) -> None:
     text, params = CASES[name]
     program = _program(text)
     expected = _run(program, params)
-    with using(IreeOptions(device="local-task", cache_dir=tmp_path)):
-        got = flatten_outputs(run_on_iree(program, params, DiagnosticSink()))
+    got = flatten_outputs(
+        run_on_iree(program, params, DiagnosticSink(), IreeOptions(device="local-task", cache_dir=tmp_path))
+    )
     for key, value in expected.items():
         assert got[key].shape == value.shape, key
         np.testing.assert_allclose(got[key].astype(np.float64), value.astype(np.float64), rtol=2e-3, atol=1e-5)
@@ -187,8 +188,10 @@ def test_dynamic_ops_run_on_iree(fraction: float, ops_cache: Path) -> None:
     program = _program(OPS)
     params = _inputs(program, fraction)
     expected = _run(program, params)
-    with using(IreeOptions(device="local-task", cache_dir=ops_cache)):  # compiled once, run at each size
-        got = flatten_outputs(run_on_iree(program, params, DiagnosticSink()))
+    # compiled once, run at each size
+    got = flatten_outputs(
+        run_on_iree(program, params, DiagnosticSink(), IreeOptions(device="local-task", cache_dir=ops_cache))
+    )
     assert set(got) == set(expected)
     for key, value in expected.items():
         assert got[key].shape == value.shape, key
@@ -232,8 +235,9 @@ def test_select_module_and_broadcast_with_dims_run_on_iree(batch: int, dims: lis
     back = program_from_mlir(mlir_bytecode(program), "selected.mlirbc")
     for key, value in _run(back, params).items():
         assert np.array_equal(value, expected[key]), key
-    with using(IreeOptions(device="local-task", cache_dir=ops_cache)):
-        got = flatten_outputs(run_on_iree(program, params, DiagnosticSink()))
+    got = flatten_outputs(
+        run_on_iree(program, params, DiagnosticSink(), IreeOptions(device="local-task", cache_dir=ops_cache))
+    )
     for key, value in expected.items():
         assert got[key].shape == value.shape, key
         assert rms_error(got[key], value) < 1e-6, key
@@ -241,6 +245,11 @@ def test_select_module_and_broadcast_with_dims_run_on_iree(batch: int, dims: lis
 
 def test_select_module_without_a_fitting_module_fails_at_run_time(ops_cache: Path) -> None:
     program = _program(SELECTED)
-    with using(IreeOptions(device="local-task", cache_dir=ops_cache)), pytest.raises(MgxError) as info:
-        run_on_iree(program, _selected_inputs(3, [1, 1, 1]), DiagnosticSink())
+    with pytest.raises(MgxError) as info:
+        run_on_iree(
+            program,
+            _selected_inputs(3, [1, 1, 1]),
+            DiagnosticSink(),
+            IreeOptions(device="local-task", cache_dir=ops_cache),
+        )
     assert "select_module: no module's parameter shapes fit the input shapes" in str(info.value)

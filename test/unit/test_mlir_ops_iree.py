@@ -16,7 +16,7 @@ pytest.importorskip("iree.runtime")
 from mgxir import DiagnosticSink, parse_program, verify
 from mgxir.drivers.run import flatten_outputs, rms_error
 from mgxir.interp import Interpreter
-from mgxir.targets.iree import IreeOptions, run_on_iree, using
+from mgxir.targets.iree import IreeOptions, run_on_iree
 from mgxir.translate.mlir.api import mlir_text, program_from_mlir
 
 Inputs = dict[str, np.ndarray]
@@ -27,8 +27,9 @@ def _check(tmp_path: Path, text: str, inputs: Inputs) -> None:
     verify(program)
     with np.errstate(all="ignore"):
         expected = flatten_outputs(Interpreter(program).run(inputs))
-    with using(IreeOptions(device="local-task", cache_dir=tmp_path)):
-        got = flatten_outputs(run_on_iree(program, inputs, DiagnosticSink()))
+    got = flatten_outputs(
+        run_on_iree(program, inputs, DiagnosticSink(), IreeOptions(device="local-task", cache_dir=tmp_path))
+    )
     # and the program comes back from its MLIR computing the same on the reference interpreter
     back = program_from_mlir(mlir_text(program, DiagnosticSink()).encode(), "ops.mlir")
     verify(back)

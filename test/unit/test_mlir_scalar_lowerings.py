@@ -15,7 +15,7 @@ from mgxir import DiagnosticSink, DType, MgxError, Program, Shape
 from mgxir.interp import Interpreter
 from mgxir.ir.operation import ShapeError
 from mgxir.ir.registry import all_ops
-from mgxir.targets.iree import IreeOptions, run_on_iree, using
+from mgxir.targets.iree import IreeOptions, run_on_iree
 from mgxir.translate.mlir.api import mlir_text
 from mgxir.translate.mlir.registry import SCALAR_RULES
 
@@ -91,8 +91,10 @@ def test_scalar_lowerings_compute_what_the_interpreter_computes(dtype: DType, tm
     params = {"x": x, "y": y}
     with np.errstate(all="ignore"):
         expected = [np.asarray(v) for v in Interpreter(program).run(params)]
-    with using(IreeOptions(device="local-task", cache_dir=tmp_path)):
-        got = [np.asarray(v) for v in run_on_iree(program, params, DiagnosticSink())]
+    got = [
+        np.asarray(v)
+        for v in run_on_iree(program, params, DiagnosticSink(), IreeOptions(device="local-task", cache_dir=tmp_path))
+    ]
     assert len(got) == len(names)
     for name, g, e in zip(names, got, expected):
         assert g.shape == e.shape and g.dtype == e.dtype, f"{name}: {g.dtype}{g.shape} vs {e.dtype}{e.shape}"
@@ -118,8 +120,11 @@ def test_pow_of_negative_bases_is_std_pow(dtype: DType, tmp_path) -> None:
     main.add_return([main.add_instruction("pow", [main.add_parameter("x", shape), main.add_parameter("y", shape)])])
     with np.errstate(all="ignore"):
         expected = np.asarray(Interpreter(program).run({"x": x, "y": y})[0])
-    with using(IreeOptions(device="local-task", cache_dir=tmp_path)):
-        got = np.asarray(run_on_iree(program, {"x": x, "y": y}, DiagnosticSink())[0])
+    got = np.asarray(
+        run_on_iree(program, {"x": x, "y": y}, DiagnosticSink(), IreeOptions(device="local-task", cache_dir=tmp_path))[
+            0
+        ]
+    )
     # the four negative bases to 0.5 and 1.5; a NaN base or exponent, except 1 ** NaN and NaN ** 0
     assert np.isnan(expected).sum() == 4 * 2 + 9 + 10 - 1 - 2
     np.testing.assert_allclose(got.astype(np.float64), expected.astype(np.float64), rtol=2e-3, equal_nan=True)

@@ -494,9 +494,15 @@ def test_qlinearconv_bias_and_auto_pad(tmp_path: Path) -> None:
     x = _random_int8((1, 2, 5, 5), np.uint8, rng)
     w = _random_int8((3, 2, 3, 3), np.int8, rng)
     bias = rng.integers(-500, 500, 3).astype(np.int32)
-    model = _qlinearconv_with_bias(np.array([0.01, 0.02, 0.005], np.float32), w, bias)
+    w_scale = np.array([0.01, 0.02, 0.005], np.float32)
+    model = _qlinearconv_with_bias(w_scale, w, bias)
     (got,) = _mgxir(model, {"x": x}, tmp_path)
-    (want,) = _ort(model, {"x": x})
+    # ONNX's meaning in exact integers (onnxruntime's u8s8 kernels saturate on AVX2-only machines):
+    # 5 wide, stride 2, 3 taps: SAME_UPPER pads 1 before and 1 after
+    acc = _integer_convolution(x.astype(np.int64) - 120, w, pads=(1, 1, 1, 1), strides=(2, 2))
+    acc += bias.reshape(1, 3, 1, 1)
+    scaled = acc * (np.float32(0.02) * w_scale.astype(np.float64)).reshape(1, 3, 1, 1) / 0.05
+    want = np.clip(np.rint(scaled) + 128, 0, 255).astype(np.uint8)
     _close_quantized(got, want)
 
 
@@ -664,10 +670,51 @@ def test_integer_ops_shift_uint8_without_zero_point(name: str) -> None:
     # int8 data within [-4, 123]: MIGraphX subtracts an int8 zero point in int8, which wraps around
     feeds = {k: (v // 2 + 60 if v.dtype == np.int8 else v) for k, v in feeds.items()}
     (got,) = _mgxir(name, feeds)
-    (want,) = _ort(as_migraphx, feeds)
-    assert np.array_equal(got, want)
-    (onnx_meaning,) = _ort(model, feeds)
-    assert not np.array_equal(got, onnx_meaning)
+    zero_points = {i.name: numpy_helper.to_array(i) for i in as_migraphx.graph.initializer}
+    a, b = (feeds[n].astype(np.int64) - zero_points[z].astype(np.int64) for n, z in zip(inputs[:2], inputs[2:4]))
+    assert np.array_equal(got, _integer_op(node, a, b))
+    a_onnx, b_onnx = (feeds[n].astype(np.int64) for n in inputs[:2])
+    onnx_zero = {z: zero_points[z] for z in inputs[2:4] if z in set(node.input)}
+    a_onnx -= onnx_zero.get(inputs[2], 0)
+    b_onnx -= onnx_zero.get(inputs[3], 0)
+    assert not np.array_equal(got, _integer_op(node, a_onnx, b_onnx))
+
+
+def _integer_op(node: onnx.NodeProto, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """MatMulInteger or ConvInteger (no padding, as in these models) of zero-point-free int64 operands."""
+    if node.op_type == "MatMulInteger":
+        return np.matmul(a, b).astype(np.int32)
+    attributes = {x.name: helper.get_attribute_value(x) for x in node.attribute}
+    return _integer_convolution(a, b, strides=attributes["strides"], dilations=attributes["dilations"]).astype(np.int32)
+
+
+def _integer_convolution(
+    x: np.ndarray,
+    w: np.ndarray,
+    pads: tuple[int, ...] | None = None,
+    strides: tuple[int, ...] | None = None,
+    dilations: tuple[int, ...] | None = None,
+) -> np.ndarray:
+    """An N-d convolution (group 1) in exact int64 arithmetic: the tests' own integer oracle."""
+    spatial = x.ndim - 2
+    pads = pads or (0,) * (2 * spatial)
+    strides = strides or (1,) * spatial
+    dilations = dilations or (1,) * spatial
+    x = np.pad(x.astype(np.int64), [(0, 0), (0, 0)] + [(pads[i], pads[i + spatial]) for i in range(spatial)])
+    taps = w.shape[2:]
+    out = [(x.shape[2 + i] - dilations[i] * (taps[i] - 1) - 1) // strides[i] + 1 for i in range(spatial)]
+    y = np.zeros((x.shape[0], w.shape[0], *out), np.int64)
+    for tap in np.ndindex(*taps):
+        window = tuple(
+            slice(tap[i] * dilations[i], tap[i] * dilations[i] + strides[i] * (out[i] - 1) + 1, strides[i])
+            for i in range(spatial)
+        )
+        y += np.einsum(
+            "nc...,oc->no...",
+            x[(slice(None), slice(None), *window)],
+            w[(slice(None), slice(None), *tap)].astype(np.int64),
+        )
+    return y
 
 
 def test_gpu_quantize_expression_rounds_integers_only() -> None:

@@ -29,7 +29,7 @@ UNLESS_PASSES = re.compile(r"(dataclasses|logging)(\..*)?")
 COMMANDS = {
     "mgx-opt": ["mgx-opt", EXAMPLE],
     "mgx-opt -p dce": ["mgx-opt", EXAMPLE, "-p", "dce"],
-    "mgx-run": ["mgx-run", EXAMPLE, "--quiet"],
+    "mgx-run": ["mgx-run", EXAMPLE, "--quiet", "--fill=random"],
     "mgx-translate": ["mgx-translate", EXAMPLE],
 }
 

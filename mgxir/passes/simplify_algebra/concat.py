@@ -12,6 +12,7 @@ import itertools
 import math
 from collections.abc import Sequence
 
+from mgxir.ir.fingerprint import module_fingerprint
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import compute_shape
 from mgxir.ir.operation import Operation, ShapeError
@@ -20,7 +21,6 @@ from mgxir.ir.traits import ConcatOperand
 from mgxir.passes.matchers import used_once
 from mgxir.passes.propagate_constant import ConstantAnalysis
 from mgxir.passes.rewrite import MATCHED_UNCHANGED, Rewriter, pattern
-from mgxir.text.printer import print_module
 
 
 def _name(ins: Instruction) -> str:
@@ -254,19 +254,19 @@ def find_split_concat(rewriter: Rewriter, ins: Instruction, constant: ConstantAn
 # -- find_splits --------------------------------------------------------------------------------
 
 
-def _same_module_body(x: Instruction, y: Instruction, printed: dict[int, str]) -> bool:
+def _same_module_body(x: Instruction, y: Instruction, fingerprints: dict[int, str]) -> bool:
     if not x.module_args or not y.module_args:
         return x.module_args == y.module_args
-    texts = []
+    keys = []
     for m in (x.module_args[0], y.module_args[0]):
-        if id(m) not in printed:
-            printed[id(m)] = print_module(m)
-        texts.append(printed[id(m)])
-    return texts[0] == texts[1]
+        if id(m) not in fingerprints:
+            fingerprints[id(m)] = module_fingerprint(m)
+        keys.append(fingerprints[id(m)])
+    return keys[0] == keys[1]
 
 
 def _make_group(
-    out: Instruction, splits: Sequence[Instruction], start_split: Instruction, printed: dict[int, str]
+    out: Instruction, splits: Sequence[Instruction], start_split: Instruction, fingerprints: dict[int, str]
 ) -> list[Instruction] | None:
     """For each split, its first user with `out`'s operator (out itself for `start_split`)."""
     group: list[Instruction] = []
@@ -278,7 +278,7 @@ def _make_group(
             (
                 u
                 for u in split.users
-                if u.op == out.op and (_name(u) != "pointwise" or _same_module_body(u, out, printed))
+                if u.op == out.op and (_name(u) != "pointwise" or _same_module_body(u, out, fingerprints))
             ),
             None,
         )
@@ -425,13 +425,13 @@ def find_splits(rewriter: Rewriter, ins: Instruction, constant: ConstantAnalysis
     splits = _get_splits(ins)
     if not splits:
         return MATCHED_UNCHANGED
-    printed: dict[int, str] = {}
+    fingerprints: dict[int, str] = {}
     least_used = min(splits, key=lambda s: len(s.users))
     candidates = []
     for out in least_used.users:
         if _name(out) == "slice":
             continue
-        group = _make_group(out, splits, least_used, printed)
+        group = _make_group(out, splits, least_used, fingerprints)
         if group is not None:
             candidates.append(group)
     if not candidates:

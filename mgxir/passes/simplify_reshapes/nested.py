@@ -27,8 +27,13 @@ def find_nop_reshapes(rewriter: Rewriter, ins: Instruction) -> bool:
     if not ins.args:
         return False
     source = ins.args[0]
+    # a dynamic shape's lens are its maxima: a reduction over axes given at run time keeps them
+    # there and still reduces (MIGraphX's same_shape never equals a dynamic and a static shape)
     if (defn.has(NopWhenShapeKept) and ins.shape == source.shape) or (
-        defn.has(NopWhenLensKept) and ins.shape.lens == source.shape.lens
+        defn.has(NopWhenLensKept)
+        and ins.shape.lens == source.shape.lens
+        and not ins.shape.is_dynamic
+        and not source.shape.is_dynamic
     ):
         rewriter.replace_all_uses(ins, source)
         return True

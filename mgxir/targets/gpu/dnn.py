@@ -3,6 +3,9 @@ with the pointwise epilogue the lowering fused into it (bias, residual add, relu
 pointwise nodes after the conv_fprop node, so the library runs them in the convolution's kernel
 where one of its engines can.
 
+Grouped convolutions need nothing more: cuDNN reads the group count off the weights, whose
+channels (dimension 1) are the input's divided by it.
+
 The epilogue is the `pointwise` module the convolution fed, bound as MIGraphX binds pointwise
 parameters (by name order): parameter `conv_arg` is the convolution's result, the others are the
 `gpu::convolution`'s inputs after x and w, in order.
@@ -20,10 +23,10 @@ from collections.abc import Sequence
 
 from mgxir.diagnostics import MgxError
 from mgxir.ir.dtype import DType
+from mgxir.ir.fingerprint import module_fingerprint
 from mgxir.ir.module import Module
 from mgxir.ir.operation import Operation
 from mgxir.ir.shape import Shape
-from mgxir.text.printer import print_module
 
 # the pointwise operators an epilogue may hold: mgxir name -> (cuDNN graph method, its operand names)
 EPILOGUE_OPS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -117,8 +120,6 @@ class ConvPlan:
         self.cudnn, self.handle = cudnn, handle
         if out.dtype not in IO_TYPES or x.dtype != out.dtype or w.dtype != out.dtype:
             raise MgxError(f"gpu::convolution: no cuDNN type for {out.dtype.type_name}")
-        if op["group"] != 1:
-            raise MgxError("gpu::convolution: grouped convolutions are not planned")
         io = getattr(cudnn.data_type, IO_TYPES[out.dtype])
         f32 = cudnn.data_type.FLOAT
         graph = cudnn.pygraph(io_data_type=io, intermediate_data_type=f32, compute_data_type=f32, handle=handle)
@@ -206,8 +207,9 @@ def available() -> bool:
 _PLANS: dict[tuple, ConvPlan] = {}
 
 
-def _body_text(module: Module | None) -> str:
-    return "" if module is None else "\n".join(print_module(module).splitlines()[1:])
+def epilogue_key(module: Module | None) -> str:
+    """The plan cache's key for an epilogue module: its fingerprint (every instruction counts)."""
+    return "" if module is None else module_fingerprint(module)
 
 
 def plan_for(
@@ -224,7 +226,7 @@ def plan_for(
 ) -> ConvPlan:
     """The plan for one problem, built once per process (the lowering's support check builds the
     plan the runtime then uses)."""
-    key = (op.text, x, w, out, extras, _body_text(epilogue), conv_arg, plan_index, all_plans, tf32)
+    key = (op.text, x, w, out, extras, epilogue_key(epilogue), conv_arg, plan_index, all_plans, tf32)
     if key not in _PLANS:
         _PLANS[key] = ConvPlan(create_handle(), op, x, w, out, extras, epilogue, conv_arg, plan_index, all_plans, tf32)
     return _PLANS[key]

@@ -1031,14 +1031,14 @@ def pooling_kernel(op: Operation, source: Tensor, output: Tensor) -> Kernel:
 def convolution_kernel(op: Operation, x: Tensor, w: Tensor, output: Tensor) -> Kernel:
     """A direct convolution, one thread per output element (n, k, spatial...): the fallback where
     the platform has no DNN library (HIP here), any layout, groups, padding, stride and dilation."""
-    if not output.dtype.is_float or op["padding_mode"] != 0:
-        raise Unsupported("generated convolutions: floating point, explicit padding")
+    if op["padding_mode"] != 0:
+        raise Unsupported("generated convolutions: explicit padding")
     k = len(x.lens) - 2
     pads = list(op["padding"])
     begin = pads[:k] if len(pads) == 2 * k else pads
     stride, dilation, group = op["stride"], op["dilation"], op["group"]
     in_per_group, out_per_group = x.lens[1] // group, output.lens[1] // group
-    acc = "double" if output.dtype is DType.double else "float"
+    acc = accumulator_type(output.dtype)  # integers (quant_convolution) in 64 bits, as the reference
     body = [f"  {acc} acc = 0;", f"  const long long g = c1 / {out_per_group}LL;"]
     body.append(f"  for (long long ci = 0; ci < {in_per_group}LL; ++ci) {{")
     body.append(f"  const long long ch = g * {in_per_group}LL + ci;")

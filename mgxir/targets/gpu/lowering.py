@@ -23,6 +23,7 @@ import numpy as np
 from mgxir.diagnostics import MgxError
 from mgxir.interp import Interpreter
 from mgxir.ir.dtype import DType
+from mgxir.ir.fingerprint import module_fingerprint
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.literal import Literal
 from mgxir.ir.module import Module, compute_shape
@@ -30,16 +31,17 @@ from mgxir.ir.operation import Operation, ShapeError
 from mgxir.ir.program import Program
 from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape, find_permutation
-from mgxir.passes.base import Pass, PassContext
+from mgxir.ops.indexing import REDUCTIONS as SCATTER_REDUCTIONS
+from mgxir.passes.base import Pass, PassContext, PassRefusal
 from mgxir.passes.registry import register_pass, register_pipeline
-from mgxir.targets.gpu import dnn, kernels, tune
+from mgxir.targets.gpu import conv_kernels, data_kernels, dnn, kernels, tune
 from mgxir.targets.gpu.compiler import DEFAULT_ARCH, compile_kernel, device_arch
 from mgxir.targets.gpu.kernels import Kernel, Tensor, Unsupported
 from mgxir.targets.gpu.views import view_offset
-from mgxir.text.printer import print_module
 
 VECTOR_ALIGNMENT = 16  # bytes: what memory_coloring must give (the gpu pipeline asks for it)
 FP32_MATH = ("ieee", "tf32")  # how float32 gemms and convolutions multiply (GpuLowering.fp32_math)
+DEPTHWISE = ("kernel", "library")  # what runs depthwise convolutions (GpuLowering.depthwise)
 
 # MIGraphX's GPU target, shortened to the passes mgxir has: fusion, lowering to kernels and library
 # calls, one scratch buffer (16-byte aligned for vector loads). Registered as `gpu` by name.
@@ -68,8 +70,45 @@ def _gather(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
 
 def _pad(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
     if ins.op["mode"] != 0:
-        raise Unsupported("only constant padding has a kernel")
+        return data_kernels.pad_kernel(inputs[0], tuple(ins.op["pads"]), ins.op["mode"], output)
     return kernels.pad_kernel(inputs[0], tuple(ins.op["pads"]), float(ins.op["value"]), output)
+
+
+def _reverse(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    rank = len(output.lens)
+    return data_kernels.reverse_kernel(inputs[0], [a % rank for a in ins.op["axes"]], output)
+
+
+def _onehot(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    if ins.op["depth"] is None:
+        raise Unsupported("onehot with its depth as an input (a dynamic shape)")
+    axis = ins.op["axis"] % len(output.lens)
+    return data_kernels.onehot_kernel(inputs[0], inputs[1], axis, ins.op["depth"], output)
+
+
+def _resize(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    if len(inputs) != 1:
+        raise Unsupported("resize with its sizes or scales as an input")
+    return data_kernels.resize_kernel(ins.op, inputs[0], output)
+
+
+def _gathernd(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    return data_kernels.gathernd_kernel(inputs[0], inputs[1], ins.op["batch_dims"], output)
+
+
+def _fill(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    return data_kernels.fill_kernel(inputs[0], inputs[1], output)
+
+
+def _unpack_int4(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    return data_kernels.unpack_int4_kernel(inputs[0], ins.op["axis"] % len(output.lens), output)
+
+
+def _concat_past_present(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    new, seqlens, cache = inputs
+    if len(new.lens) != 4 or len(cache.lens) != 4 or seqlens.elements < new.lens[0]:
+        raise Unsupported("concat_past_present takes (batch, heads, rows, head size) tensors")
+    return data_kernels.concat_past_present_kernel(new, seqlens, cache, ins.op["kv_num_heads"], output)
 
 
 def _pooling(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
@@ -82,15 +121,39 @@ def _convolution(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kern
     return kernels.convolution_kernel(ins.op, inputs[0], inputs[1], output)
 
 
+def _convolution_backwards(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    return conv_kernels.convolution_backwards_kernel(ins.op, inputs[0], inputs[1], output)
+
+
+def _quant_dot(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    return conv_kernels.quant_dot_kernel(inputs[0], inputs[1], output)
+
+
 def _copy(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
     return kernels.copy_kernel(inputs[0], output, f"{ins.op.defn.name}_kernel")
 
 
+def _scatter(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    reduction = ins.op.defn.name.removeprefix("scatter_")
+    axis = ins.op["axis"] % len(output.lens)
+    return data_kernels.scatter_elements_kernel(*inputs, axis, reduction, output)
+
+
+def _scatternd(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    return data_kernels.scatternd_kernel(*inputs, ins.op.defn.name.removeprefix("scatternd_"), output)
+
+
+def _prefix_scan_sum(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    axis = ins.op["axis"] % len(output.lens)
+    return data_kernels.prefix_scan_sum_kernel(inputs[0], axis, ins.op["exclusive"], ins.op["reverse"], output)
+
+
 # generated operators whose result takes the layout of their first input that is densely laid out
-# channels-last (a permutation other than standard): pooling after a convolution, and concat (what
-# MIGraphX's find_add_convs makes of a residual add of two convolutions) before one, stay NHWC, with
-# no layout copy on either side
-KEEP_INPUT_LAYOUT = ("pooling", "concat")
+# channels-last (a permutation other than standard): pooling after a convolution, concat (what
+# MIGraphX's find_add_convs makes of a residual add of two convolutions) before one, and pointwise
+# modules between convolutions (hardswish, squeeze-and-excitation's scaling) stay NHWC, with no
+# layout copy on either side
+KEEP_INPUT_LAYOUT = ("pooling", "concat", "pointwise")
 
 # operators with a kernel generator of their own; views that are not views (a reshape of a
 # transposed input) and contiguous are copies
@@ -98,8 +161,21 @@ GENERATORS: dict[str, Generator] = {
     "concat": _concat,
     "gather": _gather,
     "pad": _pad,
+    "reverse": _reverse,
+    "onehot": _onehot,
+    "resize": _resize,
+    "gathernd": _gathernd,
+    "fill": _fill,
+    "unpack_int4": _unpack_int4,
+    "concat_past_present": _concat_past_present,
+    "prefix_scan_sum": _prefix_scan_sum,
+    **{f"scatter_{reduction}": _scatter for reduction in SCATTER_REDUCTIONS},
+    **{f"scatternd_{reduction}": _scatternd for reduction in SCATTER_REDUCTIONS},
     "pooling": _pooling,
     "convolution": _convolution,  # where the platform has no DNN library (library_convolution off)
+    "convolution_backwards": _convolution_backwards,
+    "quant_convolution": _convolution,  # int8 -> int32, a direct kernel (no int8 tensor cores yet)
+    "quant_dot": _quant_dot,
     "contiguous": _copy,
     "reshape": _copy,
     "reshape_lazy": _copy,
@@ -123,14 +199,21 @@ class GpuLowering(Pass):
     fuse_attention: bool = True  # dot -> scaled softmax -> dot as cuDNN's fused attention (half, bf16)
     exhaustive_tune: bool = False  # time launch configurations of elementwise kernels on the GPU
     fp32_math: str = "ieee"  # float32 gemms and convolutions: ieee (float32, as MIGraphX) or tf32
+    depthwise: str = "kernel"  # depthwise convolutions: a generated kernel, or the DNN library's
+    allow_host: bool = True  # instructions with no kernel run on the host (each one warned); off: an error
     _timer: object = dataclasses.field(default=None, repr=False)
 
     def apply(self, program: Program, context: PassContext) -> None:
         if self.fp32_math not in FP32_MATH:
             raise MgxError(f"gpu_lowering: fp32_math is one of {', '.join(FP32_MATH)}, not '{self.fp32_math}'")
+        if self.depthwise not in DEPTHWISE:
+            raise MgxError(f"gpu_lowering: depthwise is one of {', '.join(DEPTHWISE)}, not '{self.depthwise}'")
         arch = self.arch or device_arch() or DEFAULT_ARCH
         module = program.main
         placement: Placement = {}
+        self._relaid: dict[Instruction, Shape] = {}  # results laid out anew: what users were shaped for
+        self._host_steps: list[tuple[Instruction, str]] = []
+        names = {ins: ins.param_name if ins.is_param else f"@{n}" for n, ins in enumerate(module)}
         for ins in list(module):
             if ins.is_param or ins.is_literal:
                 placement[ins] = (ins, 0)
@@ -139,6 +222,21 @@ class GpuLowering(Pass):
             elif ins.parent is module:
                 self._lower(module, ins, placement, arch, context)
         _drop_unused_modules(program)
+        self._report_host_steps(program, names, context)
+
+    def _report_host_steps(self, program: Program, names: dict[Instruction, str], context: PassContext) -> None:
+        """One warning per instruction left for the host (its operator, its name in the pass's
+        input, why), at its source line where it has one; with allow_host off, the first is an error."""
+        source = getattr(program, "source", None)
+        for ins, why in self._host_steps:
+            message = f"gpu_lowering: '{ins.op.defn.name}' ({names.get(ins, '?')}) runs on the host: {why}"
+            location, line = None, None
+            if source is not None and ins.line:
+                location, line = source.location(ins.line, 1), source.line(ins.line)
+            if not self.allow_host:
+                more = len(self._host_steps) - 1
+                raise PassRefusal(message + (f" (and {more} more host steps)" if more else ""), location, line)
+            context.warn(message, location, line)
 
     def _lower(self, module: Module, ins: Instruction, placement: Placement, arch: str, context: PassContext) -> None:
         source = placement.get(ins.args[0]) if ins.args else None
@@ -149,7 +247,7 @@ class GpuLowering(Pass):
                 return
         name = ins.op.defn.name
         if ins.shape.is_tuple or ins.shape.is_dynamic or any(a.shape.is_tuple for a in ins.args):
-            return self._host(ins, placement, context)
+            return self._host(module, ins, placement, arch, context, "tuple or dynamic shapes")
         try:
             if name in ("dot",):
                 if not (self.fuse_attention and self._attention(module, ins, placement, context)):
@@ -159,27 +257,30 @@ class GpuLowering(Pass):
                 self._convolution(module, ins, placement, arch, context)
                 return
             inputs = [self._tensor(a, placement) for a in ins.args]
-            out_shape = kept_layout(ins) if self.channels_last and name in KEEP_INPUT_LAYOUT else ins.shape
+            out_shape = kept_layout(ins) if self.channels_last and keeps_input_layout(ins) else ins.shape
             output = Tensor.of(out_shape)
+            if name == "pointwise" and not out_shape.standard:
+                inputs, output = in_output_memory_order(inputs, output)
+            code = None
             if name == "pointwise" and self.exhaustive_tune and device_arch() is not None:
                 kernel, code = self._tuned_pointwise(ins, inputs, output, arch)
-                self._emit(module, ins, kernel, code, placement, context)
                 context.count("kernels tuned")
-                return
-            if name == "pointwise":
+            elif name == "pointwise":
                 kernel = kernels.pointwise_kernel(ins.module_args[0], inputs, output)
             elif name == "fused_reduce":
                 kernel = kernels.reduce_kernel(ins.module_args[0], ins.op["axes"], inputs, output)
             elif name in GENERATORS:
                 kernel = GENERATORS[name](ins, inputs, output)
             else:
-                raise Unsupported(name)
-        except Unsupported:
-            return self._host(ins, placement, context)
-        self._emit(module, ins, kernel, compile_kernel(kernel, arch), placement, context, out_shape)
-        if out_shape is not ins.shape:
+                raise Unsupported(f"no GPU kernel for '{name}'")
+        except Unsupported as e:
+            return self._host(module, ins, placement, arch, context, str(e))
+        shaped_for = ins.shape  # what its users were shaped for: replacing `ins` gives it out_shape
+        code = code if code is not None else compile_kernel(kernel, arch)
+        self._emit(module, ins, kernel, code, placement, context, out_shape)
+        if out_shape != shaped_for:
             context.count("results kept channels-last")
-            self._views_read_standard_copies(module, ins, placement, arch, context)
+            self._users_read_their_layout(module, ins, shaped_for, placement, arch, context)
 
     def _emit(
         self,
@@ -228,8 +329,18 @@ class GpuLowering(Pass):
         module.replace(ins, lazy)
         return True
 
-    def _host(self, ins: Instruction, placement: Placement, context: PassContext) -> None:
+    def _host(
+        self, module: Module, ins: Instruction, placement: Placement, arch: str, context: PassContext, why: str
+    ) -> None:
+        """`ins` stays for the host, which reads its arguments in the layouts its shape rule was
+        given: a result the lowering laid out anew (channels-last, expecting this user to be
+        rebuilt from its input's layout) reaches it as a copy in the layout it was shaped for."""
+        for arg in dict.fromkeys(ins.args):
+            if arg in self._relaid:
+                copy = self._copy_into(module, arg, self._relaid[arg], ins, placement, arch, context)
+                ins.replace_arg(arg, copy)
         placement[ins] = (ins, 0)
+        self._host_steps.append((ins, why))
         context.count("left for the host")
 
     def _tensor(self, ins: Instruction, placement: Placement) -> Tensor:
@@ -312,9 +423,16 @@ class GpuLowering(Pass):
         inputs in another layout get one copy (weights are re-laid out once, as literals), results
         keep NHWC strides and views of them read a standard copy. float32 multiplied as float32
         stays channels-first: cuDNN's float32 engines for NHWC graphs are slow (ResNet-50 batch 32
-        on an H100: 71 ms fused and 15.7 ms unfused in NHWC, 9.8 ms fused in NCHW)."""
-        if ins.op["group"] != 1 or ins.shape.dtype not in dnn.IO_TYPES or ins.op["padding_mode"] != 0:
-            raise Unsupported("convolution: grouped, padding-mode or unsupported type")
+        on an H100: 71 ms fused and 15.7 ms unfused in NHWC, 9.8 ms fused in NCHW). Grouped
+        convolutions are cuDNN's too (its graph reads the group count off the weights' channels);
+        depthwise ones are generated kernels (`depthwise=kernel`, see _depthwise). Any
+        padding_mode: for static shapes MIGraphX's parser has written the padding SAME asks for
+        into `padding`, which is all the shape rule and the reference read."""
+        if ins.shape.dtype not in dnn.IO_TYPES:
+            raise Unsupported(f"convolution: cuDNN has no {ins.shape.dtype.type_name} convolution")
+        if self.depthwise == "kernel" and conv_kernels.is_depthwise(ins.op, *(a.shape for a in ins.args)):
+            self._depthwise(module, ins, placement, arch, context)
+            return
         tensor_cores = ins.shape.dtype is not DType.float or self._tf32(ins)
         channels_last = self.channels_last and ins.shape.ndim == 4 and tensor_cores
         layout = channels_last_shape if channels_last else (lambda shape: shape)
@@ -340,6 +458,7 @@ class GpuLowering(Pass):
             ]
             module_args = [target.module_args[0]]
             op = make_op("gpu::convolution", op=ins.op, epilogue="_".join(names), conv_arg=conv_arg, tf32=tf32)
+        shaped_for = target.shape
         allocation = module.insert(target, make_op("allocate", shape=layout(target.shape)))
         placement[allocation] = (allocation, 0)
         module.replace(target, op, [x, w, *extras, allocation], module_args)
@@ -348,8 +467,52 @@ class GpuLowering(Pass):
             module.remove(ins)
             context.count("convolution epilogues fused")
         context.count("convolutions")
-        if channels_last:
-            self._views_read_standard_copies(module, target, placement, arch, context)
+        if target.shape != shaped_for:
+            self._users_read_their_layout(module, target, shaped_for, placement, arch, context)
+
+    def _depthwise(
+        self, module: Module, ins: Instruction, placement: Placement, arch: str, context: PassContext
+    ) -> None:
+        """A generated depthwise kernel (conv_kernels.py) that also computes the pointwise module the
+        convolution feeds, reading its input in the layout it has and writing that layout
+        (channels-last between channels-last convolutions: no copy either side)."""
+        x, w = ins.args
+        layout = kept_layout(ins) if self.channels_last else ins.shape
+        multiplier = w.shape.lens[0] // x.shape.lens[1]
+        if conv_kernels.channel_vector_width(self._tensor(x, placement), Tensor.of(layout), multiplier) > 1:
+            # weights read as vectors of channels too (literals laid out once, parameters copied)
+            w = self._in_layout(module, w, conv_kernels.channels_fastest, placement, arch, context)
+        fused = find_generated_epilogue(ins, placement) if self.fuse_epilogues else None
+        for target, extras, conv_arg in [fused, (ins, [], 0)] if fused is not None else [(ins, [], 0)]:
+            epilogue = target.module_args[0] if target is not ins else None
+            out_shape = target.shape
+            if layout is not ins.shape:
+                out_shape = Shape.from_permutation(target.shape.dtype, target.shape.lens, find_permutation(layout))
+            tensors = [self._tensor(a, placement) for a in (x, w, *extras)]
+            try:
+                kernel = conv_kernels.depthwise_kernel(
+                    ins.op, tensors[0], tensors[1], Tensor.of(out_shape), epilogue, tensors[2:], conv_arg
+                )
+                break
+            except Unsupported:
+                if target is ins:
+                    raise
+        op = make_op(
+            "gpu::code_object",
+            code_object=compile_kernel(kernel, arch),
+            symbol_name=kernel.symbol,
+            **{"global": kernel.global_size, "local": kernel.local_size},
+        )
+        shaped_for = target.shape
+        self._write_into_allocation(module, target, op, [x, w, *extras], placement, out_shape)
+        if target is not ins:
+            module.remove(ins)
+            context.count("depthwise epilogues fused")
+        context.count("depthwise convolutions generated")
+        context.count("kernels generated")
+        if out_shape != shaped_for:
+            context.count("results kept channels-last")
+            self._users_read_their_layout(module, target, shaped_for, placement, arch, context)
 
     def _tf32(self, ins: Instruction) -> bool:
         return self.fp32_math == "tf32" and ins.shape.dtype is DType.float
@@ -394,24 +557,33 @@ class GpuLowering(Pass):
         self._emit(module, copy, kernel, compile_kernel(kernel, arch), placement, context)
         return copy
 
-    def _views_read_standard_copies(
-        self, module: Module, result: Instruction, placement: Placement, arch: str, context: PassContext
+    def _users_read_their_layout(
+        self,
+        module: Module,
+        result: Instruction,
+        shaped_for: Shape,
+        placement: Placement,
+        arch: str,
+        context: PassContext,
     ) -> None:
-        """Users were shaped for a standard result: those the lowering rebuilds from their inputs'
-        layouts stay, views whose shape follows their input's strides (step, slice, transpose, ...)
-        are reshaped as views of the new layout (and their users looked at in turn), and the others
-        (the return, host ops, views that need a standard input) read a standard copy."""
+        """Users were shaped for a `shaped_for` result (standard, mostly): those the lowering
+        rebuilds from their inputs' layouts stay, views whose shape follows their input's strides
+        (step, slice, transpose, ...) are reshaped as views of the new layout (and their users
+        looked at in turn), and the others (the return, host ops, views that need a standard
+        input) read a copy in that layout."""
+        self._relaid[result] = shaped_for
         for user in list(result.users):
             name = "@return" if user.is_return else user.op.defn.name
             rebuilt = (name in GENERATORS or name in LOWERED_OPS) and not user.op.defn.is_view
             if rebuilt:
                 continue
+            before = user.shape
             if not user.is_return and user.op.defn.is_view and follow_layout(user, result):
                 placement.pop(user, None)
                 context.count("views of channels-last results kept")
-                self._views_read_standard_copies(module, user, placement, arch, context)
+                self._users_read_their_layout(module, user, before, placement, arch, context)
                 continue
-            copy = self._copy_into(module, result, result.shape.as_standard(), user, placement, arch, context)
+            copy = self._copy_into(module, result, shaped_for, user, placement, arch, context)
             user.replace_arg(result, copy)
 
     def _gemm_operand(
@@ -451,10 +623,37 @@ class GpuLowering(Pass):
         return copy
 
 
+def in_output_memory_order(inputs: list[Tensor], output: Tensor) -> tuple[list[Tensor], Tensor]:
+    """Elementwise tensors (all of the output's lens) with their axes permuted alike into the
+    output's memory order (outermost first): the kernel, which walks its output's lens in order,
+    then writes a channels-last output in order and reads vectors of channels; the same elements
+    pair up, so the result is the same."""
+    if any(t.lens != output.lens for t in inputs):
+        return inputs, output
+    order = sorted(range(len(output.lens)), key=lambda d: -output.strides[d])
+
+    def permuted(t: Tensor) -> Tensor:
+        return Tensor(t.dtype, tuple(t.lens[d] for d in order), tuple(t.strides[d] for d in order), t.aligned)
+
+    return [permuted(t) for t in inputs], permuted(output)
+
+
+def keeps_input_layout(ins: Instruction) -> bool:
+    """Whether `ins`'s kernel writes the layout of its input (KEEP_INPUT_LAYOUT); a pointwise
+    module only where a user reads any layout (none but the return: it writes the standard one
+    the return wants)."""
+    name = ins.op.defn.name
+    if name not in KEEP_INPUT_LAYOUT:
+        return False
+    return name != "pointwise" or any(
+        not u.is_return and not u.op.defn.is_view and u.op.defn.name in (*GENERATORS, *LOWERED_OPS) for u in ins.users
+    )
+
+
 def kept_layout(ins: Instruction) -> Shape:
     """`ins`'s result laid out as its first (pooling: only) input that is densely laid out in a
     permutation other than standard (channels-last), else its shape as it is."""
-    sources = ins.args if ins.op.defn.name == "concat" else ins.args[:1]
+    sources = ins.args if ins.op.defn.name in ("concat", "pointwise") else ins.args[:1]
     for source in sources:
         shape = source.shape
         if shape.is_tuple or shape.is_dynamic or shape.ndim != ins.shape.ndim or shape.standard or shape.broadcasted:
@@ -586,6 +785,22 @@ def find_conv_epilogue(
     return user, extras, list(user.args).index(conv), names
 
 
+def find_generated_epilogue(
+    conv: Instruction, placement: Placement
+) -> tuple[Instruction, list[Instruction], int] | None:
+    """The pointwise user of `conv` a generated kernel can compute after it: (that user, its other
+    operands, the position of the convolution among its operands) or None."""
+    if len(conv.users) != 1:
+        return None
+    user = next(iter(conv.users))
+    if user.op.defn.name != "pointwise" or user.shape.lens != conv.shape.lens or list(user.args).count(conv) != 1:
+        return None
+    extras = [a for a in user.args if a is not conv]
+    if any(placed(e, placement) is None or e.shape.is_tuple or e.shape.is_dynamic for e in extras):
+        return None
+    return user, extras, list(user.args).index(conv)
+
+
 ATTENTION_TYPES = (DType.half, DType.bf16)  # what cuDNN's fused attention reads and writes
 
 
@@ -625,7 +840,7 @@ def softmax_scale(reduce: Instruction) -> float | None:
     the module itself: it is run by the reference interpreter on random rows and compared with
     softmax(s * x) for each scalar literal of the module (and 1)."""
     module = reduce.module_args[0]
-    key = (print_module(module), reduce.args[0].shape)
+    key = (module_fingerprint(module), reduce.args[0].shape)
     if key in _SOFTMAX_SCALES:
         return _SOFTMAX_SCALES[key]
     shape = reduce.args[0].shape

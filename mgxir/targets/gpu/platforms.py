@@ -25,6 +25,7 @@ class Platform(abc.ABC):
     """One GPU of one runtime, with one stream."""
 
     name: str
+    index: int  # the GPU's number on its runtime
     graph_name: str  # "CUDA graph", "HIP graph"
     library_convolution: bool  # whether gpu::convolution has a library here; else generated kernels
     tunes: bool  # whether --exhaustive-tune times kernels and library algorithms here
@@ -243,8 +244,13 @@ def parse_device(text: str | int | None) -> tuple[str, int]:
     return name, index
 
 
-def open_platform(name: str, index: int) -> Platform:
+def platform_class(name: str) -> type[Platform]:
+    """The platform's class, its GPU not opened (what compiling for a given architecture asks)."""
     if name not in PLATFORMS:
         raise MgxError(f"no GPU platform '{name}' (one of {', '.join(PLATFORMS)})")
     module, _, cls = PLATFORMS[name].partition(":")
-    return getattr(importlib.import_module(module), cls)(index)
+    return getattr(importlib.import_module(module), cls)
+
+
+def open_platform(name: str, index: int) -> Platform:
+    return platform_class(name)(index)

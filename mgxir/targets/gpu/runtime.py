@@ -17,7 +17,6 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
-from mgxir.interp import Interpreter
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.operation import RuntimeValue
 from mgxir.ir.program import Program
@@ -26,7 +25,8 @@ from mgxir.targets.gpu import dnn
 from mgxir.targets.gpu.dnn import ConvPlan
 from mgxir.targets.gpu.platforms import Platform, open_cuda_device, open_platform
 from mgxir.targets.gpu.views import view_offset
-from mgxir.text.printer import print_module
+from mgxir.targets.host import HostFallback
+from mgxir.text.printer import instruction_lines
 
 
 @dataclasses.dataclass
@@ -54,7 +54,7 @@ class GpuExecutable:
         self.gemm_plans: dict[Instruction, object] = {}
         self._gemm_calls: dict[Instruction, Callable[[int, int, int, int], None]] = {}
         self._conv_workspace, self._conv_workspace_bytes = 0, 0
-        self._interpreter = Interpreter(program, self.sink)
+        self._host = HostFallback(program, self.sink)  # what has no GPU kernel runs there
         self._load()
         self.graphs: list[tuple[object, list[Step]] | Step] = []
         self._capture()
@@ -84,7 +84,7 @@ class GpuExecutable:
                 self.pointer[ins] = self._allocate(ins.shape.bytes)
             elif ins.is_literal:
                 self.pointer[ins] = self._allocate(ins.shape.bytes)
-                data = self._interpreter._literal_value(module, ins, 0)
+                data = self._host.interpreter._literal_value(module, ins, 0)
                 self._upload(self.pointer[ins], np.asarray(data), ins.shape)
             elif ins.is_return:
                 self.outputs = list(ins.args)
@@ -190,12 +190,12 @@ class GpuExecutable:
         defn = ins.op.defn
         if not defn.has_compute:
             raise MgxError(f"the GPU target has no kernel and no reference compute for '{defn.name}'")
-        run_module = self._interpreter.run_module
+        reference = self._host.kernel(ins)
 
         def run() -> None:
             inputs = [self._host_value(a) for a in ins.args]
             with np.errstate(all="ignore"):
-                result = defn.compute(ins.op, inputs, ins.module_args, run_module)
+                result = reference(*inputs)
             self.host_values[ins] = result
             if ins in self.pointer and isinstance(result, np.ndarray):
                 self._upload(self.pointer[ins], result, shape)
@@ -263,8 +263,9 @@ class GpuExecutable:
             runs.append(self._time(self.execute, 10))
         total_steps = sum(per_step.values()) or 1e-12
         lines = [f'module: "{self.program.main.name}"']
-        printed = print_module(self.program.main).splitlines()
-        for ins, text in zip(self.program.main, printed):
+        printed = instruction_lines(self.program)
+        for ins in self.program.main:
+            text = printed[ins]
             t = per_step.get(ins, 0.0)
             lines.append(f"{text}: {t:.5g}ms, {100 * t / total_steps:.0f}%")
         lines.append("")
@@ -280,8 +281,9 @@ class GpuExecutable:
             lines.append(f"{key}: {sum(times):.5g}ms / {len(times)} = {sum(times) / len(times):.5g}ms, {share:.0f}%")
         lines.append("")
         mean = statistics.fmean(runs)
-        lines.append("Batch size: 1")
-        lines.append(f"Rate: {1000 / mean:.6g} inferences/sec")
+        batch = batch_size(self.program)
+        lines.append(f"Batch size: {batch}")
+        lines.append(f"Rate: {1000 * batch / mean:.6g} inferences/sec")
         lines.append(
             f"Total time: {mean:.5g}ms (Min: {min(runs):.5g}ms, Max: {max(runs):.5g}ms, "
             f"Mean: {mean:.5g}ms, Median: {statistics.median(runs):.5g}ms)"
@@ -292,6 +294,16 @@ class GpuExecutable:
         host = sum(1 for s in self.steps if s.on_host)
         lines.append(f"Replayed as {graphs} {self.platform.graph_name}(s); {host} host step(s)")
         return "\n".join(lines) + "\n"
+
+
+def batch_size(program: Program) -> int:
+    """What `migraphx-driver perf` prints as the batch (the `--batch` its loader gave the inputs):
+    the leading dimension of the main module's first parameter that is not a scalar, else 1."""
+    for param in program.main.parameters():
+        shape = param.shape
+        if not (shape.is_tuple or shape.is_dynamic or shape.scalar):
+            return shape.lens[0]
+    return 1
 
 
 def open_device(index: int):

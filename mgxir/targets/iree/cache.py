@@ -11,12 +11,9 @@ import platform
 from importlib import metadata
 from pathlib import Path
 
-import numpy as np
-
 from mgxir.diagnostics import DiagnosticSink
 from mgxir.ir.program import Program
 from mgxir.text.parser import read_program
-from mgxir.text.printer import print_program
 from mgxir.text.writer import write_atomically, write_program
 
 CACHE_ENV = "MGXIR_CACHE_DIR"
@@ -52,16 +49,6 @@ def host_cpu() -> str:
     except OSError:
         pass
     return platform.machine() + ":" + platform.processor()
-
-
-def program_digest(program: Program) -> bytes:
-    """The program's text (literals elided as MIGraphX prints them) and every literal's bytes."""
-    h = hashlib.sha256(print_program(program).encode())
-    for module in program.modules.values():
-        for ins in module:
-            if ins.is_literal and ins.literal.data is not None:
-                h.update(np.ascontiguousarray(ins.literal.data).view(np.uint8).data)
-    return h.digest()
 
 
 # what decides the MLIR a program lowers to: the lowering, the op definitions and the IR it reads

@@ -1,35 +1,34 @@
 """Runs a program with its fused kernels on a Vulkan device and everything else on the reference
 interpreter.
 
-The program is copied and fused as MIGraphX's GPU target fuses (see mgxir.translate.spirv);
-`main` then runs instruction by instruction. A `pointwise` or `fused_reduce` with a kernel runs on
-the device; its result stays in device memory, so the next kernel reads it there. Views of device
-values (broadcast, transpose, slice, ...) stay on the device as new strides and offsets; any other
-instruction gets host copies of its arguments (downloaded once each) and runs on the reference
-interpreter."""
+The program is copied and fused as MIGraphX's GPU target fuses (see mgxir.translate.spirv) when it
+is compiled (`mgxir.targets.vulkan.target`); `main` then runs instruction by instruction through
+the shared host fallback (`mgxir.targets.host`). A `pointwise` or `fused_reduce` with a kernel runs
+on the device; its result stays in device memory, so the next kernel reads it there. Views of
+device values (broadcast, transpose, slice, ...) stay on the device as new strides and offsets; any
+other instruction gets host copies of its arguments (downloaded once each) and runs on the
+reference interpreter."""
 
 from __future__ import annotations
 
 import functools
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from mgxir.diagnostics import DiagnosticSink
-from mgxir.interp import Interpreter
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
-from mgxir.ir.module import Module
+from mgxir.ir.names import instruction_names
 from mgxir.ir.operation import RuntimeValue
-from mgxir.ir.program import Program
+from mgxir.targets.host import HostFallback
 from mgxir.targets.timing import record
 from mgxir.targets.vulkan.device import Buffer, Device, Pipeline
-from mgxir.text.printer import print_program
-from mgxir.translate.spirv import Translation, binary, fusable, translate_program
+from mgxir.translate.spirv import Translation, binary, fusable
 from mgxir.translate.spirv.kernels import Kernel
 from mgxir.translate.spirv.layout import View
 
@@ -57,36 +56,34 @@ def span(view: View) -> int:
     return view.offset + 1 + sum((n - 1) * s for n, s in zip(view.lens, view.strides))
 
 
-class VulkanSession(Interpreter):
-    """The reference interpreter with device kernels substituted for the fused instructions of main."""
+class VulkanSession:
+    """One run's state on the device: fused instructions of main run as device kernels, the rest on
+    the reference interpreter (through the shared host fallback), views of device values stay on
+    the device."""
 
-    def __init__(self, translation: Translation, device: Device, sink: DiagnosticSink) -> None:
-        super().__init__(translation.program, sink)
+    def __init__(
+        self,
+        translation: Translation,
+        device: Device,
+        sink: DiagnosticSink,
+        binaries: Mapping[str, bytes] | None = None,
+    ) -> None:
         self.translation = translation
         self.device = device
+        self.binaries = binaries or {}  # kernel name -> SPIR-V assembled already
         self.pipelines: dict[str, Pipeline] = {}
         self.uploaded: dict[int, tuple[np.ndarray, DeviceTensor]] = {}
         self.buffers: list[Buffer] = []
-        lines = print_program(translation.program).splitlines()
-        self.names = {ins: line.split(" = ")[0] for ins, line in zip(translation.program.main, lines[1:])}
+        self.names = instruction_names(translation.program)
+        self.fallback = HostFallback(translation.program, sink, self._device_kernel, self._on_host)
 
-    # -- the plan of main --------------------------------------------------------------------------
+    def run(self, params: Mapping[str, np.ndarray]) -> list[RuntimeValue]:
+        """main's outputs (device values among them: `to_host` brings them home)."""
+        return self.fallback.run(params)
 
-    def _plan(self, module: Module) -> tuple[list, list[Instruction], list[Instruction]]:
-        key = id(module)
-        if key in self._plans or module is not self.program.main:
-            return super()._plan(module)
-        steps, params, outputs = super()._plan(module)
-        patched = []
-        for ins, kernel, args in steps:
-            device_kernel = self.translation.kernels.get(ins)
-            if device_kernel is not None:
-                patched.append((ins, self._on_device(ins, device_kernel), args))
-            else:
-                patched.append((ins, self._on_host(ins, kernel), args))
-        plan = (patched, params, outputs)
-        self._plans[key] = plan
-        return plan
+    def _device_kernel(self, ins: Instruction) -> Callable[..., RuntimeValue] | None:
+        kernel = self.translation.kernels.get(ins)
+        return None if kernel is None else self._on_device(ins, kernel)
 
     def _on_device(self, ins: Instruction, kernel: Kernel) -> Callable[..., RuntimeValue]:
         def run(*args: RuntimeValue) -> RuntimeValue:
@@ -130,9 +127,10 @@ class VulkanSession(Interpreter):
         return value.host
 
     def _bring_all_home(self) -> None:
-        for ins, value in list(self.env.items()):
+        env = self.fallback.env
+        for ins, value in list(env.items()):
             if isinstance(value, DeviceTensor | tuple):
-                self.env[ins] = self.to_host(value)
+                env[ins] = self.to_host(value)
 
     def to_device(self, value: Any) -> DeviceTensor:
         if isinstance(value, DeviceTensor):
@@ -184,7 +182,8 @@ class VulkanSession(Interpreter):
         found = self.pipelines.get(kernel.name)
         if found is None:
             layout = kernel.layout
-            found = self.device.pipeline(binary(kernel), len(layout.bindings), 4 * len(layout.push_names))
+            code = self.binaries.get(kernel.name) or binary(kernel)
+            found = self.device.pipeline(code, len(layout.bindings), 4 * len(layout.push_names))
             self.pipelines[kernel.name] = found
         return found
 
@@ -227,14 +226,20 @@ class VulkanSession(Interpreter):
         self.pipelines.clear()
 
 
-def run_on_vulkan(program: Program, params: dict[str, np.ndarray], sink: DiagnosticSink) -> list[RuntimeValue]:
-    """mgx-run's vulkan target: fused kernels on the Vulkan device, the rest on the reference."""
-    device = shared_device()
-    translation = translate_program(program, sink)
-    session = VulkanSession(translation, device, sink)
-    try:
-        with np.errstate(all="ignore"):
-            outputs = session.run(params)
-            return [session.to_host(o) for o in outputs]
-    finally:
-        session.close()
+class VulkanExecutable:
+    """A translation loaded on a Vulkan device: each run has its own buffers, freed after it."""
+
+    def __init__(
+        self, translation: Translation, device: Device, sink: DiagnosticSink, binaries: Mapping[str, bytes]
+    ) -> None:
+        self.translation = translation
+        self.device = device
+        self.sink = sink
+        self.binaries = binaries
+
+    def run(self, params: Mapping[str, np.ndarray]) -> list[RuntimeValue]:
+        session = VulkanSession(self.translation, self.device, self.sink, self.binaries)
+        try:
+            return [session.to_host(o) for o in session.run(params)]
+        finally:
+            session.close()

@@ -6,6 +6,13 @@ from mgxir.translate.onnx.importer import (
     parse_dynamic_dimension,
     parse_dynamic_dimensions,
 )
-from mgxir.translate.onnx.model import import_model
+from mgxir.translate.onnx.model import import_model, import_model_proto
 
-__all__ = ["ImportOptions", "import_model", "options_from_text", "parse_dynamic_dimension", "parse_dynamic_dimensions"]
+__all__ = [
+    "ImportOptions",
+    "import_model",
+    "import_model_proto",
+    "options_from_text",
+    "parse_dynamic_dimension",
+    "parse_dynamic_dimensions",
+]

@@ -11,10 +11,16 @@ from mgxir.translate.onnx.importer import ImportOptions, OnnxParser, ParseError,
 
 def import_model(path: str, options: ImportOptions | None = None, sink: DiagnosticSink | None = None) -> Program:
     """The program MIGraphX's ONNX parser builds for the model at `path`."""
+    return import_model_proto(load_model(path), path, options, sink)
+
+
+def import_model_proto(
+    model: object, path: str, options: ImportOptions | None = None, sink: DiagnosticSink | None = None
+) -> Program:
+    """`import_model` of a ModelProto in memory; `path` names it in messages and locates external data."""
     register_all_ops()
     options = options or ImportOptions()
     sink = sink or DiagnosticSink()
-    model = load_model(path)
     parser = OnnxParser(options, path, sink)
     try:
         return parser.parse_model(model)

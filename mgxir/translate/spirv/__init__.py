@@ -17,11 +17,11 @@ from pathlib import Path
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.ir.instruction import Instruction
+from mgxir.ir.names import instruction_names
 from mgxir.ir.program import Program
 from mgxir.passes.manager import Instrumentation, PassManager
 from mgxir.passes.registry import parse_pipeline
-from mgxir.text.parser import parse_program
-from mgxir.text.printer import PrintOptions, print_program
+from mgxir.text.printer import instruction_lines
 from mgxir.text.writer import write_atomically
 from mgxir.translate.spirv.grammar import VULKAN_ENV, SpirvToolError, assemble
 from mgxir.translate.spirv.kernels import FUSED_REDUCE, POINTWISE, Kernel, KernelOptions, make_kernel
@@ -31,13 +31,9 @@ from mgxir.translate.spirv.types import Unsupported
 FUSION_PIPELINE = "rewrite_reduce,fuse"
 
 
-def copy_program(program: Program) -> Program:
-    return parse_program(print_program(program, PrintOptions(lossless=True)), "<copy>")
-
-
 def fused_copy(program: Program, sink: DiagnosticSink) -> Program:
     """A copy of `program` after the fusion pipeline (the original is left as it was)."""
-    fused = copy_program(program)
+    fused = program.clone()
     PassManager(parse_pipeline(FUSION_PIPELINE), Instrumentation(verify_each=False)).run(fused, sink)
     return fused
 
@@ -59,8 +55,8 @@ def translate_program(
     """Kernels for the fused instructions of `main`; those that cannot be made are warned about."""
     fused = fused_copy(program, sink) if fuse else program
     translation = Translation(fused)
-    lines = print_program(fused).splitlines()
-    printed = dict(zip(fused.main, lines[1:]))  # after the `module: "main"` line
+    printed = instruction_lines(fused)
+    named = instruction_names(fused)
     names: dict[str, int] = {}
     for ins in fused.main:
         if not fusable(ins):
@@ -70,11 +66,11 @@ def translate_program(
         except Unsupported as e:
             translation.skipped[ins] = str(e)
             sink.warn(
-                f"no SPIR-V kernel for '{printed.get(ins, ins.op.name).split(' = ')[0]}' "
+                f"no SPIR-V kernel for '{named[ins]}' "
                 f"({ins.module_args[0].name}): {e}; it runs on the reference interpreter"
             )
             continue
-        kernel.instruction = printed.get(ins, "")
+        kernel.instruction = printed[ins]
         count = names.get(kernel.layout.name, 0)
         names[kernel.layout.name] = count + 1
         if count:

@@ -12,7 +12,7 @@ from iree.compiler.dialects import arith, linalg, math, scf, tensor
 
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
-from mgxir.ops.nn import _RESIZE_COORDINATES, _RESIZE_NEAREST, _cubic_kernel
+from mgxir.ops import nn
 from mgxir.translate.mlir.emitter import PARALLEL, single
 from mgxir.translate.mlir.families.indexed import IndexMath, indexed
 from mgxir.translate.mlir.families.layout import pad_constant
@@ -30,31 +30,11 @@ Values = list[ir.Value]
 
 
 def resize_taps(op_values: dict, n_in: int, n_out: int, scale: float) -> tuple[np.ndarray, np.ndarray] | None:
-    """The input positions each output position of one axis reads and their weights ({n_out, taps}),
-    computed as the reference interpreter computes them; None where the axis is not resampled."""
-    mode = op_values["mode"]
-    coordinate = _RESIZE_COORDINATES.get(op_values["coordinate_transformation_mode"] or "half_pixel")
-    if coordinate is None:
-        raise CannotLower(f"unknown coordinate_transformation_mode '{op_values['coordinate_transformation_mode']}'")
-    positions = np.arange(n_out, dtype=np.float64)
-    if mode == "cubic":
-        source = coordinate(positions, n_in, n_out, float(np.float32(scale)))
-        first = np.floor(source) - 1
-        taps = first[:, None] + np.arange(4)
-        weights = _cubic_kernel(source[:, None] - taps, float(op_values["cubic_coeff_a"]))
-        return np.clip(taps, 0, n_in - 1).astype(np.int64), weights
-    if n_in == n_out and scale == 1.0:
-        return None
-    source = np.clip(coordinate(positions, n_in, n_out, scale), 0, n_in - 1)
-    if mode == "nearest":
-        rounding = _RESIZE_NEAREST.get(op_values["nearest_mode"])
-        if rounding is None:
-            raise CannotLower(f"unknown nearest_mode '{op_values['nearest_mode']}'")
-        return rounding(source).astype(np.int64)[:, None], np.ones((n_out, 1))
-    low = np.floor(source).astype(np.int64)
-    high = np.minimum(low + 1, n_in - 1)
-    weight = source - low
-    return np.stack([low, high], axis=1), np.stack([1 - weight, weight], axis=1)
+    """The reference's taps of one axis (mgxir.ops.nn.resize_taps); CannotLower for an unknown mode."""
+    try:
+        return nn.resize_taps(op_values, n_in, n_out, scale)
+    except ValueError as e:
+        raise CannotLower(str(e)) from None
 
 
 @lowers(

@@ -265,3 +265,28 @@ def parse_skip_simplified_layer_normalization(parser: OnnxParser, info: NodeInfo
         result = info.add_common_op("add", result, bias)
         x = info.add_common_op("add", x, bias)
     return [result, mean, rrms, x]
+
+
+@onnx_op("RMSNormalization")
+def parse_rms_normalization(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    """mgxir's own (MIGraphX has no parser for it): ONNX opset 23's RMSNormalization,
+    X / sqrt(mean(X^2 over axis..rank-1) + epsilon) * scale, computed in float (stash_type 1) or in
+    X's own type (stash_type 0), then in X's type again before the scale, as ONNX's function body does."""
+    if len(args) != 2:
+        raise ParseError(f"RMSNormalization: expected 2 inputs (X, scale), got {len(args)}")
+    x, scale = args
+    rank = x.shape.ndim
+    axis = info.attr_int("axis", -1)
+    axis = axis + rank if axis is not None and axis < 0 else axis
+    if axis is None or not 0 <= axis < rank:
+        raise ParseError(f"RMSNormalization: axis {info.attr_int('axis', -1)} is out of range for rank {rank}")
+    stash = info.attr_int("stash_type", 1)
+    if stash not in (1, 0):
+        raise ParseError(f"RMSNormalization: stash_type {stash} is not supported (1: float, 0: the input's type)")
+    dtype = x.shape.dtype
+    compute = DType.float if stash == 1 else dtype
+    xc = _convert(info, x, compute)
+    mean_square = info.add("reduce_mean", info.add_common_op("mul", xc, xc), axes=list(range(axis, rank)))
+    eps = info.add_literal(np.float32(_epsilon(info)), compute)
+    normed = info.add_common_op("div", xc, info.add("sqrt", info.add_common_op("add", mean_square, eps)))
+    return info.add_common_op("mul", _convert(info, normed, dtype), scale)

@@ -10,7 +10,7 @@ import numpy as np
 
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
-from mgxir.translate.onnx.importer import NodeInfo, OnnxParser, ParseError
+from mgxir.translate.onnx.importer import NodeInfo, OnnxParser, ParseError, onnx_type
 from mgxir.translate.onnx.registry import onnx_op
 
 Args = list[Instruction]
@@ -394,7 +394,9 @@ def _check_attention_mask(lens: tuple[int, ...], batch: int, seq: int) -> None:
 
 
 @onnx_op("Attention")
-def parse_attention(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+def parse_attention(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction | list[Instruction]:
+    if parser.opset_version >= 23 and not info.has("num_heads"):
+        return _parse_onnx_attention(info, args)
     if not 2 <= len(args) <= 7:
         raise ParseError("Attention: Wrong number of inputs provided")
     attrs = _attention_attributes(info)
@@ -769,3 +771,165 @@ def parse_group_query_attention(parser: OnnxParser, info: NodeInfo, args: Args) 
     out = info.add("transpose", out, permutation=[0, 2, 1, 3])
     out = info.add("reshape", out, dims=[batch, sequence, head_size * p.num_heads])
     return [out, *present]
+
+
+# -- Attention as ONNX opset 23 defines it (mgxir's own: MIGraphX parses only the contrib op) ---------
+
+
+def _given(args: Args, index: int) -> Instruction | None:
+    if index >= len(args) or args[index].op.name == "undefined":
+        return None
+    return args[index]
+
+
+def _heads_first(info: NodeInfo, x: Instruction, heads: int | None, name: str) -> Instruction:
+    """(batch, sequence, heads * size) as (batch, heads, sequence, size); a 4-d input as it is."""
+    if x.shape.ndim == 4:
+        return x
+    if x.shape.ndim != 3 or not heads:
+        raise ParseError(f"Attention: {name} must be 4-d, or 3-d with q_num_heads and kv_num_heads")
+    batch, seq, hidden = x.shape.lens
+    if hidden % heads:
+        raise ParseError(f"Attention: {name}'s hidden size {hidden} is not a multiple of {heads} heads")
+    x = info.add("reshape", info.make_contiguous(x), dims=[batch, seq, heads, hidden // heads])
+    return info.add("transpose", x, permutation=[0, 2, 1, 3])
+
+
+def _repeat_heads(info: NodeInfo, x: Instruction, times: int) -> Instruction:
+    """Each head `times` times in a row, [h0, h0, h1, h1, ...] (grouped-query attention)."""
+    batch, heads, seq, size = x.shape.lens
+    x = info.add("unsqueeze", x, axes=[2])
+    x = info.add("multibroadcast", x, out_lens=[batch, heads, times, seq, size])
+    return info.add("reshape", info.add("contiguous", x), dims=[batch, heads * times, seq, size])
+
+
+def _allowed_band(
+    info: NodeInfo, q_seq: int, kv_seq: int, offset: int | Instruction, left: int, right: int
+) -> Instruction | np.ndarray:
+    """Which key j the query i (at offset + i among the keys) attends: offset + i - j within
+    [-right, left] (a negative bound is no bound; causal is left unbounded, right 0)."""
+    if isinstance(offset, int):
+        diff = np.arange(q_seq)[:, None] + offset - np.arange(kv_seq)[None, :]
+        allowed = np.ones_like(diff, bool)
+        if left >= 0:
+            allowed &= diff <= left
+        if right >= 0:
+            allowed &= -diff <= right
+        return allowed
+    rows = info.add_literal(np.arange(q_seq).reshape(q_seq, 1), DType.int64)
+    columns = info.add_literal(np.arange(kv_seq).reshape(1, kv_seq), DType.int64)
+    diff = info.add_common_op("sub", info.add_common_op("add", rows, offset), columns)
+    allowed = None
+    for bound, sign in ((left, 1), (right, -1)):
+        if bound < 0:
+            continue
+        # sign * diff <= bound, as sign * diff < bound + 1 in integers
+        limit = info.add_literal(np.array([sign * (bound + 1)]), DType.int64)
+        within = info.add_common_op("less" if sign > 0 else "greater", diff, limit)
+        allowed = within if allowed is None else info.add_common_op("logical_and", allowed, within)
+    assert allowed is not None
+    return allowed
+
+
+def _add_bias(info: NodeInfo, bias: Instruction | None, allowed: Instruction | np.ndarray, dtype: DType) -> Instruction:
+    """`bias` plus 0 where `allowed` and -inf elsewhere."""
+    if isinstance(allowed, np.ndarray):
+        extra = info.add_literal(np.where(allowed, 0.0, -np.inf), dtype, list(allowed.shape))
+    else:
+        zero = info.add_literal(np.zeros(1), dtype)
+        minus_inf = info.add_literal(np.full(1, -np.inf), dtype)
+        extra = info.add_common_op("where", allowed, zero, minus_inf)
+    return extra if bias is None else info.add_common_op("add", bias, extra)
+
+
+def _parse_onnx_attention(info: NodeInfo, args: Args) -> list[Instruction]:
+    """ONNX's Attention (opset 23): scaled dot-product attention of 4-d (batch, heads, sequence, size)
+    or 3-d (batch, sequence, hidden) Q, K, V, with grouped-query heads, a boolean or additive mask,
+    a causal mask, a key/value cache, softcap, and the four outputs (Y, present key and value, the
+    QK product at the stage `qk_matmul_output_mode` names), computed as ONNX's reference does."""
+    if len(args) < 3:
+        raise ParseError(f"Attention: Q, K and V are needed, got {len(args)} inputs")
+    nonpad = _given(args, 6)
+    left, right = info.attr_int("left_window_size", -1), info.attr_int("right_window_size", -1)
+    q_heads, kv_heads = info.attr_int("q_num_heads", 0), info.attr_int("kv_num_heads", 0)
+    three_d = args[0].shape.ndim == 3
+    q = _heads_first(info, args[0], q_heads, "Q")
+    k = _heads_first(info, args[1], kv_heads, "K")
+    v = _heads_first(info, args[2], kv_heads, "V")
+    dtype = q.shape.dtype
+    past_key, past_value = _given(args, 4), _given(args, 5)
+    if (past_key is None) != (past_value is None):
+        raise ParseError("Attention: past_key and past_value must be given together")
+    if nonpad is not None and past_key is not None:
+        raise ParseError("Attention: nonpad_kv_seqlen cannot be combined with past_key and past_value")
+    if past_key is not None and past_value is not None:
+        k = info.add("concat", past_key, k, axis=2)
+        v = info.add("concat", past_value, v, axis=2)
+    present_key, present_value = k, v
+    q_seq, kv_seq = q.shape.lens[2], k.shape.lens[2]
+
+    bias: Instruction | None = None
+    mask = _given(args, 3)
+    if mask is not None:
+        if mask.shape.dtype is DType.bool:
+            zero = info.add_literal(np.zeros(1), dtype)
+            minus_inf = info.add_literal(np.full(1, -np.inf), dtype)
+            mask = info.add_common_op("where", mask, zero, minus_inf)
+        missing = kv_seq - mask.shape.lens[-1]
+        if missing > 0:  # a mask shorter than the keys masks the rest
+            lens = [*mask.shape.lens[:-1], missing]
+            mask = info.add("concat", mask, info.add_literal(np.full(lens, -np.inf), dtype, lens), axis=-1)
+        bias = mask
+    # where each query block starts among the keys: after the cache, or per batch after the
+    # keys that are not padding (an external cache)
+    offset: int | Instruction = past_key.shape.lens[2] if past_key is not None else 0
+    if nonpad is not None:
+        lengths = info.add("reshape", info.add("convert", nonpad, target_type=DType.int64), dims=[-1, 1, 1, 1])
+        offset = info.add_common_op("sub", lengths, info.add_literal(np.array([q_seq]), DType.int64))
+    if info.attr_int("is_causal", 0):
+        bias = _add_bias(info, bias, _allowed_band(info, q_seq, kv_seq, offset, -1, 0), dtype)
+    if left >= 0 or right >= 0:
+        bias = _add_bias(info, bias, _allowed_band(info, q_seq, kv_seq, offset, left, right), dtype)
+    if nonpad is not None:
+        keys = info.add_literal(np.arange(kv_seq).reshape(1, 1, 1, kv_seq), DType.int64)
+        bias = _add_bias(info, bias, info.add_common_op("less", keys, lengths), dtype)
+
+    q_heads, kv_heads = q.shape.lens[1], k.shape.lens[1]
+    if q_heads != kv_heads:
+        if q_heads % kv_heads or v.shape.lens[1] != kv_heads:
+            raise ParseError(f"Attention: {q_heads} query heads cannot share {kv_heads} key/value heads")
+        k, v = _repeat_heads(info, k, q_heads // kv_heads), _repeat_heads(info, v, q_heads // kv_heads)
+
+    scale = info.attr_float("scale", None)
+    root = np.sqrt(1 / np.sqrt(q.shape.lens[3]) if scale is None else scale)
+    root_literal = info.add_literal(np.float64(root), dtype)
+    k_t = info.add("transpose", info.add_common_op("mul", k, root_literal), permutation=[0, 1, 3, 2])
+    qk = info.add("dot", info.add_common_op("mul", q, root_literal), k_t)
+    softcap = info.attr_float("softcap", 0.0) or 0.0
+    if softcap > 0:
+        cap = info.add_literal(np.float64(softcap), dtype)
+        qk = info.add_common_op("mul", info.add("tanh", info.add_common_op("div", qk, cap)), cap)
+    qk_output = qk
+    scores = qk if bias is None else info.add_common_op("add", qk, bias)
+    mode = info.attr_int("qk_matmul_output_mode", 0)
+    if mode == 2:
+        qk_output = scores
+    precision = info.attr_int("softmax_precision", 0)
+    if precision:
+        scores = info.add("convert", scores, target_type=onnx_type(precision))
+    probabilities = info.add("softmax", scores, axis=-1)
+    if precision:
+        probabilities = info.add("convert", probabilities, target_type=dtype)
+    if bias is not None:  # a row whose keys are all masked attends to nothing: zeros, as ONNX says
+        row_max = info.add("reduce_max", bias, axes=[bias.shape.ndim - 1])
+        masked = info.add_common_op("equal", row_max, info.add_literal(np.full(1, -np.inf), dtype))
+        zero = info.add_literal(np.zeros(1), dtype)
+        probabilities = info.add_common_op("where", masked, zero, probabilities)
+    if mode == 3:
+        qk_output = probabilities
+    y = info.add("dot", probabilities, v)
+    if three_d:
+        y = info.add("transpose", y, permutation=[0, 2, 1, 3])
+        batch, seq = y.shape.lens[:2]
+        y = info.add("reshape", info.make_contiguous(y), dims=[batch, seq, -1])
+    return [y, present_key, present_value, qk_output]
