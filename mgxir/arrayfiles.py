@@ -12,7 +12,9 @@ refused, and every member is read to its end inside the check, so each fault is 
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 from tokenize import TokenError
 from typing import IO
 
@@ -35,10 +37,7 @@ class ArrayFileError(Exception):
 
 def load_arrays(path: str) -> np.ndarray | dict[str, np.ndarray]:
     """The array of a .npy file, or the arrays of a .npz file by name."""
-    import zipfile
-    import zlib
-
-    try:
+    with _reading():
         with open(path, "rb") as f:
             magic = f.read(len(_NPY_MAGIC))
             if not magic:
@@ -48,35 +47,77 @@ def load_arrays(path: str) -> np.ndarray | dict[str, np.ndarray]:
             f.seek(0)
             if magic == _NPY_MAGIC:
                 return _read_npy(f, size)
-            if magic[:4] in _ZIP_MAGICS:
-                return _read_npz(f)
+        with NpzArchive(path) as archive:
+            return {name: archive.read(name) for name in archive.names}
+
+
+class NpzArchive:
+    """An .npz file opened once, its members read one at a time as they are asked for (a text's
+    sidecar holds many literals), each with `load_arrays`' checks."""
+
+    def __init__(self, path: str):
+        import zipfile
+
+        self.path = path
+        with _reading():
+            self.file = open(path, "rb")  # closed by close()
+            try:
+                magic = self.file.read(len(_NPY_MAGIC))
+                if not magic:
+                    raise ArrayFileError("is empty")
+                if magic == _NPY_MAGIC:
+                    raise ArrayFileError("is a .npy file (one array), not a .npz archive")
+                if magic[:4] not in _ZIP_MAGICS:
+                    raise ArrayFileError("is neither a .npy nor a .npz file")
+                self.file.seek(0)
+                self.zip = zipfile.ZipFile(self.file)
+            except BaseException:
+                self.file.close()
+                raise
+        self.members = {
+            (i.filename[:-4] if i.filename.endswith(".npy") else i.filename): i
+            for i in self.zip.infolist()
+            if not i.is_dir()
+        }
+        self.names = list(self.members)
+
+    def read(self, name: str) -> np.ndarray:
+        info = self.members[name]
+        with _reading(), self.zip.open(info) as member:
+            try:
+                array = _read_npy(member, info.file_size)
+            except ArrayFileError as e:
+                raise ArrayFileError(f"member '{name}' {e}") from None
+            # the CRC is checked when a member is read to its end
+            if len(member.read(_SLACK + 1)) > _SLACK:
+                raise ArrayFileError(f"member '{name}' holds more than its array")
+        return array
+
+    def close(self) -> None:
+        self.zip.close()
+        self.file.close()
+
+    def __enter__(self) -> NpzArchive:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@contextlib.contextmanager
+def _reading() -> Iterator[None]:
+    """Turns what reading a damaged or missing file raises into ArrayFileError."""
+    import zipfile
+    import zlib
+
+    try:
+        yield
     except IsADirectoryError:
         raise ArrayFileError("is a directory") from None
     except OSError as e:
         raise ArrayFileError(f"cannot be read: {e.strerror or e}") from None
     except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as e:
         raise ArrayFileError(f"is a damaged .npz file: {e}") from None
-    raise ArrayFileError("is neither a .npy nor a .npz file")
-
-
-def _read_npz(f: IO[bytes]) -> dict[str, np.ndarray]:
-    import zipfile
-
-    arrays: dict[str, np.ndarray] = {}
-    with zipfile.ZipFile(f) as archive:
-        for info in archive.infolist():
-            if info.is_dir():
-                continue
-            name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
-            with archive.open(info) as member:
-                try:
-                    arrays[name] = _read_npy(member, info.file_size)
-                except ArrayFileError as e:
-                    raise ArrayFileError(f"member '{name}' {e}") from None
-                # the CRC is checked when a member is read to its end
-                if len(member.read(_SLACK + 1)) > _SLACK:
-                    raise ArrayFileError(f"member '{name}' holds more than its array")
-    return arrays
 
 
 def _read_npy(f: IO[bytes], size: int) -> np.ndarray:

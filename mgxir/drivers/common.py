@@ -153,3 +153,12 @@ def load_entry(reference: str) -> Any:
     """The object a plug-in table names as "package.module:attribute", imported on first use."""
     module_name, _, attribute = reference.partition(":")
     return getattr(importlib.import_module(module_name), attribute)
+
+
+def keeps_literals(lossless: bool, elide_literals: bool, sidecar: str | None = None) -> bool:
+    """Whether a tool writes every literal value (the default: what it writes reads back as the same
+    program), or prints them as MIGraphX does, when asked with `--elide-literals`."""
+    if elide_literals and (lossless or sidecar is not None):
+        flag = "--lossless" if lossless else "--sidecar"
+        raise MgxError(f"{flag} keeps every literal value: not with --elide-literals")
+    return not elide_literals

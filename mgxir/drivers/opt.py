@@ -13,7 +13,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
-from mgxir.drivers.common import check_output_path, read_text, run_guarded
+from mgxir.drivers.common import check_output_path, keeps_literals, read_text, run_guarded
+from mgxir.drivers.formats import INPUT_FORMATS, input_format, read_input
 from mgxir.drivers.options import DeclaredOptions, Option, flag
 from mgxir.ir.program import Program
 from mgxir.progress import progress, set_quiet
@@ -41,9 +42,14 @@ class OptOptions(DeclaredOptions):
         flag(
             "lossless",
             "--lossless",
-            help="Print every literal value exactly (all dtypes, NaN payloads, bf16/fp8 bits).",
+            help="Keep every literal value exactly (the default; NaN payloads, bf16/fp8 bits).",
         ),
-        Option("sidecar", ("--sidecar",), "With --lossless: put literal data in this .npz and name it in the text."),
+        flag(
+            "elide_literals",
+            "--elide-literals",
+            help="Print literals as MIGraphX does: '{ ... }' past 10 values, 6 digits.",
+        ),
+        Option("sidecar", ("--sidecar",), "Put the data of literals past ten values in this .npz; the text names it."),
         flag("from_log", "--from-log", help="The input is MIGraphX log output: load the program printed in it."),
         Option(
             "log_pass", ("--log-pass",), "With --from-log: the program printed after this pass (default: the last one)."
@@ -134,11 +140,15 @@ def _opt(options: OptOptions, sink: DiagnosticSink) -> int:
         sys.stdout.write(list_passes())
         return 0
     check_output_path(options.output)
+    options.lossless = keeps_literals(options.lossless, options.elide_literals, options.sidecar)
     from_log = options.from_log or options.log_pass is not None
-    text = None if from_log else read_text(options.input)
+    form = "log" if from_log else input_format(options.input)
+    text = read_text(options.input) if form == "mgx" else None
     transform = _transformer(options, text)
     if from_log:
         return _opt_log(options, sink, transform)
+    if text is None:
+        return _opt_other_format(options, form, sink, transform)
     assert text is not None
     filename = "<stdin>" if options.input == "-" else options.input
     # the input's folder, where its sidecars are (as Path(input).parent for a file that could be read)
@@ -188,6 +198,18 @@ def _opt_chunks(
     if not failed or options.output in (None, "-"):
         write_output(f"{SPLIT_MARKER}\n".join(outputs), options.output)
     return 1 if failed else 0
+
+
+def _opt_other_format(options: OptOptions, form: str, sink: DiagnosticSink, transform: Transform) -> int:
+    """An input in another format than program text (.mxr, JSON, ONNX, MLIR), read by its content."""
+    if options.split or options.verify_diagnostics:
+        flag = "--split-input-file" if options.split else "--verify-diagnostics"
+        raise MgxError(f"{flag} reads program text; {options.input} is {INPUT_FORMATS[form].what}")
+    program = read_input(options.input, {}, sink, form)
+    again = None if options.input == "-" else lambda: read_input(options.input, {}, DiagnosticSink(), form)
+    transform(program, sink, again)
+    write_program(program, options.output, lossless=options.lossless, sidecar=options.sidecar)
+    return 0
 
 
 def _opt_log(options: OptOptions, sink: DiagnosticSink, transform: Transform) -> int:

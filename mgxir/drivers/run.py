@@ -19,7 +19,8 @@ import numpy as np
 
 from mgxir.arrayfiles import ArrayFileError, load_arrays
 from mgxir.diagnostics import DiagnosticSink, MgxError, check_allocation
-from mgxir.drivers.common import check_output_path, load_entry, run_guarded
+from mgxir.drivers.common import check_output_path, run_guarded
+from mgxir.drivers.formats import input_format, read_input
 from mgxir.drivers.options import DeclaredOptions, Option, flag
 from mgxir.interp import Interpreter, check_memory
 from mgxir.ir.dtype import DType
@@ -540,14 +541,14 @@ def run_on_target(
 
 
 def _read(target: Target, options: object, o: RunOptions, sink: DiagnosticSink) -> Program:
-    """The program to run: an ONNX model imported as `--from-onnx` does (sized by --batch and
-    --input-dim); anything else as the target reads it (IREE also reads the MLIR that mgx-translate
-    wrote and compiles it as it is)."""
-    if o.input_file.endswith(".onnx"):
-        return load_entry("mgxir.drivers.formats:read_onnx")(
-            o.input_file, {"batch": o.batch, "input_dim": o.input_dim}, sink
-        )
-    return target.read(o.input_file, sink, options, o.from_log or o.log_pass is not None, o.log_pass)
+    """The program to run, read as its content says (`mgxir.drivers.formats.input_format`): program
+    text (or a log) and, on IREE, MLIR as the target reads them (IREE compiles MLIR as it is); an
+    ONNX model imported as `--from-onnx` does (sized by --batch and --input-dim), .mxr, .json and,
+    on the other targets, MLIR read back."""
+    form = "log" if o.from_log or o.log_pass is not None else input_format(o.input_file)
+    if form in ("mgx", "log") or (form in ("mlir", "mlirbc") and target.name in ("iree", "cpu")):
+        return target.read(o.input_file, sink, options, form == "log", o.log_pass)
+    return read_input(o.input_file, {"batch": o.batch, "input_dim": o.input_dim}, sink, form)
 
 
 def _at_path(spec: str) -> str:

@@ -20,7 +20,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mgxir.diagnostics import DiagnosticSink, MgxError, did_you_mean
-from mgxir.drivers.common import check_output_path, load_entry, run_guarded
+from mgxir.drivers.common import check_output_path, keeps_literals, load_entry, run_guarded
+from mgxir.drivers.formats import INPUT_FORMATS, input_format
 from mgxir.drivers.options import DeclaredOptions, Option, flag
 from mgxir.ir.program import Program
 from mgxir.progress import progress, set_quiet
@@ -45,22 +46,17 @@ WRITERS: dict[str, str] = {
     "dot": "mgxir.drivers.formats:write_dot",
     "svg": "mgxir.drivers.formats:write_svg",
 }
-READERS: dict[str, str] = {
-    "mgx": "mgxir.drivers.translate:read_mgx",
-    "log": "mgxir.drivers.translate:read_log",
-    "onnx": "mgxir.drivers.formats:read_onnx",
-    "mlir": "mgxir.drivers.formats:read_mlir",
-    "mxr": "mgxir.drivers.formats:read_mxr",
-    "json": "mgxir.drivers.formats:read_json",
-    "py": "mgxir.drivers.formats:read_py",
-}
+# `--from NAME`: the input formats (without --from, the input's content says which)
+READERS: dict[str, str] = {name: form.reader for name, form in INPUT_FORMATS.items()}
 # writers whose -o names a folder they fill (not a file written atomically)
 FOLDER_WRITERS = frozenset({"spirv"})
 
 
 def write_mgx(program: Program, output: str | None, options: Options, sink: DiagnosticSink) -> None:
-    """MIGraphX's text, as MIGraphX prints it."""
-    write_program(program, output)
+    """The program text, every literal value kept (as `mgx-lossless`), or as MIGraphX prints it with
+    `elide_literals`."""
+    lossless = keeps_literals(bool(options.get("lossless")), bool(options.get("elide_literals")))
+    write_program(program, output, lossless=lossless)
 
 
 def write_mgx_lossless(program: Program, output: str | None, options: Options, sink: DiagnosticSink) -> None:
@@ -90,7 +86,11 @@ class TranslateOptions(DeclaredOptions):
     DECLARED = (
         Option("input", help="Program to read ('-' for standard input).", default="-", positional=True),
         Option("to", ("--to",), f"Output format: {', '.join(WRITERS)} (or --to-FORMAT).", default="mgx"),
-        Option("source", ("--from",), f"Input format: {', '.join(READERS)} (or --from-FORMAT).", default="mgx"),
+        Option(
+            "source",
+            ("--from",),
+            f"Input format: {', '.join(READERS)} (or --from-FORMAT; default: as the input's content says).",
+        ),
         Option("output", ("-o", "--output"), "Write here (atomically) instead of standard output."),
         flag("from_log", "--from-log", help="The input is MIGraphX log output (--from=log)."),
         flag(
@@ -131,6 +131,12 @@ class TranslateOptions(DeclaredOptions):
         flag(
             "skip_unknown_operators", "--skip-unknown-operators", help="ONNX: keep unknown operators as unknown:OpType."
         ),
+        flag("lossless", "--lossless", help="Text: keep every literal value exactly (the default)."),
+        flag(
+            "elide_literals",
+            "--elide-literals",
+            help="Text: print literals as MIGraphX does ('{ ... }' past 10 values).",
+        ),
     )
     FORMAT_OPTIONS_FROM = "allow_undefined"
 
@@ -141,7 +147,8 @@ class TranslateOptions(DeclaredOptions):
         return {name: getattr(self, name) for name in names[names.index(self.FORMAT_OPTIONS_FROM) :]}
 
     @property
-    def input_format(self) -> str:
+    def input_format(self) -> str | None:
+        """The format asked for (None: the input's content says)."""
         return "log" if self.from_log else self.source
 
 
@@ -160,9 +167,12 @@ def _translate(options: TranslateOptions, sink: DiagnosticSink) -> int:
     if options.bytecode_version is not None and options.to != "mlirbc":
         raise MgxError("--bytecode-version goes with --to-mlirbc")
     write: Writer = _entry(WRITERS, options.to, "--to")
-    read: Reader = _entry(READERS, source, "--from")
+    if source is not None:
+        _entry(READERS, source, "--from")
     if options.to not in FOLDER_WRITERS:
         check_output_path(options.output)
+    source = source or input_format(options.input)
+    read: Reader = _entry(READERS, source, "--from")
     if options.split_input_file:
         if (options.to, source) == ("mgx", "mlir"):
             load_entry("mgxir.drivers.formats:programs_of_split_mlir")(options.input, options.output, sink)

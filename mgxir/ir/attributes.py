@@ -9,7 +9,13 @@ from typing import Any
 import numpy as np
 
 from mgxir.ir.dtype import DType
-from mgxir.ir.format import ShapeSyntaxError, format_float, read_dynamic_dimension, shape_from_value
+from mgxir.ir.format import (
+    ShapeSyntaxError,
+    format_float,
+    format_float32_exact,
+    read_dynamic_dimension,
+    shape_from_value,
+)
 from mgxir.ir.shape import DynamicDimension, Shape, format_dynamic_dimension, format_int_list, format_shape
 from mgxir.ir.values import Braces, Brackets, Seq, Value
 from mgxir.records import FrozenRecord
@@ -47,6 +53,10 @@ class Kind(abc.ABC):
 
     @abc.abstractmethod
     def format(self, x: Any) -> str: ...
+
+    def format_exact(self, x: Any) -> str:
+        """The text that reads back as exactly `x` (the lossless text form); `format` where it does."""
+        return self.format(x)
 
 
 class IntKind(Kind):
@@ -105,6 +115,9 @@ class FloatKind(Kind):
     def format(self, x: float) -> str:
         return format_float(x)
 
+    def format_exact(self, x: float) -> str:
+        return format_float32_exact(x)
+
 
 class StringKind(Kind):
     description = "a word"
@@ -143,6 +156,9 @@ class FloatListKind(Kind):
 
     def format(self, x: Sequence[float]) -> str:
         return "{" + ", ".join(format_float(f) for f in x) + "}"
+
+    def format_exact(self, x: Sequence[float]) -> str:
+        return "{" + ", ".join(format_float32_exact(f) for f in x) + "}"
 
 
 class TypeKind(Kind):
@@ -222,6 +238,9 @@ class OptionalKind(Kind, FrozenRecord):
 
     def format(self, x: Any) -> str:
         return "nullopt" if x is None else self.inner.format(x)
+
+    def format_exact(self, x: Any) -> str:
+        return "nullopt" if x is None else self.inner.format_exact(x)
 
 
 class ShapeKind(Kind):

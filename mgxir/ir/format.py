@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from mgxir.ir.dtype import DType
 from mgxir.ir.shape import DynamicDimension, Shape, format_dynamic_dimension, format_shape
 from mgxir.ir.values import Braces, Brackets, Seq, Value, atoms_of
@@ -15,6 +17,16 @@ def format_float(x: float) -> str:
     if x != x:
         return "-nan" if math.copysign(1.0, x) < 0 else "nan"
     return "%g" % x  # noqa: UP031 (printf %g is exactly what C++ streams print)
+
+
+def format_float32_exact(x: float) -> str:
+    """A float32 value as `format_float` prints it where that text reads back as the same float32,
+    else the shortest text that does (numpy's): for the lossless text form."""
+    text = format_float(x)
+    value = np.float32(x)
+    if np.float32(float(text)).view(np.uint32) == value.view(np.uint32):
+        return text
+    return str(value)
 
 
 def format_shape_lossless(shape: Shape) -> str:

@@ -125,6 +125,19 @@ class OpDef:
         ]
         return f"{self.name}[{','.join(parts)}]"
 
+    def format_exact(self, op: Operation) -> str:
+        """The text that reads back as exactly `op` (float attributes with all their bits), for the
+        lossless text form: `op.text` wherever that already does."""
+        if type(self).format is not OpDef.format or not any(
+            a.kind.format_exact(v) != a.kind.format(v) for a, v in zip(self.attributes, op.values) if v is not None
+        ):
+            return op.text
+        parts = [
+            f"{a.name}={a.kind.format_exact(v) if v is not None or isinstance(a.kind, OptionalKind) else ''}"
+            for a, v in zip(self.attributes, op.values)
+        ]
+        return f"{self.name}[{','.join(parts)}]"
+
     # -- semantics --------------------------------------------------------------------------
 
     def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape | None:

@@ -8,7 +8,8 @@ Lossless forms (all inside `@literal{...}`; each is one value of the grammar):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import os
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -46,14 +47,18 @@ def _format_values_g6(data: np.ndarray, dtype: DType) -> list[str]:
 
 
 def _exact_strings(data: np.ndarray, dtype: DType) -> list[str]:
+    """Each value as MIGraphX prints it (`%g`) where that reads back bit for bit, else exactly."""
     flat = data.reshape(-1)
-    if dtype is DType.bool:
-        return ["1" if v else "0" for v in flat]
-    if dtype is DType.float:
-        return [str(v) for v in flat]  # numpy: shortest text that reads back as this float32
-    if dtype.is_float:
-        return [repr(float(v)) for v in flat]  # exact: these values are all float64 values
-    return [str(int(v)) for v in flat]
+    if dtype is DType.bool or not dtype.is_float:
+        return _format_values_g6(flat, dtype)
+    texts = _format_values_g6(flat, dtype)
+    back = values_from_strings(texts, dtype)
+    bits = dtype.bits_dtype
+    for i in np.flatnonzero(back.view(bits) != flat.view(bits)):
+        # numpy: the shortest text that reads back as this float32; the other float types' values
+        # are all float64 values, so their repr is exact
+        texts[i] = str(flat[i]) if dtype is DType.float else repr(float(flat[i]))
+    return texts
 
 
 def _same_bits(a: np.ndarray, b: np.ndarray, dtype: DType) -> bool:
@@ -63,18 +68,21 @@ def _same_bits(a: np.ndarray, b: np.ndarray, dtype: DType) -> bool:
 
 
 def format_lossless(lit: Literal, sidecar: dict[str, np.ndarray] | None, sidecar_name: str | None, key: str) -> str:
-    """An exact literal body; large data goes to `sidecar` when one is given."""
+    """An exact literal body. Each value is written as MIGraphX prints it (`%g`) where that reads back
+    bit for bit, else exactly, so that the literals MIGraphX prints (at most PRINT_LIMIT values) print
+    as MIGraphX prints them wherever its text is exact. Larger literals go to the sidecar's array when
+    `sidecar` is given; without one they are decimals up to LOSSLESS_DECIMAL_LIMIT values, then the
+    raw bytes in hex (a value no decimal reads back as, a NaN's payload, also takes hex)."""
     if lit.data is None:
         return "{ ... }"
     dtype = lit.shape.dtype
     data = np.ascontiguousarray(lit.data)
-    if sidecar is not None and sidecar_name is not None:
+    if sidecar is not None and sidecar_name is not None and data.size > PRINT_LIMIT:
         sidecar[key] = data.view(dtype.bits_dtype) if dtype is not DType.bool and not _npz_native(dtype) else data
         return "{npz:" + sidecar_name + ":" + key + "}"
     if data.size <= LOSSLESS_DECIMAL_LIMIT:
         texts = _exact_strings(data, dtype)
-        back = values_from_strings(texts, dtype)
-        if _same_bits(back, data.reshape(-1), dtype):
+        if _same_bits(values_from_strings(texts, dtype), data.reshape(-1), dtype):
             return "{" + ", ".join(texts) + "}"
     return "{hex:" + data.astype(data.dtype.newbyteorder("<"), copy=False).tobytes().hex() + "}"
 
@@ -111,8 +119,11 @@ def _parse_bool(t: str) -> bool:
     raise ValueError(f"'{t}' is not 0 or 1")
 
 
-def literal_from_items(items: tuple, shape: Shape, base_dir: str | Path | None) -> Literal:
-    """A Literal from the items of a parsed literal body."""
+def literal_from_items(
+    items: tuple, shape: Shape, base_dir: str | Path | None, sidecars: Sidecars | None = None
+) -> Literal:
+    """A Literal from the items of a parsed literal body; `sidecars` holds the archives a program's
+    text names, each opened once (a reader of one literal opens its own)."""
     if shape.is_tuple or shape.is_dynamic:
         raise LiteralSyntaxError("a literal needs a static shape")
     dtype = shape.dtype
@@ -130,7 +141,10 @@ def literal_from_items(items: tuple, shape: Shape, base_dir: str | Path | None) 
         data = np.frombuffer(raw, dtype=dtype.numpy.newbyteorder("<") if itemsize > 1 else dtype.numpy)
         return Literal(shape, data.astype(dtype.numpy))
     if len(items) == 1 and isinstance(items[0], str) and items[0].startswith("npz:"):
-        return _from_sidecar(items[0][4:], shape, base_dir)
+        if sidecars is not None:
+            return _from_sidecar(items[0][4:], shape, sidecars)
+        with Sidecars(base_dir) as own:
+            return _from_sidecar(items[0][4:], shape, own)
     if not all(isinstance(t, str) for t in items):
         raise LiteralSyntaxError("literal values must be numbers")
     if len(items) != n:
@@ -138,26 +152,57 @@ def literal_from_items(items: tuple, shape: Shape, base_dir: str | Path | None) 
     return Literal(shape, values_from_strings(items, dtype))
 
 
-def _from_sidecar(ref: str, shape: Shape, base_dir: str | Path | None) -> Literal:
+class Sidecars:
+    """The sidecar .npz archives a text names, each opened once and its arrays read as literals ask
+    for them: reading a program is linear in its literals (numpy's `np.load` of an archive reads its
+    whole directory, and `key in archive` scans a list, so one load per literal is quadratic)."""
+
+    def __init__(self, base_dir: str | Path | None):
+        self.base_dir = base_dir
+        self._archives: dict[str, tuple[Any, str]] = {}  # file -> (NpzArchive, path)
+
+    def __enter__(self) -> Sidecars:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for archive, _ in self._archives.values():
+            archive.close()
+        self._archives.clear()
+
+    def array(self, file: str, key: str) -> tuple[np.ndarray, str]:
+        """Array `key` of sidecar `file` (relative to the text's folder), and the archive's path;
+        read by mgxir.arrayfiles: sizes checked against the file and memory, a damaged, empty or
+        .npy file, Python objects and strings are one line."""
+        from mgxir.arrayfiles import ArrayFileError
+
+        archive, path = self._archives.get(file) or self._open(file)
+        if key not in archive.members:
+            raise LiteralSyntaxError(f"sidecar {file} has no array '{key}'")
+        try:
+            return archive.read(key), path
+        except ArrayFileError as e:
+            raise LiteralSyntaxError(f"sidecar {file} {e}") from None
+
+    def _open(self, file: str) -> tuple[Any, str]:
+        from mgxir.arrayfiles import ArrayFileError, NpzArchive
+
+        path = file if os.path.isabs(file) or self.base_dir is None else os.path.join(self.base_dir, file)
+        try:
+            archive = NpzArchive(path)
+        except ArrayFileError as e:
+            raise LiteralSyntaxError(f"sidecar {file} {e}") from None
+        self._archives[file] = opened = (archive, path)
+        return opened
+
+
+def _from_sidecar(ref: str, shape: Shape, sidecars: Sidecars) -> Literal:
     file, sep, key = ref.rpartition(":")
     if not sep or not file:
         raise LiteralSyntaxError("expected npz:FILE:KEY")
-    from pathlib import Path  # only for sidecars (mgxir.text.writer)
-
-    from mgxir.arrayfiles import ArrayFileError, load_arrays
-
-    path = Path(file)
-    if not path.is_absolute() and base_dir is not None:
-        path = Path(base_dir) / path
-    try:
-        archive = load_arrays(str(path))
-    except ArrayFileError as e:  # empty, damaged, object or string arrays, sizes past the file or memory
-        raise LiteralSyntaxError(f"sidecar {file} {e}") from None
-    if not isinstance(archive, dict):
-        raise LiteralSyntaxError(f"sidecar {file} is a .npy file: a sidecar is a .npz file")
-    if key not in archive:
-        raise LiteralSyntaxError(f"sidecar {file} has no array '{key}'")
-    data = archive[key]
+    data, path = sidecars.array(file, key)
     dtype = shape.dtype
     if data.dtype != dtype.numpy:
         if data.dtype == dtype.bits_dtype:
@@ -168,4 +213,4 @@ def _from_sidecar(ref: str, shape: Shape, base_dir: str | Path | None) -> Litera
         raise LiteralSyntaxError(
             f"sidecar array '{key}' has {data.size} values, the shape has {shape.elements} elements"
         )
-    return Literal(shape, data, source=str(path))
+    return Literal(shape, data, source=path)

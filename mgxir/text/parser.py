@@ -26,7 +26,7 @@ from mgxir.ir.registry import all_ops, lookup, operation_from_node
 from mgxir.ir.shape import Shape
 from mgxir.ops import register_all_ops
 from mgxir.text import lalr
-from mgxir.text.literals import LiteralSyntaxError, literal_from_items
+from mgxir.text.literals import LiteralSyntaxError, Sidecars, literal_from_items
 from mgxir.text.syntax import SyntaxProblem, describe_expected, lark, parse_layer2
 
 if TYPE_CHECKING:
@@ -65,9 +65,15 @@ class SourceText:
 
 class _Builder:
     def __init__(
-        self, source: SourceText, base_dir: str | Path | None, sink: DiagnosticSink, allow_undefined: bool = False
+        self,
+        source: SourceText,
+        base_dir: str | Path | None,
+        sink: DiagnosticSink,
+        allow_undefined: bool = False,
+        sidecars: Sidecars | None = None,
     ):
         self.source = source
+        self.sidecars = sidecars if sidecars is not None else Sidecars(base_dir)
         self.allow_undefined = allow_undefined
         self.base_dir = base_dir
         self.sink = sink
@@ -106,7 +112,7 @@ class _Builder:
         module = self.module
         if module is None:
             module = self.module = self.program.create_module("main")
-        name = d[: d.index("=")].rstrip()
+        name = d[: d.index("=")].strip()
         op_column = 1 + len(d)
         args_column = op_column + len(o)
         modules_column = args_column + (len(a) if a is not None else 0)
@@ -122,7 +128,7 @@ class _Builder:
         if a is not None and len(a) > 2:
             lookup_local = self.local.get
             lookup_global = self.globals.get
-            for arg_name in a[1:-1].split(","):
+            for arg_name in _listed_names(a[1:-1]):
                 found = lookup_local(arg_name) or lookup_global(arg_name)
                 if found is None:
                     found = self._missing(arg_name, a, line, args_column)
@@ -177,6 +183,8 @@ class _Builder:
                 target_id = int(target) if target is not None else 0
                 syms = tuple(symbols.split(", ")) if symbols else ()
             except SyntaxProblem as e:
+                if text.lstrip().startswith("("):
+                    e.message = "an operator's arguments follow its name with no space: 'NAME(args)'"
                 raise self.source.error(e.message, line, column + e.column) from None
             except ShapeSyntaxError as e:
                 col = column + max(text.find("->") + 3, 0)
@@ -200,7 +208,7 @@ class _Builder:
                 raise self.source.error("a literal needs a shape: '-> TYPE, {lens}, {strides}'", line, column)
             try:
                 items = parse_layer2(text[8:], "literal_body", "the literal")
-                lit = literal_from_items(items, shape, self.base_dir)
+                lit = literal_from_items(items, shape, self.base_dir, self.sidecars)
             except SyntaxProblem as e:
                 raise self.source.error(e.message, line, column + 8 + e.column) from None
             except LiteralSyntaxError as e:
@@ -242,7 +250,7 @@ class _Builder:
 
     def resolve_modules(self) -> None:
         for ins, text, line, column in self.pending_modules:
-            names = text[3:-1].split(", ") if len(text) > 4 else []
+            names = _listed_names(text[text.index("[") + 1 : -1])
             mods = []
             for n in names:
                 found = self.program.get_module(n)
@@ -253,10 +261,16 @@ class _Builder:
             ins.module_args = mods
 
 
+def _listed_names(inside: str) -> list[str]:
+    """The names of an argument or module list without its brackets: `a,b` as MIGraphX prints it, or
+    with any spacing (`a, b`, ` a `)."""
+    return [name.strip() for name in inside.split(",")] if inside.strip() else []
+
+
 def _item_offset(listed: str, item: str) -> int:
     """Where `item` stands in a printed list, `(a,b)` or `, [a, b]`: as a whole item, not inside a
     longer name."""
-    found = re.search(rf"(?<=[(,\[ ]){re.escape(item)}(?=[,)\]])", listed)
+    found = re.search(rf"(?<=[(,\[ \t]){re.escape(item)}(?=[ \t,)\]])", listed)
     assert found is not None, (listed, item)  # ARGS and MODULES put a separator on both sides of each
     return found.start()
 
@@ -353,7 +367,7 @@ class _LineReader:
 
 
 # the characters MODULE, _COMMENT and _BLANK can start with; DEF is tried first on any other line
-_GAP_OR_MODULE_START = frozenset("m/ \t\r\n")
+_GAP_OR_MODULE_START = frozenset("m/# \t\r\n")
 
 
 @functools.cache
@@ -379,11 +393,13 @@ def parse_program(
     sink = sink if sink is not None else DiagnosticSink()
     gc_was_enabled = gc.isenabled()
     gc.disable()
+    sidecars = Sidecars(base_dir)
     try:
-        builder = _read_lines(text, source, base_dir, sink, allow_undefined) if FAST_LINES else None
+        builder = _read_lines(text, source, sidecars, sink, allow_undefined) if FAST_LINES else None
         if builder is None:
-            builder = _read_with_lark(text, source, base_dir, sink, allow_undefined)
+            builder = _read_with_lark(text, source, sidecars, sink, allow_undefined)
     finally:
+        sidecars.close()
         if gc_was_enabled:
             gc.enable()
     builder.resolve_modules()
@@ -395,13 +411,13 @@ def parse_program(
 
 
 def _read_lines(
-    text: str, source: SourceText, base_dir: str | Path | None, sink: DiagnosticSink, allow_undefined: bool
+    text: str, source: SourceText, sidecars: Sidecars, sink: DiagnosticSink, allow_undefined: bool
 ) -> _Builder | None:
     """The program read by `_LineReader`, or None where Lark must read it; the warnings reach `sink`
     only when the reader succeeds (Lark's reading repeats them otherwise)."""
     scratch = DiagnosticSink()
     scratch.seen = set(sink.seen)
-    builder = _Builder(source, base_dir, scratch, allow_undefined)
+    builder = _Builder(source, sidecars.base_dir, scratch, allow_undefined, sidecars)
     try:
         if not _line_reader().read(text, builder):
             return None
@@ -414,9 +430,9 @@ def _read_lines(
 
 
 def _read_with_lark(
-    text: str, source: SourceText, base_dir: str | Path | None, sink: DiagnosticSink, allow_undefined: bool
+    text: str, source: SourceText, sidecars: Sidecars, sink: DiagnosticSink, allow_undefined: bool
 ) -> _Builder:
-    builder = _Builder(source, base_dir, sink, allow_undefined)
+    builder = _Builder(source, sidecars.base_dir, sink, allow_undefined, sidecars)
     parser, callbacks = _program_parser()
     callbacks.local.builder = builder
     try:

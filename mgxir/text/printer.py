@@ -8,6 +8,7 @@ from mgxir.ir.format import format_shape_lossless
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
 from mgxir.ir.names import local_names, module_prefix
+from mgxir.ir.operation import Operation
 from mgxir.ir.program import Program
 from mgxir.ir.shape import format_shape
 from mgxir.records import Record
@@ -25,6 +26,7 @@ class PrintOptions(Record):
         # with lossless: arrays for the sidecar .npz are collected here, named as `sidecar_name`
         self.sidecar_name = sidecar_name
         self.sidecar: dict[str, np.ndarray] = {} if sidecar is None else sidecar
+        self.exact_texts: dict[Operation, str] = {}  # with lossless: each operation's exact text, once
 
 
 def print_program(program: Program, options: PrintOptions | None = None) -> str:
@@ -71,11 +73,15 @@ def _print_module(module: Module, names: dict[Instruction, str], out: list[str],
     shape_text = format_shape_lossless if lossless else format_shape
     append = out.append
     get = names.get
+    exact_texts = options.exact_texts
     for ins, name in zip(module, local_names(module, module_prefix(module, not names))):
         op = ins.op
         kind = op.defn.name
         name = names.setdefault(ins, name)
-        text = op._text if op._text is not None else op.text
+        if lossless:  # float attributes with all their bits
+            text = exact_texts.get(op) or exact_texts.setdefault(op, op.defn.format_exact(op))
+        else:
+            text = op._text if op._text is not None else op.text
         if kind == "@literal":
             lit = op.values[0]
             if lossless:

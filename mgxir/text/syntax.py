@@ -79,19 +79,21 @@ class SyntaxProblem(Exception):
 # What a terminal means to a reader, for "expected ..." messages.
 TERMINAL_WORDS = {
     "ATOM": "a name or number",
-    "RBRACE": "'}'",
-    "LBRACE": "'{'",
-    "RSQB": "']'",
-    "LSQB": "'['",
-    "COMMA": "','",
-    "EQUAL": "'='",
-    "_SEP": "', '",
+    "_RBRACE": "'}'",
+    "_LBRACE": "'{'",
+    "_RSQB": "']'",
+    "_LSQB": "'['",
+    "_SEP": "','",
+    "_FIELD_SEP": "','",
+    "_TRAILING_SEP": "','",
+    "_EQ": "'='",
     "_WS": "a space",
     "_ARROW": "'->'",
     "_TARGET": "', target_id='",
     "_SYMBOLS": "' # '",
     "SYMBOL_TEXT": "symbol names",
     "$END": "the end of the text",
+    "<END-OF-FILE>": "the end of the text",
     "DEF": "an instruction ('NAME = OP(args) -> shape')",
     "MODULE": "'module: \"NAME\"'",
     "OP": "an operator",
@@ -128,7 +130,7 @@ def parse_layer2(text: str, start: str, what: str):
             found = f"the end of {what}"
         else:
             col = (tok.column or 1) - 1
-            found = f"'{tok}'"
+            found = f"'{tok.strip()}'"
         raise SyntaxProblem(f"expected {describe_expected(e.expected)} in {what}, found {found}", col) from None
     except lark.UnexpectedInput as e:  # pragma: no cover - other Lark errors
         raise SyntaxProblem(f"malformed {what}", max(getattr(e, "column", 1) - 1, 0)) from None

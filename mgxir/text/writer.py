@@ -112,32 +112,34 @@ def literal_bytes(program: Program) -> int:
     )
 
 
+def sidecar_path(output: str) -> str:
+    """The sidecar beside an output file: its name with `.npz` for its suffix."""
+    stem, _ = os.path.splitext(output)
+    return (stem if os.path.basename(stem) else output) + ".npz"
+
+
 def render(
     program: Program, lossless: bool = False, output: str | None = None, sidecar: str | None = None
 ) -> tuple[str, dict]:
     """The text to write, and the sidecar arrays (empty when everything is inline)."""
     options = PrintOptions(lossless=lossless or sidecar is not None)
     if options.lossless:
-        from pathlib import Path
-
-        if sidecar is None and output not in (None, "-") and literal_bytes(program) > SIDECAR_THRESHOLD:
-            sidecar = str(Path(output).with_suffix(".npz"))
+        file = None if output == "-" else output
+        if sidecar is None and file is not None and literal_bytes(program) > SIDECAR_THRESHOLD:
+            sidecar = sidecar_path(file)
         if sidecar is not None:
-            if output not in (None, "-"):
-                options.sidecar_name = os.path.relpath(sidecar, Path(output).parent)
-            else:
-                options.sidecar_name = sidecar
+            options.sidecar_name = sidecar if file is None else os.path.relpath(sidecar, os.path.dirname(file) or ".")
     text = print_program(program, options)
     return text, (options.sidecar if options.sidecar_name else {})
 
 
 def write_program(program: Program, output: str | None, lossless: bool = False, sidecar: str | None = None) -> None:
-    """Prints to standard output (`output` None or `-`) or writes the file atomically."""
+    """Prints to standard output (`output` None or `-`) or writes the file atomically; the sidecar,
+    where literal data goes to one, is written first, in one pass over its arrays."""
     text, arrays = render(program, lossless, output, sidecar)
     if arrays:
-        from pathlib import Path
-
-        target = sidecar if sidecar is not None else str(Path(output).with_suffix(".npz"))  # type: ignore[arg-type]
+        target = sidecar if sidecar is not None or output is None else sidecar_path(output)
+        assert target is not None  # arrays go to a sidecar only where there is one
         buf = io.BytesIO()
         np.savez(buf, **arrays)
         write_atomically(target, buf.getvalue())

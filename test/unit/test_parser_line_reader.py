@@ -33,6 +33,10 @@ TRICKY = {
     "unknown_op_warning": "x = @param:x -> float_type, {2}, {1}\n@1 = frobnicate[k=1](x) -> float_type, {2}, {1}\n",
     "empty": "",
     "only_blank": "\n\n",
+    "free_spacing": (
+        ' module : "main"\n# hash comment\n\tx\t=@param:x->float_type,{2},{1}\n@1 = add( x , x )\n'
+        '@2 = if(x) , [ t ,e ]\n\r\nmodule: "t"\nt:@0 = @return()\nmodule:"e"\ne:@0 = @return( )\n'
+    ),
 }
 
 
@@ -82,6 +86,7 @@ READ_WITHOUT_LARK = [
     "unknown_op_warning",
     "empty",
     "only_blank",
+    "free_spacing",
 ]
 
 

@@ -72,13 +72,14 @@ def test_write_output_writes_bytes_and_text_to_stdout(capfdbinary: pytest.Captur
 
 
 def test_write_program_to_stdout_with_a_sidecar(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    program = parse_program(_program("{1.5, 2} -> float_type, {2}, {1}"))
+    values = [1.5, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
+    program = parse_program(_program("{" + ", ".join(map(str, values)) + "} -> float_type, {11}, {1}"))
     sidecar = tmp_path / "data.npz"
     write_program(program, None, sidecar=str(sidecar))
     text = capsys.readouterr().out
     assert f"@literal{{npz:{sidecar}:" in text
     again = parse_program(text)
-    np.testing.assert_array_equal(next(iter(again.modules["main"])).literal.data, [1.5, 2])
+    np.testing.assert_array_equal(next(iter(again.modules["main"])).literal.data, values)
 
 
 def test_parsed_values_compare_by_kind_and_items() -> None:
@@ -93,7 +94,7 @@ def test_parsed_values_compare_by_kind_and_items() -> None:
 
 
 def test_render_prints_as_migraphx_unless_asked_for_lossless_text() -> None:
-    values = ", ".join(str(i / 10) for i in range(20))
+    values = ", ".join("%g" % (i / 10) for i in range(20))
     program = parse_program(
         f'module: "main"\n@0 = @literal{{{values}}} -> float_type, {{20}}, {{1}}\n@1 = @return(@0)\n'
     )
@@ -101,3 +102,37 @@ def test_render_prints_as_migraphx_unless_asked_for_lossless_text() -> None:
     assert text == 'module: "main"\n@0 = @literal{ ... } -> float_type, {20}, {1}\n@1 = @return(@0)\n\n\n'
     assert arrays == {}
     assert render(program, lossless=True)[0].startswith(f'module: "main"\n@0 = @literal{{{values}}}')
+
+
+def test_a_sidecar_is_opened_once_for_all_its_literals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading is linear in the literals: the archive is opened once (mgxir.arrayfiles.NpzArchive), not
+    once per literal."""
+    arrays = {f"k{i}": np.full(11, i, np.float32) for i in range(50)}
+    np.savez(tmp_path / "side.npz", **arrays)
+    lines = [f"@{i} = @literal{{npz:side.npz:k{i}}} -> float_type, {{11}}, {{1}}" for i in range(50)]
+    text = 'module: "main"\n' + "\n".join(lines) + "\n@50 = @return(" + ",".join(f"@{i}" for i in range(50)) + ")\n"
+    import mgxir.arrayfiles
+
+    loads: list[object] = []
+    real_open = mgxir.arrayfiles.NpzArchive
+    monkeypatch.setattr(mgxir.arrayfiles, "NpzArchive", lambda path: loads.append(path) or real_open(path))
+    program = parse_program(text, "p.mgx", base_dir=tmp_path)
+    assert len(loads) == 1
+    data = [ins.literal.data for ins in program.main if ins.is_literal]
+    assert [int(d[0]) for d in data] == list(range(50)) and all(d.shape == (11,) for d in data)
+
+
+def test_large_literals_written_with_o_go_to_one_sidecar_and_read_back(tmp_path: Path) -> None:
+    big = np.arange(300_000, dtype=np.float32)  # past the size for a sidecar
+    values = ", ".join(str(i) for i in range(11))
+    program = parse_program(
+        f'module: "main"\n@0 = @literal{{hex:{big.tobytes().hex()}}} -> float_type, {{300000}}, {{1}}\n'
+        f"@1 = @literal{{{values}}} -> int32_type, {{11}}, {{1}}\n"
+        "@2 = @literal{0.1, 2} -> float_type, {2}, {1}\n@3 = @return(@0,@1,@2)\n"
+    )
+    write_program(program, str(tmp_path / "p.mgx"), lossless=True)
+    text = (tmp_path / "p.mgx").read_text()
+    assert "@0 = @literal{npz:p.npz:@0}" in text and "@1 = @literal{npz:p.npz:@1}" in text
+    assert "@2 = @literal{0.1, 2} -> float_type, {2}, {1}" in text  # as MIGraphX prints it: exact
+    again = parse_program(text, "p.mgx", base_dir=tmp_path)
+    np.testing.assert_array_equal(again.main.first.literal.data, big)

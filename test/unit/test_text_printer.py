@@ -4,6 +4,8 @@ defined nowhere, target ids, symbols, lossless literals and their sidecar, and p
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mgxir.diagnostics import DiagnosticSink
 from mgxir.ir.program import Program
@@ -69,7 +71,7 @@ def test_undefined_values_print_their_name_or_a_question_mark() -> None:
 
 def test_lossless_keeps_values_and_fills_the_sidecar() -> None:
     values = [round(0.1 * i, 1) for i in range(20)]
-    text = ", ".join(map(str, values))
+    text = ", ".join("%g" % v for v in values)  # noqa: UP031 (MIGraphX's form, exact for these)
     program = parse_program(f'module: "main"\n@0 = @literal{{{text}}} -> float_type, {{20}}, {{1}}\n@1 = @return(@0)\n')
     assert (
         print_program(program)
@@ -162,3 +164,20 @@ def test_an_unknown_op_written_without_a_shape_prints_as_written() -> None:
     an unknown op that had none, the rest as usual."""
     text = 'module: "main"\nx = @param:x -> float_type, {2}, {1}\n@1 = nosuch_op(x)\n@2 = @return(@1)\n'
     assert print_program(parse_program(text)) == text + "\n\n"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(width=32, allow_nan=False))
+def test_float_attributes_read_back_bit_for_bit_from_the_lossless_text(alpha: float) -> None:
+    """MIGraphX prints float attributes with six digits; the lossless form keeps all their bits, and
+    prints MIGraphX's text wherever that is already exact."""
+    program = parse_program("x = @param:x -> float_type, {2}, {1}\n@1 = leaky_relu(x)\n@2 = @return(@1)\n")
+    relu = program.main.last.args[0]
+    relu.op = relu.op.defn.make(alpha=alpha)
+    lossless = print_program(program, PrintOptions(lossless=True))
+    again = parse_program(lossless).main.last.args[0].op.values[0]
+    assert np.float32(again).view(np.uint32) == np.float32(alpha).view(np.uint32)
+    migraphx = "%g" % alpha  # noqa: UP031 (MIGraphX's form)
+    assert f"alpha={migraphx}]" in print_program(program)
+    if np.float32(float(migraphx)) == np.float32(alpha):
+        assert f"alpha={migraphx}]" in lossless
