@@ -116,8 +116,8 @@ def _reading() -> Iterator[None]:
         raise ArrayFileError("is a directory") from None
     except OSError as e:
         raise ArrayFileError(f"cannot be read: {e.strerror or e}") from None
-    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as e:
-        raise ArrayFileError(f"is a damaged .npz file: {e}") from None
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, UnicodeDecodeError) as e:
+        raise ArrayFileError(f"is a damaged .npz file: {e}") from None  # a member name not UTF-8: the last
 
 
 def _read_npy(f: IO[bytes], size: int) -> np.ndarray:

@@ -321,3 +321,23 @@ def test_onnx_multinomial_sizes_its_draws_before_making_them(tmp_path: Path) -> 
         f"from mgxir.translate.onnx import ImportOptions, import_model\nimport_model({str(path)!r}, ImportOptions())"
     )
     assert "a constant of [1, 2147483647] float_type elements (8589934588 bytes) is larger than" in out, out
+
+
+# -- what the long fuzz runs found ---------------------------------------------------------------------
+
+
+def test_a_member_name_that_is_not_utf8_is_a_damaged_archive() -> None:
+    # zipfile's UnicodeDecodeError was an internal error (fuzz/run.py, sidecar reader)
+    with pytest.raises(ArrayFileError, match=r"^is a damaged \.npz file: 'utf-8' codec can't decode"):
+        load_arrays(str(ROOT / "test/unit/data/fuzz/member_name_not_utf8.npz"))
+
+
+def test_an_onnx_external_data_location_that_is_not_utf8_is_one_line() -> None:
+    # protobuf gives bytes for it; os.path.join's TypeError was an internal error (fuzz/run.py, onnx)
+    pytest.importorskip("onnx")
+    from mgxir.ops import register_all_ops
+    from mgxir.translate.onnx import ImportOptions, import_model
+
+    register_all_ops()
+    with pytest.raises(MgxError, match=r"external data location b'conv\.wei\\xb9ht' is not UTF-8 text"):
+        import_model(str(ROOT / "test/unit/data/fuzz/location_not_utf8.onnx"), ImportOptions())

@@ -441,6 +441,8 @@ class OnnxParser:
     def _external_bytes(self, t: Any, nbytes: int) -> bytes:
         entries = {e.key: e.value for e in t.external_data}
         location = entries.get("location", "")
+        if not isinstance(location, str):  # protobuf gives bytes for a string field that is not UTF-8
+            raise ParseError(f"tensor '{t.name}': external data location {location!r} is not UTF-8 text")
         try:
             offset = int(entries.get("offset", "0"))
             length = int(entries.get("length", str(nbytes)))
