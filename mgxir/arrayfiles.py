@@ -77,7 +77,7 @@ class NpzArchive:
         self.members = {
             (i.filename[:-4] if i.filename.endswith(".npy") else i.filename): i
             for i in self.zip.infolist()
-            if not i.is_dir()
+            if not i.filename.endswith("/")  # a folder (ZipInfo.is_dir fails on an empty name)
         }
         self.names = list(self.members)
 
