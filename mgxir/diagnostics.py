@@ -113,3 +113,88 @@ class DiagnosticSink(Record):
         for w in self.warnings:
             print(w.render(), file=stream)
         self.warnings.clear()
+
+
+# -- memory: what the machine can still give --------------------------------------------------------
+
+_CGROUP_LIMITS = (
+    ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),  # cgroup v2
+    ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes"),  # v1
+)
+
+
+def _read_number(path: str) -> int | None:
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None  # "max" is no limit
+
+
+def process_memory() -> tuple[int, int]:
+    """(resident bytes, address-space bytes) of this process, from /proc/self/status."""
+    found = {"VmRSS:": 0, "VmSize:": 0}
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                words = line.split()
+                if words and words[0] in found:
+                    found[words[0]] = int(words[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return found["VmRSS:"], found["VmSize:"]
+
+
+def memory_limits() -> dict[str, int]:
+    """The bytes this process may still allocate under each limit that applies: physical memory
+    less what the process holds, the address-space limit (RLIMIT_AS, `ulimit -v`) less the address
+    space in use, and the cgroup's limit less the cgroup's use."""
+    import os
+    import resource
+
+    resident, address_space = process_memory()
+    limits: dict[str, int] = {}
+    try:
+        physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        limits["physical memory"] = max(physical - resident, 0)
+    except (ValueError, OSError, AttributeError):
+        pass
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        limits["the address-space limit (ulimit -v)"] = max(soft - address_space, 0)
+    for limit_path, usage_path in _CGROUP_LIMITS:
+        limit = _read_number(limit_path)
+        if limit is not None and limit < 1 << 60:
+            limits["the cgroup's memory limit"] = max(limit - (_read_number(usage_path) or 0), 0)
+            break
+    return limits
+
+
+def available_memory() -> tuple[int, str]:
+    """The bytes this process may still allocate, and the limit that sets it."""
+    limits = memory_limits()
+    if not limits:
+        return 1 << 62, "no limit"
+    name = min(limits, key=limits.__getitem__)
+    return limits[name], name
+
+
+def check_allocation(nbytes: int, what: str, location: Location | None = None, source_line: str | None = None) -> None:
+    """Refuses, before anything is allocated, `what` needing `nbytes` (a Python int: sizes are
+    multiplied out without wrapping around) when the machine cannot give that much."""
+    available, limit = available_memory()
+    if nbytes > available:
+        raise MgxError(
+            f"{what} needs {_bytes(nbytes)}, more than the {_bytes(available)} this process can still allocate "
+            f"(under {limit})",
+            location,
+            source_line,
+        )
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}" if n < 1 << 70 else f"{n} bytes"
+    return f"{n} bytes"

@@ -9,6 +9,7 @@ rule). Targets plug in through the table of `mgxir.targets.base` (`find_target`)
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 import time
@@ -16,7 +17,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from mgxir.diagnostics import DiagnosticSink, MgxError
+from mgxir.arrayfiles import ArrayFileError, load_arrays
+from mgxir.diagnostics import DiagnosticSink, MgxError, check_allocation
 from mgxir.drivers.common import check_output_path, run_guarded
 from mgxir.drivers.formats import input_format, read_input
 from mgxir.drivers.options import DeclaredOptions, Option, flag
@@ -73,31 +75,48 @@ def _is_raw_bits(t: DType) -> bool:
 
 
 def to_parameter_type(name: str, array: np.ndarray, shape: Shape) -> np.ndarray:
-    """An input array in the parameter's type; bf16/fp8 accept their raw bits or any floats."""
+    """An input array in the parameter's type; bf16/fp8 accept their raw bits or any floats, and
+    numpy's void types (`|V2`, `|V1`: how ml_dtypes' bf16 and int4 arrays are saved) are read as
+    the parameter's type when their item size is the parameter's."""
     want = shape.dtype.numpy
-    if tuple(array.shape) != tuple(shape.lens):
-        if array.size == shape.elements and array.ndim <= 1 and shape.elements == 1:
-            array = array.reshape(shape.lens)
-        else:
-            raise MgxError(
-                f"input '{name}' has shape {_dims(array.shape)} but parameter '{name}' is "
-                f"{shape.dtype.type_name}, {_dims(shape.lens)}"
-            )
+    _check_shape(name, tuple(array.shape), shape)
+    if array.shape != tuple(shape.lens):
+        array = array.reshape(shape.lens)
     if array.dtype == want:
         return array
+    if array.dtype.kind == "V":
+        if array.dtype.itemsize != want.itemsize:
+            raise MgxError(
+                f"input '{name}' holds {array.dtype.itemsize}-byte {array.dtype} values but parameter '{name}' "
+                f"is {shape.dtype.type_name} ({want.itemsize} bytes each)"
+            )
+        return np.ascontiguousarray(array).view(shape.dtype.bits_dtype).view(want)
     if _is_raw_bits(shape.dtype) and array.dtype == shape.dtype.bits_dtype:
         return array.view(want)
+    if array.dtype.kind not in "biuf":
+        raise MgxError(f"input '{name}' holds {array.dtype} values, not numbers")
     if array.dtype.kind == "f" and shape.dtype.is_integral:
         raise MgxError(f"input '{name}' holds {array.dtype} values but parameter '{name}' is {shape.dtype.type_name}")
+    check_allocation(shape.elements * max(want.itemsize, 1), f"input '{name}' as {shape.dtype.type_name}")
     return array.astype(want)
+
+
+def _check_shape(name: str, lens: tuple[int, ...], shape: Shape) -> None:
+    """An input's dimensions must be the parameter's (one value may fill a one-element shape)."""
+    if lens == tuple(shape.lens) or (math.prod(lens) == shape.elements == 1 and len(lens) <= 1):
+        return
+    raise MgxError(
+        f"input '{name}' has shape {_dims(lens)} but parameter '{name}' is {shape.dtype.type_name}, {_dims(shape.lens)}"
+    )
 
 
 def _dims(lens: tuple[int, ...] | list[int]) -> str:
     return "{" + ", ".join(map(str, lens)) + "}"
 
 
-def parse_inline(name: str, text: str) -> np.ndarray:
-    """`2x3xf32=1 2 3 4 5 6` (or one value, repeated): IREE's inline buffer syntax."""
+def parse_inline(name: str, text: str, shape: Shape | None = None) -> np.ndarray:
+    """`2x3xf32=1 2 3 4 5 6` (or one value, repeated): IREE's inline buffer syntax. With the
+    parameter's `shape`, the dimensions are checked against it before anything is allocated."""
     spec, _, values = text.partition("=")
     parts = spec.split("x")
     type_name = parts[-1]
@@ -107,12 +126,16 @@ def parse_inline(name: str, text: str) -> np.ndarray:
         raise MgxError(f"input '{name}': bad dimensions in '{spec}' (expected DIMxDIMx...xTYPE, as 2x3xf32)")
     lens = tuple(int(p) for p in parts[:-1])
     dtype = IREE_TYPES[type_name]
+    if shape is not None and not shape.is_dynamic and lens:
+        _check_shape(name, lens, shape)
+    count = math.prod(lens)  # Python integers: no wrap-around
+    # the values are parsed as float64 and then converted
+    check_allocation(count * (8 + max(dtype.itemsize, 1)), f"input '{name}' ({spec})")
     words = values.replace(",", " ").replace("[", " ").replace("]", " ").split()
     try:
         numbers = np.array([float(w) for w in words], dtype=np.float64)
     except ValueError:
         raise MgxError(f"input '{name}': values must be numbers, got '{values}'") from None
-    count = int(np.prod(lens)) if lens else 1
     if numbers.size == 1 and count != 1:
         numbers = np.full(count, numbers[0])
     if numbers.size != count:
@@ -122,12 +145,9 @@ def parse_inline(name: str, text: str) -> np.ndarray:
 
 def _load_file(name: str, path: str) -> np.ndarray | dict[str, np.ndarray]:
     try:
-        loaded = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
-        raise MgxError(f"cannot read input file '{path}' for '{name}': {e}") from None
-    if isinstance(loaded, np.lib.npyio.NpzFile):
-        return {k: loaded[k] for k in loaded.files}
-    return loaded
+        return load_arrays(path)
+    except ArrayFileError as e:
+        raise MgxError(f"input file '{path}' for '{name}' {e}") from None
 
 
 def gather_inputs(program: Program, specs: list[str], fill: str | None, seed: int) -> dict[str, np.ndarray]:
@@ -148,7 +168,7 @@ def gather_inputs(program: Program, specs: list[str], fill: str | None, seed: in
             name = next((n for n in order if n not in given), None)
             if name is None:
                 raise MgxError(f"input '{spec}' is one more than the {len(order)} parameters of main")
-            given[name] = parse_inline(name, spec)
+            given[name] = parse_inline(name, spec, params[name])
             continue
         name = head
         if rest.startswith("@"):
@@ -158,8 +178,10 @@ def gather_inputs(program: Program, specs: list[str], fill: str | None, seed: in
                     raise MgxError(f"'{rest[1:]}' has no array named '{name}'")
                 loaded = loaded[name]
             given[name] = loaded
+        elif name in params:
+            given[name] = parse_inline(name, rest, params[name])
         else:
-            given[name] = parse_inline(name, rest)
+            raise MgxError(f"input '{name}' is not a parameter of main (parameters: {', '.join(order) or 'none'})")
     extra = [n for n in given if n not in params]
     if extra:
         raise MgxError(f"input '{extra[0]}' is not a parameter of main (parameters: {', '.join(order) or 'none'})")
@@ -185,6 +207,12 @@ def gather_inputs(program: Program, specs: list[str], fill: str | None, seed: in
 
 def filled(shape: Shape, fill: str, rng: np.random.Generator) -> np.ndarray:
     want = shape.dtype.numpy
+    # a random fill draws float64 (or int64) values first, then converts them
+    temporary = 0 if fill in ("zeros", "ones") else 8 + 4
+    check_allocation(
+        shape.elements * (max(want.itemsize, 1) + temporary),
+        f"a {fill} fill of {shape.dtype.type_name}, {_dims(shape.lens)}",
+    )
     if fill == "zeros":
         return np.zeros(shape.lens, want)
     if fill == "ones":

@@ -9,13 +9,12 @@ instructions by name), so all modules of one run share one environment.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mgxir.diagnostics import DiagnosticSink, MgxError
+from mgxir.diagnostics import DiagnosticSink, MgxError, available_memory
 from mgxir.ir.dtype import DType
 from mgxir.ir.operation import ComputeError, RuntimeValue, ShapeError
 from mgxir.ir.shape import Shape
@@ -203,29 +202,40 @@ def _fails(ins: Instruction, message: str) -> Callable[..., RuntimeValue]:
     return missing
 
 
-def memory_limit() -> int:
-    """The bytes one value may take: this machine's physical memory."""
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return 1 << 40
+def memory_limit() -> tuple[int, str]:
+    """The bytes the interpreter may still allocate, and the limit that sets it (physical memory
+    less what the process holds, RLIMIT_AS, the cgroup's limit: diagnostics.available_memory)."""
+    return available_memory()
 
 
 def check_memory(program: Program, limit: int | None = None) -> None:
-    """Refuses, before anything is allocated, a program one of whose values (a parameter or an
-    instruction's result) would not fit in memory."""
-    limit = memory_limit() if limit is None else limit
+    """Refuses, before anything is allocated, a program whose values would not fit in memory:
+    one value alone, or all of them together (the interpreter keeps every value until the end;
+    views share their input's memory; literals are already in memory) with a float64 temporary
+    as large as the largest value, which numpy's kernels may make."""
+    available, why = memory_limit() if limit is None else (limit, "the given limit")
+    total = largest = 0
     for module in program:
         for ins in module:
             shape = ins.shape
             if shape is None or shape.is_dynamic or shape.dtype is DType.tuple:
                 continue
             size = math.prod(shape.lens) * max(shape.dtype.itemsize, 1)
-            if size > limit:
+            if size > available:
                 raise MgxError(
                     f"{_where(ins)} in module '{module.name}' needs {size} bytes for {shape.dtype.type_name} "
-                    f"{{{', '.join(map(str, shape.lens))}}}, more than this machine's {limit} bytes of memory"
+                    f"{{{', '.join(map(str, shape.lens))}}}, more than the {available} bytes this process can still "
+                    f"allocate (under {why})"
                 )
+            if ins.op.defn.is_view or ins.op.name == "@literal":
+                continue
+            total += size
+            largest = max(largest, math.prod(shape.lens) * 8)
+    if total + largest > available:
+        raise MgxError(
+            f"the program's values need {total} bytes together, and {largest} more for a float64 temporary, "
+            f"more than the {available} bytes this process can still allocate (under {why})"
+        )
 
 
 def run_program(

@@ -130,7 +130,7 @@ class Broadcast(OpDef):
         else:
             require_static(self.name, s0)
             target = op["out_lens"]
-        if axis >= len(target):
+        if not 0 <= axis < len(target):  # MIGraphX's axis is unsigned
             raise fail(self.name, f"axis {axis} is out of range for output rank {len(target)}")
         if len(target) - axis < len(s0.lens):
             raise fail(self.name, f"input rank {len(s0.lens)} does not fit output {lens_text(target)} from axis {axis}")
@@ -333,6 +333,9 @@ class Reshape(OpDef):
             return inputs[1]
         if s.is_dynamic:
             raise fail(self.name, "dynamic input shapes need the two-input form here")
+        copied = [i for i, d in enumerate(dims) if d == 0 and i >= s.ndim]
+        if copied:
+            raise fail(self.name, f"dimension {copied[0]} is 0 (the input's), but the input has rank {s.ndim}")
         lens = [s.lens[i] if d == 0 else (1 if d == -1 else d) for i, d in enumerate(dims)]
         if -1 in dims:
             known = math.prod(lens)
@@ -407,6 +410,8 @@ class Unsqueeze(OpDef):
         s = inputs[0]
         new_rank = s.ndim + len(op["axes"])
         axes = normalize_axes(self.name, op["axes"], new_rank)
+        if len(set(axes)) != len(axes):
+            raise fail(self.name, f"axes {lens_text(op['axes'])} name an axis twice")
         if s.is_dynamic:
             it = iter(s.dyn_dims)
             return Shape.dynamic(s.dtype, [DynamicDimension(1, 1) if i in axes else next(it) for i in range(new_rank)])

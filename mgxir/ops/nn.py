@@ -100,6 +100,12 @@ def _window_out(
     return q + 1
 
 
+def check_strides(op_name: str, stride: Sequence[int]) -> None:
+    """A stride of 0 divides by zero in MIGraphX's window formula (it cannot have printed one)."""
+    if 0 in stride:
+        raise fail(op_name, f"stride {lens_text(stride)} has a 0")
+
+
 def _pad_total(padding: Sequence[int], i: int, k: int) -> int:
     if len(padding) == 2 * k:
         return padding[i] + padding[i + k]
@@ -124,6 +130,7 @@ class _Convolution(OpDef):
             raise fail(self.name, f"padding {lens_text(padding)} does not fit {k} spatial dimensions")
         if len(stride) != k or len(dilation) != k:
             raise fail(self.name, f"stride and dilation need {k} values")
+        check_strides(self.name, stride)
         group = op["group"]
         if x.lens[1] != w.lens[1] * group:
             raise fail(
@@ -157,6 +164,7 @@ class _Convolution(OpDef):
         padding, stride, dilation = op["padding"], op["stride"], op["dilation"]
         if len(stride) != k or len(dilation) != k or len(padding) not in (k, 2 * k):
             raise fail(self.name, f"padding, stride and dilation do not fit {k} spatial dimensions")
+        check_strides(self.name, stride)
         dims = [DynamicDimension(xd[0].min, xd[0].max), DynamicDimension(wd[0].min, wd[0].max)]
         for i in range(k):
             xi, wi, s = xd[i + 2], wd[i + 2], stride[i]
@@ -241,12 +249,15 @@ class Pooling(OpDef):
         stride = op["stride"]
         if len(stride) != k:
             raise fail(self.name, f"stride {lens_text(stride)} does not fit {k} spatial dimensions")
+        check_strides(self.name, stride)
         if x.is_dynamic:
             dims = list(x.dyn_dims[:2])
             if op["dyn_global"]:
                 dims += [DynamicDimension(1, 1)] * k
                 return Shape.dynamic(x.dtype, dims)
             lengths, dilations, padding = op["lengths"], op["dilations"], op["padding"]
+            if len(lengths) != k or len(dilations) != k or len(padding) not in (k, 2 * k):
+                raise fail(self.name, f"lengths, dilations and padding do not fit {k} spatial dimensions")
             for i in range(k):
                 d = x.dyn_dims[i + 2]
                 if op["padding_mode"] != 0:  # MIGraphX: ceil(x / stride)
@@ -423,6 +434,8 @@ class Gathernd(OpDef):
         require_static(self.name, data, indices)
         r, q = data.ndim, indices.ndim
         b = op["batch_dims"]
+        if not q:
+            raise fail(self.name, "the indices need rank 1 or more")
         k = indices.lens[-1]
         if k > r - b:
             raise fail(self.name, f"index depth {k} is larger than data rank {r} minus batch_dims {b}")

@@ -395,6 +395,8 @@ class BroadcastWithDims(_TrustedShape):
         x, dims = inputs
         if dims.is_dynamic:
             raise fail(self.name, "the dims input must have a static shape")
+        if not dims.lens:
+            raise fail(self.name, "the dims input must have rank 1 or more")
         return unknown_dims(x.dtype, max(x.ndim, dims.lens[0]))
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:

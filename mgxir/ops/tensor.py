@@ -175,6 +175,8 @@ class Step(OpDef):
             raise fail(self.name, "axes and steps must have the same length")
         lens = list(x.lens)
         strides = list(x.strides)
+        if 0 in op["steps"]:
+            raise fail(self.name, f"steps {lens_text(op['steps'])} have a 0")
         for a, s in zip(normalize_axes(self.name, op["axes"], x.ndim), op["steps"]):
             lens[a] = (lens[a] + s - 1) // s
             strides[a] *= s

@@ -16,7 +16,7 @@ from mgxir.ir.registry import register
 from mgxir.ir.shape import Shape
 from mgxir.ir.traits import PaddedWindow
 from mgxir.ops.common import fail, lens_text, require_static, same_type
-from mgxir.ops.nn import CONV_ATTRS_MODE_FIRST
+from mgxir.ops.nn import CONV_ATTRS_MODE_FIRST, check_strides
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module
@@ -105,6 +105,9 @@ class Im2col(OpDef):
     padding_attributes = ("padding",)
 
     def _out_spatial(self, op: Operation, image: Sequence[int], kernel: Sequence[int]) -> list[int]:
+        if len(op["stride"]) < 2 or len(op["dilation"]) < 2 or len(op["padding"]) not in (2, 4):
+            raise fail(self.name, "padding, stride and dilation need 2 values (padding 2 or 4)")
+        check_strides(self.name, op["stride"])
         out = []
         for i, (begin, end) in enumerate(_begin_end(op["padding"], 2)):
             span = image[i] + begin + end - op["dilation"][i] * (kernel[i] - 1) - 1

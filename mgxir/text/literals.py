@@ -159,7 +159,7 @@ class Sidecars:
 
     def __init__(self, base_dir: str | Path | None):
         self.base_dir = base_dir
-        self._archives: dict[str, tuple[Any, frozenset[str], str]] = {}  # file -> (archive, keys, path)
+        self._archives: dict[str, tuple[Any, str]] = {}  # file -> (NpzArchive, path)
 
     def __enter__(self) -> Sidecars:
         return self
@@ -168,37 +168,33 @@ class Sidecars:
         self.close()
 
     def close(self) -> None:
-        for archive, _, _ in self._archives.values():
+        for archive, _ in self._archives.values():
             archive.close()
         self._archives.clear()
 
     def array(self, file: str, key: str) -> tuple[np.ndarray, str]:
-        """Array `key` of sidecar `file` (relative to the text's folder), and the archive's path."""
-        import zipfile
+        """Array `key` of sidecar `file` (relative to the text's folder), and the archive's path;
+        read by mgxir.arrayfiles: sizes checked against the file and memory, a damaged, empty or
+        .npy file, Python objects and strings are one line."""
+        from mgxir.arrayfiles import ArrayFileError
 
-        archive, keys, path = self._archives.get(file) or self._open(file)
-        if key not in keys:
+        archive, path = self._archives.get(file) or self._open(file)
+        if key not in archive.members:
             raise LiteralSyntaxError(f"sidecar {file} has no array '{key}'")
         try:
-            return archive[key], path
-        except OSError as e:
-            raise LiteralSyntaxError(f"cannot read sidecar {file}: {e.strerror or e}") from None
-        except (ValueError, zipfile.BadZipFile) as e:  # pickled data, object arrays, a damaged archive
-            raise LiteralSyntaxError(f"sidecar {file} is not a readable .npz file: {e}") from None
+            return archive.read(key), path
+        except ArrayFileError as e:
+            raise LiteralSyntaxError(f"sidecar {file} {e}") from None
 
-    def _open(self, file: str) -> tuple[Any, frozenset[str], str]:
-        import zipfile
+    def _open(self, file: str) -> tuple[Any, str]:
+        from mgxir.arrayfiles import ArrayFileError, NpzArchive
 
         path = file if os.path.isabs(file) or self.base_dir is None else os.path.join(self.base_dir, file)
         try:
-            archive = np.load(path, allow_pickle=False)
-        except OSError as e:
-            raise LiteralSyntaxError(f"cannot read sidecar {file}: {e.strerror or e}") from None
-        except (ValueError, zipfile.BadZipFile) as e:
-            raise LiteralSyntaxError(f"sidecar {file} is not a readable .npz file: {e}") from None
-        if not hasattr(archive, "files"):  # a plain .npy file
-            raise LiteralSyntaxError(f"sidecar {file} is not a readable .npz file: it holds one array")
-        self._archives[file] = opened = (archive, frozenset(archive.files), path)
+            archive = NpzArchive(path)
+        except ArrayFileError as e:
+            raise LiteralSyntaxError(f"sidecar {file} {e}") from None
+        self._archives[file] = opened = (archive, path)
         return opened
 
 

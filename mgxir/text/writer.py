@@ -55,6 +55,7 @@ def write_atomically(path: str | Path, data: str | bytes) -> None:
     except OSError as e:
         raise MgxError(f"cannot write {target}: {e.strerror or e}") from None
     try:
+        os.fchmod(fd, _mode_for(target))
         with os.fdopen(fd, "wb") as f:
             f.write(data.encode() if isinstance(data, str) else data)
             f.flush()
@@ -66,6 +67,19 @@ def write_atomically(path: str | Path, data: str | bytes) -> None:
     except BaseException:
         _remove(tmp)
         raise
+
+
+def _mode_for(target: os.PathLike[str]) -> int:
+    """The permissions the written file gets: the file's own where it exists, else what `open`
+    gives a new file under the umask (mkstemp's temporary is 0600)."""
+    import stat
+
+    try:
+        return stat.S_IMODE(os.stat(target).st_mode)
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def write_output(data: str | bytes, output: str | None) -> None:

@@ -415,7 +415,10 @@ def test_gather_inputs_errors(tmp_path: Path) -> None:
         ([f"y=@{tmp_path / 'both.npz'}"], f"'{tmp_path / 'both.npz'}' has no array named 'y'"),
         (["z=f32=1"], "input 'z' is not a parameter of main (parameters: x, y)"),
         (["x=2xf32=1 2"], "no input for parameter 'y' (int64_type, {2})"),
-        ([f"x=@{tmp_path / 'bad.npy'}"], f"cannot read input file '{tmp_path / 'bad.npy'}' for 'x': "),
+        (
+            [f"x=@{tmp_path / 'bad.npy'}"],
+            f"input file '{tmp_path / 'bad.npy'}' for 'x' is neither a .npy nor a .npz file",
+        ),
     ]
     for specs, message in errors:
         with pytest.raises(MgxError) as e:
@@ -1266,7 +1269,7 @@ def test_expected_output_that_cannot_be_read_names_the_option(
         run_main(RunOptions(fill="random", input_file=_write(tmp_path, PROGRAM), quiet=True, expected=str(missing)))
         == 1
     )
-    assert capsys.readouterr().err.startswith(f"error: cannot read input file '{missing}' for '--expected-output': ")
+    assert capsys.readouterr().err.startswith(f"error: input file '{missing}' for '--expected-output' cannot be read: ")
 
 
 def test_translate_reports_the_verifier_warnings_and_takes_a_bytecode_version(
@@ -1354,7 +1357,7 @@ def test_gather_inputs_goes_on_after_a_file_and_names_what_failed(tmp_path: Path
     got = gather_inputs(program, [f"@{tmp_path / 'x.npz'}", "y=2xi64=9 8"], "none", 0)
     assert got["x"].tolist() == [5.0, 6.0] and got["y"].tolist() == [9, 8]
     missing = tmp_path / "nosuch.npz"
-    with pytest.raises(MgxError, match=f"^error: cannot read input file '{missing}' for '@{missing}': "):
+    with pytest.raises(MgxError, match=f"^error: input file '{missing}' for '@{missing}' cannot be read: "):
         gather_inputs(program, [f"@{missing}"], "none", 0)
     with pytest.raises(MgxError, match=r"^error: input 'x': values must be numbers, got 'a'$"):
         gather_inputs(program, ["2xf32=a"], "none", 0)

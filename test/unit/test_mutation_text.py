@@ -395,19 +395,32 @@ def test_sidecar_paths_relative_to_the_working_folder_and_with_colons(
 
 
 def test_unreadable_sidecar_files_are_errors_at_the_literal(tmp_path: Path) -> None:
-    """Was an internal error (numpy's ValueError, zipfile's BadZipFile) with no place in the text."""
+    """Was an internal error (numpy's ValueError, zipfile's BadZipFile, EOFError for an empty file,
+    a `.npy` read as an archive, a bad CRC found outside the check) with no place in the text."""
     np.savez(tmp_path / "objects.npz", a=np.array([1.0, "x"], dtype=object))
+    np.savez(tmp_path / "strings.npz", a=np.array(["x", "y"]))
+    np.save(tmp_path / "one.npy", np.array([1.0, 2.0], dtype=np.float32))
     (tmp_path / "pickle.npz").write_bytes(b"not an archive")
     (tmp_path / "damaged.npz").write_bytes(b"PK\x03\x04damaged")
+    (tmp_path / "empty.npz").write_bytes(b"")
+    np.savez(tmp_path / "crc.npz", a=np.array([1.0, 2.0], dtype=np.float32))
+    crc = bytearray((tmp_path / "crc.npz").read_bytes())
+    crc[crc.index(b"\x00\x00\x80?") + 3] ^= 0x01  # flip a bit of the stored 1.0
+    (tmp_path / "crc.npz").write_bytes(bytes(crc))
     for name, why in [
-        ("objects.npz", "Object arrays cannot be loaded when allow_pickle=False"),
-        ("pickle.npz", "This file contains pickled (object) data"),
-        ("damaged.npz", "File is not a zip file"),
+        ("objects.npz", "member 'a' holds Python objects, not numbers"),
+        ("strings.npz", "member 'a' holds <U1 values, not numbers"),
+        ("one.npy", "is a .npy file (one array), not a .npz archive"),
+        ("pickle.npz", "is neither a .npy nor a .npz file"),
+        ("damaged.npz", "is a damaged .npz file: File is not a zip file"),
+        ("empty.npz", "is empty"),
+        ("crc.npz", "is a damaged .npz file: Bad CRC-32 for file 'a.npy'"),
+        ("/dev/null", "is empty"),
     ]:
         with pytest.raises(MgxError) as raised:
             parse_program(f"@0 = @literal{{npz:{name}:a}} -> float_type, {{2}}, {{1}}\n", "p.mgx", base_dir=tmp_path)
         first = raised.value.render().split("\n")[0]
-        assert first.startswith(f"p.mgx:1:14: error: sidecar {name} is not a readable .npz file: {why}"), first
+        assert first == f"p.mgx:1:14: error: sidecar {name} {why}", first
 
 
 # -- the second layer's messages -----------------------------------------------------------------

@@ -272,6 +272,15 @@ REFUSED: dict[str, tuple[Node, str]] = {
     "scan no body": (Node("Scan", [[2]], {"num_scan_inputs": 1}, opset=11), "Scan: body attribute required"),
     "multinomial no input": (Node("Multinomial", []), "PARSE_MULTINOMIAL: no arguments given"),
     "multinomial no sample_size": (Node("Multinomial", [[1, 3]]), "PARSE_MULTINOMIAL: sample_size not given"),
+    # its random-draw buffer was made (16 GiB of float64 zeros) before its size was checked
+    "multinomial huge sample_size": (
+        Node("Multinomial", [[1, 3]], {"sample_size": 2**31 - 1}),
+        "a constant of [1, 2147483647] float_type elements (8589934588 bytes) is larger than the importer builds",
+    ),
+    "multinomial negative sample_size": (
+        Node("Multinomial", [[1, 3]], {"sample_size": -2}),
+        "tensor dimensions [1, -2] are negative",
+    ),
     "rnn hidden size": (
         Node("RNN", [[1, 2, 3], _f32(1, 4, 3), _f32(1, 4, 4)], {"hidden_size": 5}),
         "RNN: hidden size mismatch in input and attribute",

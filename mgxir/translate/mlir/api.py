@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import sys
 from pathlib import Path
 
 from iree.compiler import ir
 
-from mgxir.diagnostics import DiagnosticSink, Location, MgxError
+from mgxir.diagnostics import DiagnosticSink, Location, MgxError, available_memory, process_memory
 from mgxir.ir.program import Program
 from mgxir.text.parser import parse_program
 from mgxir.text.printer import print_program
@@ -67,9 +69,12 @@ def read_bytes(path: str) -> tuple[bytes, str]:
 
 
 def parse_mlir(data: bytes, filename: str, context: ir.Context) -> ir.Module:
-    """A module from MLIR text or bytecode, in `context`; MLIR's diagnostics become one error."""
+    """A module from MLIR text or bytecode, in `context`; MLIR's diagnostics become one error.
+    The data is parsed in a child process first: MLIR's C++ readers abort or corrupt the heap on
+    some damaged files (bytecode above all), which must end the child, not this process."""
     if is_bytecode(data):
         check_readable(data, filename)
+    _check_in_child(data, filename)
     with context:
         try:
             return ir.Module.parse(data if is_bytecode(data) else data.decode("utf-8"))
@@ -88,12 +93,57 @@ def parse_mlir(data: bytes, filename: str, context: ir.Context) -> ir.Module:
             raise MgxError(first.message, Location(filename, line, column), source_line) from None
 
 
+CHILD_SECONDS = 60  # a parse that takes longer is a hang (fuzzed bytecode made MLIR loop forever)
+
+
+def _check_in_child(data: bytes, filename: str) -> None:
+    """Parses `data` in a forked child (with the memory this process may still use, and a time
+    limit); a child killed by a signal is one error line. Where there is no fork, nothing is checked."""
+    if not hasattr(os, "fork"):
+        return
+    import resource
+    import signal
+
+    available, _ = available_memory()
+    pid = os.fork()
+    if pid == 0:  # the child: its own diagnostics (LLVM's fatal-error text) are not the user's
+        status = 1
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 2)
+            _, address_space = process_memory()
+            with contextlib.suppress(ValueError, OSError):
+                resource.setrlimit(resource.RLIMIT_AS, (address_space + available, resource.RLIM_INFINITY))
+            signal.alarm(CHILD_SECONDS)
+            context = ir.Context()
+            context.enable_multithreading(False)
+            with context:
+                with contextlib.suppress(ir.MLIRError, UnicodeDecodeError):
+                    ir.Module.parse(data if is_bytecode(data) else data.decode("utf-8"))
+            status = 0
+        finally:
+            os._exit(status)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        if number == signal.SIGALRM:
+            raise MgxError(f"{filename}: MLIR's reader did not finish within {CHILD_SECONDS} s")
+        kind = "bytecode" if is_bytecode(data) else "text"
+        raise MgxError(
+            f"{filename}: MLIR's {kind} reader crashed on this file ({signal.Signals(number).name}): "
+            "it is damaged, or not what this MLIR version writes"
+        )
+    if os.WEXITSTATUS(status) != 0:
+        raise MgxError(f"{filename}: MLIR's reader ran out of memory or failed on this file")
+
+
 def program_from_mlir(data: bytes, filename: str) -> Program:
     """The mgxir program of MLIR (text or bytecode) that `--to-mlir`/`--to-mlirbc` wrote."""
     context = ir.Context()
     module = parse_mlir(data, filename, context)
+    text = "" if is_bytecode(data) else data.decode("utf-8", "replace")
     with context:
-        return from_mlir(module, filename)
+        return from_mlir(module, filename, text)
 
 
 def looks_like_mlir(path: str, data: bytes) -> bool:

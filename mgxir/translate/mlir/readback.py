@@ -5,10 +5,13 @@ arguments are the parameters (`mgx.param`), constants are the literals, `linalg.
 
 from __future__ import annotations
 
+import math
+import re
+
 import numpy as np
 from iree.compiler import ir
 
-from mgxir.diagnostics import MgxError
+from mgxir.diagnostics import Location, MgxError, check_allocation
 from mgxir.ir.attributes import AttributeError_
 from mgxir.ir.builtin import make_literal, make_param, make_return
 from mgxir.ir.dtype import DType
@@ -51,9 +54,14 @@ class Scope:
     def resolve(self, ref: int, depth: int) -> Instruction:
         scope = self
         for _ in range(depth):
-            assert scope.parent is not None
+            if scope.parent is None:
+                raise ValueError(f"argument {ref} is {depth} regions out, past the outermost")
             scope = scope.parent
-        return scope.params[-1 - ref] if ref < 0 else scope.tagged[ref]
+        values = scope.tagged if ref >= 0 else scope.params
+        index = ref if ref >= 0 else -1 - ref
+        if index >= len(values):
+            raise ValueError(f"argument {ref} refers to no earlier value")
+        return values[index]
 
     def lookup(self, value: ir.Value) -> Instruction | None:
         scope: Scope | None = self
@@ -66,8 +74,9 @@ class Scope:
 
 
 class Reader:
-    def __init__(self, module: ir.Module, filename: str) -> None:
+    def __init__(self, module: ir.Module, filename: str, text: str = "") -> None:
         self.filename = filename
+        self.lines = text.splitlines()
         self.functions = {
             ir.StringAttr(op.attributes["sym_name"]).value: op
             for op in module.body.operations
@@ -79,11 +88,26 @@ class Reader:
     def error(self, message: str) -> MgxError:
         return MgxError(f"{self.filename}: {message}")
 
+    def error_at(self, op: ir.Operation, message: str) -> MgxError:
+        """An error at the op's line and column where MLIR knows them (text), else at the file."""
+        found = _FILE_LINE_COL.search(str(op.location))
+        if found is None:
+            return self.error(message)
+        line, column = int(found.group(1)), int(found.group(2))
+        text = self.lines[line - 1] if 0 < line <= len(self.lines) else None
+        return MgxError(message, Location(self.filename, line, column), text)
+
+    def malformed(self, op: ir.Operation, e: Exception) -> MgxError:
+        return self.error_at(op, f"'{op.name}' is not as --to-mlir writes it ({_reason(e)})")
+
     def run(self) -> Program:
         main = self.functions.get("main")
         if main is None:
             raise self.error("no func.func @main: --from-mlir reads what --to-mlir writes")
-        self.function(main, self.program.main)
+        try:
+            self.function(main, self.program.main)
+        except MALFORMED as e:
+            raise self.malformed(main, e) from None
         return self.program
 
     # -- regions --------------------------------------------------------------------------------
@@ -106,36 +130,47 @@ class Reader:
             scope.by_value[value] = param
         for op in block.operations:
             operation = op.operation
-            attrs = operation.attributes
-            if operation.name in TERMINATORS:
-                outputs = [self._resolve_value(v, scope, operation) for v in operation.operands]
-                if operation.name != "func.return" or outputs:
-                    module.insert(None, make_return(), outputs)
-                _drop_unused_elements(module)
-                return
-            if TAG_OP not in attrs:
-                continue
-            text = ir.StringAttr(attrs[TAG_OP]).value
-            refs = list(ir.DenseI64ArrayAttr(attrs[TAG_ARGS])) if TAG_ARGS in attrs else []
-            depths = list(ir.DenseI64ArrayAttr(attrs[TAG_OUTER])) if TAG_OUTER in attrs else [0] * len(refs)
-            args = [scope.resolve(r, d) for r, d in zip(refs, depths)]
-            if text == "@literal":
-                literal = self.literal(operation)
-                ins = module.insert(None, make_literal(literal), (), (), literal.shape)
-            else:
-                ins = self.instruction(module, operation, text, args, scope)
-            scope.tagged.append(ins)
-            results = list(operation.results)
-            if ins.shape.is_tuple:
-                first = ir.IntegerAttr(attrs[TAG_FIRST]).value if TAG_FIRST in attrs else 0
-                for index, result in enumerate(results[first:]):
-                    element = module.insert(None, self.operation(f"get_tuple_elem[index={index}]"), [ins])
-                    scope.tagged.append(element)
-                    scope.by_value[result] = element
-            else:
-                for result in results:
-                    scope.by_value[result] = ins
+            try:
+                if self._read(operation, module, scope):
+                    return
+            except MALFORMED as e:
+                raise self.malformed(operation, e) from None
         raise self.error(f"the body of '{module.name}' has no terminator")
+
+    def _read(self, operation: ir.Operation, module: Module, scope: Scope) -> bool:
+        """Reads one op into `module`; True at the region's terminator."""
+        attrs = operation.attributes
+        if operation.name in TERMINATORS:
+            outputs = [self._resolve_value(v, scope, operation) for v in operation.operands]
+            if operation.name != "func.return" or outputs:
+                module.insert(None, make_return(), outputs)
+            _drop_unused_elements(module)
+            return True
+        if TAG_OP not in attrs:
+            return False
+        text = ir.StringAttr(attrs[TAG_OP]).value
+        refs = list(ir.DenseI64ArrayAttr(attrs[TAG_ARGS])) if TAG_ARGS in attrs else []
+        depths = list(ir.DenseI64ArrayAttr(attrs[TAG_OUTER])) if TAG_OUTER in attrs else [0] * len(refs)
+        if len(depths) != len(refs):
+            raise self.error_at(operation, f"{TAG_ARGS} has {len(refs)} entries but {TAG_OUTER} {len(depths)}")
+        args = [scope.resolve(r, d) for r, d in zip(refs, depths)]
+        if text == "@literal":
+            literal = self.literal(operation)
+            ins = module.insert(None, make_literal(literal), (), (), literal.shape)
+        else:
+            ins = self.instruction(module, operation, text, args, scope)
+        scope.tagged.append(ins)
+        results = list(operation.results)
+        if ins.shape.is_tuple:
+            first = ir.IntegerAttr(attrs[TAG_FIRST]).value if TAG_FIRST in attrs else 0
+            for index, result in enumerate(results[first:]):
+                element = module.insert(None, self.operation(f"get_tuple_elem[index={index}]"), [ins])
+                scope.tagged.append(element)
+                scope.by_value[result] = element
+        else:
+            for result in results:
+                scope.by_value[result] = ins
+        return False
 
     def _resolve_value(self, value: ir.Value, scope: Scope, op: ir.Operation) -> Instruction:
         found = scope.lookup(value)
@@ -296,7 +331,11 @@ def _drop_unused_elements(module: Module) -> None:
 
 def _dense_data(attr: ir.Attribute, dtype: np.dtype) -> np.ndarray:
     dense = ir.DenseElementsAttr(attr)
-    count = int(np.prod(ir.ShapedType(dense.type).shape))
+    dims = ir.ShapedType(dense.type).shape
+    if any(n < 0 for n in dims):
+        raise ValueError(f"a constant of dynamic shape {dims}")
+    count = math.prod(dims)
+    check_allocation(count * (dtype.itemsize + 8), f"a constant of {count} {dtype} values")
     if dense.is_splat:
         value = dense.get_splat_value()
         number = value.value
@@ -304,9 +343,27 @@ def _dense_data(attr: ir.Attribute, dtype: np.dtype) -> np.ndarray:
     return np.frombuffer(memoryview(dense), dtype=dtype, count=count).copy()
 
 
-def from_mlir(module: ir.Module, filename: str = "<mlir>") -> Program:
-    """The program a module written by `--to-mlir` holds."""
-    return Reader(module, filename).run()
+def from_mlir(module: ir.Module, filename: str = "<mlir>", text: str = "") -> Program:
+    """The program a module written by `--to-mlir` holds (`text`: its source, for error lines)."""
+    try:
+        reader = Reader(module, filename, text)
+    except MALFORMED as e:
+        raise MgxError(f"{filename}: the module is not as --to-mlir writes it ({_reason(e)})") from None
+    return reader.run()
+
+
+# What a module --to-mlir did not write gives inside the reader: a missing attribute (KeyError), a
+# cast of an attribute or type of another kind (MLIR's casts raise ValueError), an index past a
+# list, an unknown type name (KeyError), a value of the wrong kind (TypeError), a string attribute
+# that is not UTF-8 (the bindings' RuntimeError).
+MALFORMED = (KeyError, ValueError, IndexError, TypeError, RuntimeError)
+_FILE_LINE_COL = re.compile(r'loc\("[^"]*":(\d+):(\d+)')
+
+
+def _reason(e: Exception) -> str:
+    if isinstance(e, KeyError):
+        return f"no {e.args[0]!r}" if e.args else "a missing entry"
+    return str(e) or type(e).__name__
 
 
 def _value_of(scope: Scope, ins: Instruction) -> ir.Value:

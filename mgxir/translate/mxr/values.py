@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from mgxir.diagnostics import MgxError, check_allocation
 from mgxir.ir.attributes import (
     AttributeError_,
     BoolKind,
@@ -277,6 +278,15 @@ def array_from_memory(shape: Shape, raw: bytes, what: str = "literal") -> np.nda
     need = shape.element_space * bits.itemsize
     if len(raw) < need:
         raise ValueError_(f"{what} has {len(raw)} bytes of data; its shape needs {need}")
+    # the values are unfolded from the memory (a stride of 0 repeats one value): sizes in Python
+    # integers, checked before numpy sees them
+    size = shape.elements * bits.itemsize
+    if size >= 1 << 63 or any(n >= 1 << 63 for n in shape.lens):
+        raise ValueError_(f"{what}: its shape {format_shape(shape)} holds more values than memory can address")
+    try:
+        check_allocation(size, f"{what} of shape {format_shape(shape)}")
+    except MgxError as e:
+        raise ValueError_(e.message) from None
     memory = np.frombuffer(raw, bits.newbyteorder("<"), count=shape.element_space).astype(bits)
     view = as_strided(memory, shape=shape.lens, strides=[s * bits.itemsize for s in shape.strides])
     return np.array(view).view(dtype)

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from mgxir.diagnostics import DiagnosticSink, MgxError
+from mgxir.diagnostics import DiagnosticSink, MgxError, check_allocation
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.literal import Literal
@@ -235,6 +235,10 @@ def check_literal_size(shape: Shape) -> None:
             f"a constant of {list(shape.lens)} {shape.dtype.type_name} elements ({size} bytes) is larger than "
             f"the importer builds ({MAX_LITERAL_BYTES} bytes)"
         )
+    try:  # and a float64 temporary it may be converted from
+        check_allocation(size + math.prod(shape.lens) * 8, f"a constant of {list(shape.lens)} {shape.dtype.type_name}")
+    except MgxError as e:
+        raise ParseError(e.message) from None
 
 
 def common_type(types: Iterable[DType]) -> DType:
@@ -437,6 +441,8 @@ class OnnxParser:
     def _external_bytes(self, t: Any, nbytes: int) -> bytes:
         entries = {e.key: e.value for e in t.external_data}
         location = entries.get("location", "")
+        if not isinstance(location, str):  # protobuf gives bytes for a string field that is not UTF-8
+            raise ParseError(f"tensor '{t.name}': external data location {location!r} is not UTF-8 text")
         try:
             offset = int(entries.get("offset", "0"))
             length = int(entries.get("length", str(nbytes)))

@@ -19,6 +19,7 @@ printed program. `argument_from_hex` and `to_mgxir` are mgxir's additions.
 
 from __future__ import annotations
 
+import ast
 import enum
 import functools
 import linecache
@@ -30,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from mgxir.diagnostics import DiagnosticSink, Location, MgxError
+from mgxir.diagnostics import DiagnosticSink, Location, MgxError, check_allocation
 from mgxir.ir.builtin import make_literal, make_param, make_return, undefined_value
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
@@ -42,6 +43,7 @@ from mgxir.ir.shape import DynamicDimension, Shape
 from mgxir.ops import register_all_ops
 from mgxir.text.printer import print_program
 from mgxir.translate.mxr.values import ValueError_, dynamic_dimension_from_value, operation_from_value
+from mgxir.translate.py import script
 
 register_all_ops()  # a reproducer script imports this module and nothing else of mgxir
 
@@ -58,7 +60,10 @@ _COMMENT = "# migraphx.shape("
 
 
 def caller() -> Where:
-    """The file and line of the nearest frame outside this package: the script's call."""
+    """The script's line being evaluated (`--from-py`), else the file and line of the nearest
+    frame outside this package: the call of a Python script that imports this module."""
+    if _session.where is not None:
+        return _session.where
     frame = sys._getframe(1)
     while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == _API_FOLDER:
         frame = frame.f_back
@@ -73,9 +78,17 @@ def declared_shape(where: Where) -> Shape | None:
     cut = text.rfind(_COMMENT)
     if cut < 0:
         return None
+    policy = script.Policy(
+        {},
+        {"migraphx": sys.modules[__name__]},
+        script_attribute_allowed,
+        user_errors=(ReproError, TypeError, ValueError),
+    )
     try:
-        found = eval(text[cut + 2 :].strip(), {"__builtins__": {}, "migraphx": sys.modules[__name__]})
-    except Exception:
+        expression = script.parse(text[cut + 2 :].strip(), where[0], "eval")
+        assert isinstance(expression, ast.Expression)
+        found = script.Evaluator(policy, {}).evaluate(expression.body)
+    except (SyntaxError, script.Refused, script.CallFailed, script.Undefined, ReproError, MgxError):
         return None
     return found if isinstance(found, Shape) else None
 
@@ -88,6 +101,7 @@ class Session:
     allow_undefined: bool = False
     sink: DiagnosticSink = field(default_factory=DiagnosticSink)
     programs: list[program] = field(default_factory=list)
+    where: Where | None = None  # the line a script reader is evaluating
 
     @staticmethod
     def location(where: Where) -> tuple[Location | None, str | None]:
@@ -237,6 +251,23 @@ def _literal(arg_shape: Shape, values: Any) -> Literal:
         raise ReproError(f"values do not fit {arg_shape.dtype.type_name}: {e}") from None
 
 
+def _check_literal_size(arg_shape: Shape, temporary_itemsize: int) -> None:
+    """Refuses a literal the machine cannot hold, with the temporary it is made from, before
+    either is allocated."""
+    arg_shape = _scalar_if_unwritten(arg_shape)
+    if arg_shape.is_tuple or arg_shape.is_dynamic:
+        raise ReproError("a literal needs a static shape")
+    itemsize = max(arg_shape.dtype.itemsize, 1)
+    lens = ", ".join(map(str, arg_shape.lens))
+    try:
+        check_allocation(
+            arg_shape.elements * (itemsize + temporary_itemsize),
+            f"a literal of {arg_shape.dtype.type_name}, {{{lens}}}",
+        )
+    except MgxError as e:
+        raise ReproError(e.message) from None
+
+
 def create_argument(arg_shape: Shape, values: Sequence[float]) -> argument:
     """`migraphx.create_argument(shape, [values])`: values in logical order."""
     made = argument.__new__(argument)
@@ -260,8 +291,9 @@ def argument_from_hex(arg_shape: Shape, hex_bytes: str) -> argument:
 def generate_argument(arg_shape: Shape, seed: int = 0) -> argument:
     """Deterministic data for a shape (MIGraphX's reproducers use it for literals whose values they
     do not print; the values differ from MIGraphX's generator)."""
-    rng = np.random.default_rng(int(seed))
     dtype = arg_shape.dtype
+    _check_literal_size(arg_shape, np.dtype(np.float64).itemsize)  # drawn as float64 or int64 first
+    rng = np.random.default_rng(int(seed))
     if dtype is DType.bool:
         data: np.ndarray = rng.integers(0, 2, arg_shape.lens).astype(bool)
     elif dtype.is_float:
@@ -273,6 +305,7 @@ def generate_argument(arg_shape: Shape, seed: int = 0) -> argument:
 
 
 def fill_argument(arg_shape: Shape, value: float) -> argument:
+    _check_literal_size(arg_shape, np.dtype(np.float64).itemsize)
     return create_argument(arg_shape, np.full(arg_shape.elements, value))
 
 
@@ -542,10 +575,8 @@ class _Builder:
             raise ReproError(problem)
         try:
             rule = operation.defn.shape(operation, [a.shape for a in args], subs)
-        except ShapeError as e:
+        except ShapeError as e:  # any other exception is a bug in the rule: an internal error
             raise ReproError(str(e)) from None
-        except (IndexError, KeyError, ValueError, TypeError, ZeroDivisionError) as e:
-            raise ReproError(f"{operation.name}: the shape rule rejects these inputs ({e})") from None
         if rule is None:
             if declared is None:
                 raise ReproError(f"'{operation.name}' has no shape rule here: give its result shape in a comment")
@@ -556,3 +587,39 @@ class _Builder:
 def _vague(declared: Shape) -> bool:
     """MIGraphX's --py comments print tuples without their elements."""
     return declared.is_tuple and not declared.sub_shapes
+
+
+# -- what a script read by --from-py may reach ---------------------------------------------------
+
+SCRIPT_NAMES = frozenset(
+    {"program", "shape", "op", "argument", "create_argument", "argument_from_hex", "generate_argument", "fill_argument"}
+)
+_SCRIPT_METHODS: dict[type, frozenset[str]] = {
+    program: frozenset(
+        {
+            "get_main_module",
+            "create_module",
+            "get_parameter_names",
+            "get_parameter_shapes",
+            "get_output_shapes",
+            "print",
+        }
+    ),
+    module: frozenset({"add_parameter", "add_literal", "add_instruction", "add_return", "name"}),
+    instruction_ref: frozenset({"name"}),
+    argument: frozenset({"get_shape", "tolist"}),
+    _ShapeFactory: frozenset({"dynamic_dimension"}),
+}
+
+
+def script_attribute_allowed(owner: Any, name: str) -> bool:
+    """The attributes of this API a script may read: the module's names, the methods MIGraphX's
+    Python API has, and the members of `op`'s enumerations."""
+    if owner is sys.modules[__name__]:
+        return name in SCRIPT_NAMES
+    if owner is op:
+        return name in ("pooling_mode", "rnn_direction")
+    if owner is op.pooling_mode or owner is op.rnn_direction:
+        return name in owner.__members__
+    allowed = _SCRIPT_METHODS.get(type(owner))
+    return allowed is not None and name in allowed

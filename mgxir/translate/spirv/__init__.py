@@ -118,8 +118,21 @@ def write_kernels(translation: Translation, directory: str) -> None:
             (Path(scratch) / f"{name}.spv").write_bytes(data)
         (Path(scratch) / "manifest.json").write_text(json.dumps(manifest(translation), indent=2) + "\n")
         target.mkdir(exist_ok=True)
+        stale = _kernels_listed(target / "manifest.json") - {f"{name}.spv" for name in binaries}
         for entry in os.listdir(scratch):
             os.replace(os.path.join(scratch, entry), target / entry)
+        for entry in stale:  # kernels an earlier run wrote here that this program does not have
+            (target / entry).unlink(missing_ok=True)
+
+
+def _kernels_listed(path: Path) -> set[str]:
+    """The kernel files an earlier manifest.json names (plain names only: nothing outside the folder)."""
+    try:
+        kernels = json.loads(path.read_text()).get("kernels", [])
+        files = {k.get("file") for k in kernels if isinstance(k, dict)}
+    except (OSError, ValueError, AttributeError):
+        return set()
+    return {f for f in files if isinstance(f, str) and f.endswith(".spv") and os.path.basename(f) == f}
 
 
 def emit_spirv(program: Program, sink: DiagnosticSink, output: str | None) -> None:

@@ -117,7 +117,9 @@ def parse_multinomial(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruc
         compile_shape = Shape.dynamic(s0.dtype, [s0.dyn_dims[0], (sample_size, sample_size)])
         buffer = info.add("allocate", alloc_shape, shape=compile_shape)
     else:
-        batch_size = s0.lens[0]
-        buffer = info.add_literal(np.zeros(batch_size * sample_size), DType.float, [batch_size, sample_size])
+        # the size is checked before the zeros are made (sample_size 2**31-1 drew 16 GiB)
+        lens = [s0.lens[0], sample_size]
+        check_literal_size(Shape.make(DType.float, lens))
+        buffer = info.add_literal(np.zeros(lens, np.float32), DType.float, lens)
     randoms = info.add("random_uniform", seed, buffer)
     return info.add("multinomial", cdf, randoms, dtype=output_type)
