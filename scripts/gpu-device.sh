@@ -1,7 +1,7 @@
 #!/bin/bash
 # The GPU target's tests and benchmarks on the device machine (an H200, through the session's
 # device tool), in one call. The folder it runs from holds a copy of this repository's mgxir/,
-# grammar/, bench/, test/, scripts/ and pyproject.toml, and whl/: py3.12 wheels of what the device
+# grammar/, bench/, test/, scripts/, examples/ and pyproject.toml, and whl/: py3.12 wheels of what the device
 # lacks (lark, nvmath-python, nvidia-cudnn-frontend), put there by
 #   bash scripts/gpu-device.sh --bundle DIR      (here: copies the files, downloads the wheels)
 # On the device:  bash scripts/gpu-device.sh STEP...   with STEP one of
@@ -15,8 +15,8 @@ if [ "${1:-}" = "--bundle" ]; then
   dest=$2
   here=$(cd "$(dirname "$0")/.." && pwd)
   mkdir -p "$dest/whl"
-  rm -rf "$dest/mgxir" "$dest/bench" "$dest/test" "$dest/scripts" "$dest/grammar"
-  (cd "$here" && git ls-files -co --exclude-standard mgxir grammar bench test scripts pyproject.toml | tar -cf - -T -) |
+  rm -rf "$dest/mgxir" "$dest/bench" "$dest/test" "$dest/scripts" "$dest/grammar" "$dest/examples"
+  (cd "$here" && git ls-files -co --exclude-standard mgxir grammar bench test scripts examples pyproject.toml | tar -cf - -T -) |
     tar -xf - -C "$dest"
   ls "$dest"/whl/*.whl >/dev/null 2>&1 || python3 -m pip download -q --no-deps --only-binary=:all: \
     --python-version 3.12 --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 \

@@ -233,8 +233,10 @@ def test_matches_reference(lowered: dict, name: str) -> None:
     assert got.keys() == want.keys()
     for key in want:
         expected = np.asarray(want[key])
-        tolerance = 2e-3 if expected.dtype == np.float16 else 1e-5
-        np.testing.assert_allclose(np.asarray(got[key], np.float64), expected.astype(np.float64), atol=tolerance)
+        # float16: one unit in the last place (scatter's additions into one element may round in another
+        # order on the GPU: H200, 5.73828125 against 5.734375)
+        atol, rtol = (2e-3, 1e-3) if expected.dtype == np.float16 else (1e-5, 1e-7)
+        np.testing.assert_allclose(np.asarray(got[key], np.float64), expected.astype(np.float64), atol=atol, rtol=rtol)
 
 
 @pytest.mark.skipif(COMPILER is None, reason="no C++ compiler to emulate kernels with")
