@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mgxir.drivers.common import register_target_ops
 from mgxir.ir.attributes import (
     BoolKind,
     DynamicDimsKind,
@@ -32,6 +33,8 @@ from mgxir.ir.shape import DynamicDimension, Shape
 from mgxir.ops import register_all_ops
 
 register_all_ops()
+# the targets' operators too (gpu::gemm, ...), whatever other tests have imported before this one
+register_target_ops()
 
 DTYPES = [DType.float, DType.half, DType.int64, DType.int32, DType.bool, DType.uint8, DType.int8]
 SMALL = st.integers(-3, 6)

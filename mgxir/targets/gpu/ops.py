@@ -339,11 +339,19 @@ class Gemm(_WritesOutput):
         if len(inputs) != (4 if with_bias else 3):
             raise fail(self.name, f"epilogue '{op['epilogue']}' takes {4 if with_bias else 3} arguments")
         a, b, out = inputs[0], inputs[1], inputs[-1]
+        _matrices(self.name, (a, b, out))
         if a.lens[-1] != b.lens[-2] or out.lens[-2:] != (a.lens[-2], b.lens[-1]):
             raise fail(
                 self.name, f"cannot multiply {lens_text(a.lens)} by {lens_text(b.lens)} into {lens_text(out.lens)}"
             )
         return out
+
+
+def _matrices(name: str, shapes: Sequence[Shape]) -> None:
+    """A product's operands and result: static, of rank 2 or more (batches of matrices)."""
+    for i, shape in enumerate(shapes):
+        if shape.is_dynamic or shape.is_tuple or len(shape.lens) < 2:
+            raise fail(name, f"input {i} must be a static matrix or batch of matrices, not {lens_text(shape.lens)}")
 
 
 @register
@@ -392,6 +400,7 @@ class Attention(_WritesOutput):
 
     def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
         q, k_t, v, out = inputs
+        _matrices(self.name, (q, k_t, v, out))
         if q.lens[-1] != k_t.lens[-2] or k_t.lens[-1] != v.lens[-2] or out.lens[-2:] != (q.lens[-2], v.lens[-1]):
             lens = ", ".join(lens_text(s.lens) for s in (q, k_t, v))
             raise fail(self.name, f"cannot attend {lens} (query, transposed key, value) into {lens_text(out.lens)}")
