@@ -37,7 +37,9 @@ class LoadedModule:
         if self.staged:
             return _staged_to_host(self.device, value)
         try:
-            return np.asarray(value.to_host())
+            # a copy: to_host's array maps the result's buffer, which the module's context frees
+            # when it goes (a uint8 result read after that came back as other values, now and then)
+            return np.array(value.to_host())
         except ValueError:  # a host allocation the driver will not import (CUDA: some sizes and alignments)
             return _staged_to_host(self.device, value)
 
