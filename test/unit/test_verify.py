@@ -155,6 +155,25 @@ def test_a_timeout_is_cached_under_its_timeout_and_a_dead_worker_is_not(tmp_path
     assert cache.lookup(task) is None
 
 
+def test_a_task_past_its_memory_limit_is_cached_under_that_limit(tmp_path, monkeypatch):
+    """A second run with nothing changed does not run again what the memory limit stopped (two of
+    the shared models took the whole of such a run's 38 s); another limit runs it again."""
+    from mgxir.drivers.verify import tasks
+
+    path = _program(tmp_path, "relu.mgx", RELU)
+    task = _task(path)
+
+    def exhausted(task, known):
+        raise MemoryError
+
+    monkeypatch.setattr(tasks, "_run_task", exhausted)
+    stopped = run_task(task)
+    assert stopped["message"] == "out of memory (the task's memory limit)"
+    ResultCache(str(tmp_path / "cache"), {"memory_limit": "1024"}).store(task, stopped)
+    assert ResultCache(str(tmp_path / "cache"), {"memory_limit": "1024"}).lookup(task)["message"] == stopped["message"]
+    assert ResultCache(str(tmp_path / "cache"), {"memory_limit": "2048"}).lookup(task) is None
+
+
 # -- limits and workers ----------------------------------------------------------------------
 
 

@@ -134,7 +134,8 @@ def _verify(o: VerifyOptions) -> int:
     gpus = tuple(g.strip() for g in (o.gpus or "").split(",") if g.strip())
     limits = Limits(o.timeout, int(o.memory_limit * GIB) or None, o.retries, o.workers, gpus)
     devices = report.gpu_devices() if "gpu" in targets else []
-    extra = {"devices": ",".join(devices), "timeout": str(o.timeout)}
+    # the limits decide a task's outcome too: a task stopped by one is kept as its timeout's is
+    extra = {"devices": ",".join(devices), "timeout": str(o.timeout), "memory_limit": str(limits.memory_bytes)}
     if o.against.endswith(".npz"):
         extra["against"] = file_digest(o.against)
     cache = ResultCache(None if o.no_cache else (o.cache_dir or default_cache_dir()), extra)

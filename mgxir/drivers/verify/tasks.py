@@ -306,8 +306,8 @@ def run_task(task: Task) -> dict:
     except MgxError as e:  # its first line: `file:line:col: error: ...` (the source line and caret left out)
         refused = isinstance(e, PeerRefused)  # the peer cannot run it: no verdict on mgxir
         return {**known, "status": "refused" if refused else "error", "message": one_line(e.render().splitlines()[0])}
-    except MemoryError:  # the limit's doing, not the input's alone: not kept in the cache (no reads)
-        return {**known, "message": "out of memory (the task's memory limit)", "reads": []}
+    except MemoryError:  # the limit's doing: kept in the cache under the limit (part of every key)
+        return {**known, "message": "out of memory (the task's memory limit)", "reads": [task.input]}
     except RecursionError:
         return {**known, "message": "the program nests too deeply for mgxir"}
     except ModuleNotFoundError as e:
