@@ -33,16 +33,7 @@ def program_fingerprint(program: Program) -> str:
 
 def module_fingerprint(module: Module) -> str:
     """The fingerprint of `module` and the modules it reaches through module arguments."""
-    order = [module]
-    seen = {id(module)}
-    i = 0
-    while i < len(order):
-        for sub in order[i].submodules():
-            if id(sub) not in seen:
-                seen.add(id(sub))
-                order.append(sub)
-        i += 1
-    return _fingerprint(order)
+    return _fingerprint(module.reachable_modules())
 
 
 def data_digest(data: np.ndarray) -> str:

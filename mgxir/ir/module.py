@@ -192,6 +192,20 @@ class Module:
         last = self.last
         return [] if last is None else [last.shape]
 
+    def reachable_modules(self) -> list[Module]:
+        """This module, then every module its instructions reach through module arguments
+        (breadth first, each once)."""
+        order: list[Module] = [self]
+        seen = {id(self)}
+        i = 0
+        while i < len(order):
+            for sub in order[i].submodules():
+                if id(sub) not in seen:
+                    seen.add(id(sub))
+                    order.append(sub)
+            i += 1
+        return order
+
     def submodules(self) -> list[Module]:
         seen: dict[int, Module] = {}
         for i in self:

@@ -58,20 +58,8 @@ class Program:
         return order
 
     def reachable_modules(self) -> list[Module]:
-        order: list[Module] = []
         main = self.modules.get("main")
-        if main is None:
-            return order
-        seen = {id(main)}
-        order.append(main)
-        i = 0
-        while i < len(order):
-            for s in order[i].submodules():
-                if id(s) not in seen:
-                    seen.add(id(s))
-                    order.append(s)
-            i += 1
-        return order
+        return [] if main is None else main.reachable_modules()
 
     def __repr__(self) -> str:
         return f"<Program {list(self.modules)}>"
