@@ -210,10 +210,15 @@ def export(model, example, path: Path) -> None:
     import torch
 
     kwargs = dict(input_names=["input"], output_names=["output"], opset_version=14, do_constant_folding=True)
+    # nn.MultiheadAttention's inference fast path is one aten op ONNX has no export for (torchvision's ViT)
+    fastpath = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(False)
     try:
         torch.onnx.export(model, (example,), str(path), dynamo=False, **kwargs)
     except TypeError:  # a torch without the dynamo switch
         torch.onnx.export(model, (example,), str(path), **kwargs)
+    finally:
+        torch.backends.mha.set_fastpath_enabled(fastpath)
 
 
 def exact_float32(run: Callable[[], object]) -> object:
