@@ -13,9 +13,11 @@ import time
 import numpy as np
 import pytest
 
+from mgxir.diagnostics import MgxError
 from mgxir.drivers.verify import report
 from mgxir.drivers.verify.cache import ResultCache
 from mgxir.drivers.verify.executors import InlineExecutor, Limits, ProcessExecutor, executor, run_limited
+from mgxir.drivers.verify.onnxruntime_peer import PeerRefused
 from mgxir.drivers.verify.tasks import Task, TaskOptions, run_task
 
 RELU = "x = @param:x -> float_type, {2, 3}, {3, 1}\n@1 = relu(x) -> float_type, {2, 3}, {3, 1}\n@2 = @return(@1)\n"
@@ -66,11 +68,60 @@ def test_a_task_is_ok_against_the_reference_and_mismatches_given_wrong_outputs(t
     assert wrong["status"] == "mismatch" and "out0: rms error" in wrong["message"]
 
 
-def test_a_program_that_does_not_read_is_an_error_with_its_position(tmp_path):
+def test_a_program_that_does_not_read_is_refused_with_its_position(tmp_path):
     path = _program(tmp_path, "bad.mgx", "@0 = relu(nothing)\n")
     done = run_task(_task(path))
-    assert done["status"] == "error" and done["message"].startswith(f"{path}:1:")
+    assert done["status"] == "refused" and done["message"].startswith(f"{path}:1:")
     assert done["reads"] == [str(path)]  # the cache keeps an import that failed, by the input's content
+    cache = ResultCache(str(tmp_path / "cache"))
+    cache.store(_task(path), done)
+    assert cache.lookup(_task(path))["status"] == "refused"
+
+
+def test_an_onnx_op_mgxir_lacks_is_refused_at_import_not_an_error(tmp_path):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    graph = helper.make_graph([helper.make_node("NoSuchOp", ["x"], ["y"])], "g", [x], [y])
+    path = str(tmp_path / "lacks.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    done = run_task(_task(path))
+    assert done["status"] == "refused" and "Unknown operator: NoSuchOp" in done["message"]
+
+
+# how a task's work ends -> (its status, whether the cache keeps it): mgxir's own clean refusal of
+# the input is `refused` and kept; a refusal that says nothing about the input (onnxruntime's, a
+# package missing here) is `refused` and not kept; a bug or a limit is `error`
+ENDINGS = [
+    (MgxError("p.mgx:1:2: error: an op MIGraphX lacks"), "refused", True),
+    (PeerRefused("onnxruntime refuses the model: no"), "refused", False),
+    (ModuleNotFoundError("no onnxruntime", name="onnxruntime"), "refused", False),
+    (ModuleNotFoundError("no helper", name="mgxir_helper"), "error", True),
+    (ValueError("a bug"), "error", True),
+    (MemoryError(), "error", True),
+    (RecursionError(), "error", True),
+]
+
+
+@pytest.mark.parametrize(("raised", "status", "kept"), ENDINGS, ids=[type(e[0]).__name__ for e in ENDINGS])
+def test_each_way_a_task_ends_has_its_status_and_the_cache_keeps_what_depends_on_the_input(
+    tmp_path, monkeypatch, raised, status, kept
+):
+    from mgxir.drivers.verify import tasks
+
+    def fails(task, known):
+        known["reads"].append(task.input)  # the import read the input before the failure
+        raise raised
+
+    monkeypatch.setattr(tasks, "_run_task", fails)
+    task = _task(_program(tmp_path, "relu.mgx", RELU))
+    done = run_task(task)
+    assert done["status"] == status and done["message"] and "\n" not in done["message"]
+    cache = ResultCache(str(tmp_path / "cache"))
+    cache.store(task, done)
+    assert (cache.lookup(task) is not None) == kept
 
 
 def test_against_onnxruntime_a_model_it_refuses_is_refused_not_an_error():
@@ -306,7 +357,7 @@ def _mixed_tasks(folder) -> list[Task]:
 def test_the_process_executor_gives_the_inline_verdicts(tmp_path):
     tasks = _mixed_tasks(tmp_path)
     inline = _verdicts(InlineExecutor(), tasks)
-    assert [v[0] for v in inline] == ["ok", "ok", "error", "mismatch"]
+    assert [v[0] for v in inline] == ["ok", "ok", "refused", "mismatch"]
     with executor("process", Limits(workers=2)) as pool:
         assert _verdicts(pool, tasks) == inline
 
@@ -369,6 +420,15 @@ def test_the_table_puts_regressions_against_the_baseline_first(tmp_path):
     lines = report.table(new, baseline).splitlines()
     assert lines[1].split()[:3] == ["regression", "error", "ref"]
     assert "against the baseline: 1 regression, 1 slower, 1 new, 1 fixed, 0 faster, 1 same" in lines
+
+
+def test_a_model_that_was_ok_and_is_now_refused_is_a_regression():
+    """An importer that stops accepting a model regressed, however cleanly it says so; a model it
+    now accepts is fixed."""
+    baseline = {("a", "ref"): _record("a", "ok"), ("b", "ref"): _record("b", "refused")}
+    assert report.change(_record("a", "refused"), baseline) == "regression"
+    assert report.change(_record("b", "ok"), baseline) == "fixed"
+    assert report.change(_record("b", "error"), baseline) == "same"
 
 
 def test_a_baseline_that_is_not_a_report_is_one_line(tmp_path):

@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Any
 
-from mgxir.diagnostics import MgxError
+from mgxir.diagnostics import MgxError, did_you_mean
 from mgxir.drivers.common import check_output_path
 from mgxir.drivers.options import DeclaredOptions, Option, flag
 from mgxir.drivers.verify import report
@@ -102,7 +102,9 @@ def _checked(o: VerifyOptions) -> tuple[list[str], list[str], dict | None]:
     targets = [t.strip() for t in o.targets.split(",") if t.strip()]
     unknown = [t for t in targets if t not in target_names()]
     if unknown or not targets:
-        raise MgxError(f"unknown target '{unknown[0] if unknown else ''}' (available: {', '.join(target_names())})")
+        name = unknown[0] if unknown else ""
+        hint = did_you_mean(name, target_names())
+        raise MgxError(f"unknown target '{name}'{hint} (available: {', '.join(target_names())})")
     if o.executor not in EXECUTORS:
         raise MgxError(f"--executor must be {', '.join(EXECUTORS)}, not '{o.executor}'")
     if o.against not in (AGAINST_REFERENCE, AGAINST_ONNXRUNTIME):

@@ -85,18 +85,17 @@ def read_baseline(path: str) -> dict[tuple[str, str], dict]:
 
 
 def change(record: dict, baseline: dict[tuple[str, str], dict] | None) -> str:
-    """`regression` (was ok, now a mismatch or an error), `fixed`, `slower`/`faster` (both ok),
-    `new` (not in the baseline) or `same`."""
+    """`regression` (was ok, now anything else: a refusal too, as an importer or a target that
+    stops accepting a model is a regression however cleanly it says so), `fixed` (now ok),
+    `slower`/`faster` (both ok), `new` (not in the baseline) or `same`."""
     if baseline is None:
         return "same"
     old = baseline.get((record["input"], record["target"]))
     if old is None:
         return "new"
     was_ok, is_ok = old.get("status") == "ok", record["status"] == "ok"
-    if was_ok and record["status"] in ("mismatch", "error"):
-        return "regression"
-    if is_ok and old.get("status") in ("mismatch", "error"):
-        return "fixed"
+    if was_ok != is_ok:
+        return "fixed" if is_ok else "regression"
     if was_ok and is_ok and old.get("ms") and record.get("ms") is not None:
         if record["ms"] > SLOWER * old["ms"] + 1.0:
             return "slower"

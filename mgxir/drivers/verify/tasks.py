@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from mgxir.diagnostics import DiagnosticSink, MgxError
+from mgxir.diagnostics import DiagnosticSink, MgxError, did_you_mean
 from mgxir.drivers.common import OPTIONAL_PACKAGES, in_deep_stack, load_entry, register_target_ops
 from mgxir.drivers.run import flatten_outputs, gather_inputs, rms_error
 from mgxir.drivers.translate import READERS
@@ -242,7 +242,8 @@ def probe_target(target: str, options: TaskOptions) -> str | None:
     """None where `target` runs here; else the one-line reason (a package, a device or a driver missing)."""
     prepare()
     if target not in target_names():
-        return f"unknown target '{target}' (available: {', '.join(target_names())})"
+        hint = did_you_mean(target, target_names())
+        return f"unknown target '{target}'{hint} (available: {', '.join(target_names())})"
     sink = DiagnosticSink()
     try:
         program = probe_program()
@@ -296,16 +297,20 @@ def warm_up_samples(paths: list[str]) -> list[str]:
 
 
 def run_task(task: Task) -> dict:
-    """The task's record. User errors and bugs alike end as `error` with one line; nothing raises
-    but KeyboardInterrupt."""
+    """The task's record; nothing raises but KeyboardInterrupt. Where mgxir declines the input in
+    its one clean line (an MgxError: a program that does not parse or verify, an op MIGraphX lacks,
+    a pass or target that refuses it) the status is `refused`; bugs (any other exception) and
+    work stopped by a limit are `error`. A refusal that says nothing about the input (a package
+    missing here, onnxruntime refusing the model) keeps no `reads`, so the cache does not keep it."""
     prepare()
     gc.disable()  # a task's IR lives until the task ends: the cycle collector would only rescan it
     known = record(task, "error")  # what the task learned before it failed: the files read, the fingerprint
     try:
         return in_deep_stack(lambda: _run_task(task, known))
+    except PeerRefused as e:  # the peer cannot run it: no verdict on mgxir
+        return {**known, "status": "refused", "message": one_line(e.render().splitlines()[0]), "reads": []}
     except MgxError as e:  # its first line: `file:line:col: error: ...` (the source line and caret left out)
-        refused = isinstance(e, PeerRefused)  # the peer cannot run it: no verdict on mgxir
-        return {**known, "status": "refused" if refused else "error", "message": one_line(e.render().splitlines()[0])}
+        return {**known, "status": "refused", "message": one_line(e.render().splitlines()[0])}
     except MemoryError:  # the limit's doing: kept in the cache under the limit (part of every key)
         return {**known, "message": "out of memory (the task's memory limit)", "reads": [task.input]}
     except RecursionError:
