@@ -228,6 +228,28 @@ def test_a_task_past_its_memory_limit_is_cached_under_that_limit(tmp_path, monke
 # -- limits and workers ----------------------------------------------------------------------
 
 
+def test_a_probe_that_kills_its_process_or_hits_a_bug_is_its_targets_error(monkeypatch):
+    """Not the run's internal error (a KeyError once) and not a refusal: every task of the target
+    is `error` with the line, and the other targets run."""
+    from mgxir.drivers.verify import executors, tasks
+
+    options = TaskOptions()
+    assert tasks.probe_target("ref", options) is None
+    assert tasks.probe_target("gpux", options)[1].startswith("unknown target 'gpux'; did you mean 'gpu'?")
+    monkeypatch.setattr(executors, "probe_target", lambda target, options: os.kill(os.getpid(), signal.SIGKILL))
+    status, message = executors._probe_in_child("ref", options, Limits())
+    assert status == "error" and message.startswith("the target's probe failed: the task's process died (SIGKILL")
+    monkeypatch.undo()
+
+    def bug(*arguments):
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(tasks, "run_on_target", bug)
+    failed = ("error", "internal error in the target's probe: ValueError: a bug")
+    assert tasks.probe_target("ref", options) == failed
+    assert executors._probe_in_child("ref", options, Limits()) == failed
+
+
 def test_a_task_that_hangs_is_stopped_at_its_timeout(tmp_path):
     task = _task(_program(tmp_path, "relu.mgx", RELU))
     start = time.monotonic()

@@ -186,12 +186,12 @@ def _run(tasks: list[Task], o: VerifyOptions, limits: Limits, cache: ResultCache
     samples = warm_up_samples([tasks[i].input for i in to_run])
     with executor(o.executor, limits, o.ray_address, samples) as chosen:
         options = tasks[to_run[0]].options
-        refused = {target: chosen.probe(target, options) for target in dict.fromkeys(tasks[i].target for i in to_run)}
+        probes = {target: chosen.probe(target, options) for target in dict.fromkeys(tasks[i].target for i in to_run)}
         runnable = []
         for index in to_run:
-            reason = refused[tasks[index].target]
-            if reason is not None:
-                done(index, record(tasks[index], "refused", reason))
+            verdict = probes[tasks[index].target]
+            if verdict is not None:
+                done(index, record(tasks[index], *verdict))
             else:
                 runnable.append(index)
         chosen.run([tasks[i] for i in runnable], lambda k, found: done(runnable[k], found))

@@ -24,7 +24,16 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from mgxir.drivers.verify.tasks import GPU_TARGETS, Task, TaskOptions, probe_target, record, run_task, warm_up
+from mgxir.drivers.verify.tasks import (
+    GPU_TARGETS,
+    Task,
+    TaskOptions,
+    Verdict,
+    probe_target,
+    record,
+    run_task,
+    warm_up,
+)
 from mgxir.records import Record
 
 EXECUTORS = ("process", "inline", "ray")
@@ -180,9 +189,14 @@ def finite(record_: dict) -> dict:
     return record_
 
 
-def _probe_in_child(target: str, options: TaskOptions, limits: Limits) -> dict:
+def _probe_in_child(target: str, options: TaskOptions, limits: Limits) -> Verdict | None:
+    """The probe under the task's limits: a probe that hangs or kills its process (a driver that
+    crashes) is the target's `error`, not the run's."""
     probe = Task("<probe>", target, options)
-    return run_limited(probe, limits, lambda: {"refused": probe_target(target, options)})
+    found = run_limited(probe, limits, lambda: {"probe": probe_target(target, options)})
+    if "probe" not in found:
+        return "error", f"the target's probe failed: {found['message']}"
+    return None if found["probe"] is None else (found["probe"][0], found["probe"][1])
 
 
 # -- executors -------------------------------------------------------------------------------------
@@ -191,7 +205,8 @@ def _probe_in_child(target: str, options: TaskOptions, limits: Limits) -> dict:
 class Executor:
     """Runs tasks, calling `on_record(index, record)` as each ends (in this process)."""
 
-    def probe(self, target: str, options: TaskOptions) -> str | None:
+    def probe(self, target: str, options: TaskOptions) -> Verdict | None:
+        """None where the target runs on the workers; else what its every task is (a status, a line)."""
         raise NotImplementedError
 
     def run(self, tasks: list[Task], on_record: OnRecord) -> None:
@@ -205,7 +220,7 @@ class InlineExecutor(Executor):
     """In this process, one task after another, with no limits (for debugging: a breakpoint in a
     pass stops here)."""
 
-    def probe(self, target: str, options: TaskOptions) -> str | None:
+    def probe(self, target: str, options: TaskOptions) -> Verdict | None:
         return probe_target(target, options)
 
     def run(self, tasks: list[Task], on_record: OnRecord) -> None:
@@ -251,9 +266,9 @@ class ProcessExecutor(Executor):
         )
         return self.pool
 
-    def probe(self, target: str, options: TaskOptions) -> str | None:
+    def probe(self, target: str, options: TaskOptions) -> Verdict | None:
         pool = self.pool or self._new_pool()
-        return pool.submit(_probe_in_child, target, options, self.limits).result()["refused"]
+        return pool.submit(_probe_in_child, target, options, self.limits).result()
 
     def run(self, tasks: list[Task], on_record: OnRecord) -> None:
         from concurrent.futures import FIRST_COMPLETED, wait
@@ -314,7 +329,7 @@ def _on_ray_worker(tasks: list[Task], limits: Limits, samples: list[str]) -> lis
     return [finite(r) for r in run_limited_batch(tasks, limits)]
 
 
-def _probe_on_ray_worker(target: str, options: TaskOptions, limits: Limits) -> dict:
+def _probe_on_ray_worker(target: str, options: TaskOptions, limits: Limits) -> Verdict | None:
     return _probe_in_child(target, options, limits)
 
 
@@ -350,11 +365,14 @@ class RayExecutor(Executor):
     def _gpus(self, target: str) -> int:
         return 1 if target in GPU_TARGETS else 0
 
-    def probe(self, target: str, options: TaskOptions) -> str | None:
+    def probe(self, target: str, options: TaskOptions) -> Verdict | None:
         if self._gpus(target) and not self.ray.cluster_resources().get("GPU", 0):
-            return "the Ray cluster has no GPU"
+            return "refused", "the Ray cluster has no GPU"
         ref = self.remote_probe.options(num_cpus=1, num_gpus=self._gpus(target)).remote(target, options, self.limits)
-        return self.ray.get(ref)["refused"]
+        try:
+            return self.ray.get(ref)
+        except self.ray.exceptions.RayError as e:  # its workers died `retries + 1` times
+            return "error", f"the target's probe failed: its Ray worker failed: {type(e).__name__}"
 
     def run(self, tasks: list[Task], on_record: OnRecord) -> None:
         ray = self.ray

@@ -238,23 +238,29 @@ def probe_program() -> Program:
     return parse_program(text, "<probe>")
 
 
-def probe_target(target: str, options: TaskOptions) -> str | None:
-    """None where `target` runs here; else the one-line reason (a package, a device or a driver missing)."""
+Verdict = tuple[str, str]  # a status and its one line: what a probe gives a target's every task
+
+
+def probe_target(target: str, options: TaskOptions) -> Verdict | None:
+    """None where `target` runs here; else `refused` and the one-line reason (a package, a device or
+    a driver missing), or `error` where the probe hit a bug in mgxir."""
     prepare()
     if target not in target_names():
         hint = did_you_mean(target, target_names())
-        return f"unknown target '{target}'{hint} (available: {', '.join(target_names())})"
+        return "refused", f"unknown target '{target}'{hint} (available: {', '.join(target_names())})"
     sink = DiagnosticSink()
     try:
         program = probe_program()
         run_on_target(target, program, {"x": np.ones(4, np.float32)}, options, sink)
     except MgxError as e:
-        return one_line(e.render().splitlines()[0])
+        return "refused", one_line(e.render().splitlines()[0])
     except ModuleNotFoundError as e:
         extra = OPTIONAL_PACKAGES.get((e.name or "").split(".")[0], "")
-        return f"this needs the '{e.name}' package" + (f": pip install 'mgxir[{extra}]'" if extra else "")
+        return "refused", f"this needs the '{e.name}' package" + (f": pip install 'mgxir[{extra}]'" if extra else "")
     except (ImportError, OSError, RuntimeError) as e:  # a driver or library that does not load
-        return one_line(f"{type(e).__name__}: {e}")
+        return "refused", one_line(f"{type(e).__name__}: {e}")
+    except Exception as e:  # a bug in mgxir
+        return "error", one_line(f"internal error in the target's probe: {type(e).__name__}: {e}")
     return None
 
 
