@@ -289,6 +289,27 @@ def test_a_task_past_its_memory_limit_is_an_error_and_its_worker_goes_on(tmp_pat
     assert run_limited(huge, Limits(memory_bytes=None))["status"] == "ok"  # the limit stopped it, nothing else
 
 
+def test_inline_tasks_meet_the_limits_the_pool_sets_and_give_its_verdicts(tmp_path):
+    """Two shared attention models (about 9 GB at their peak in the interpreter) were `ok` inline
+    and `error` (the 8 GiB memory limit) on the pool and on Ray: the inline executor had no limits."""
+    import resource
+
+    from mgxir.drivers.verify.executors import run_inline
+
+    huge = _task(_program(tmp_path, "huge.mgx", HUGE))
+    limit = Limits(memory_bytes=640 << 20)
+    before = resource.getrlimit(resource.RLIMIT_AS)
+    inline = _verdicts(InlineExecutor(limit), [huge])
+    assert inline[0][0] == "error" and "memory" in inline[0][1]
+    with executor("process", Limits(workers=1, memory_bytes=640 << 20)) as pool:
+        assert _verdicts(pool, [huge]) == inline
+    assert resource.getrlimit(resource.RLIMIT_AS) == before  # lifted again: the command goes on
+    assert run_inline(huge, Limits(memory_bytes=None))["status"] == "ok"
+    relu = _task(_program(tmp_path, "relu.mgx", RELU))
+    assert run_inline(relu, Limits(timeout_s=1e-6))["message"] == "timed out after 1e-06 s"
+    assert run_inline(relu, Limits())["status"] == "ok"
+
+
 def _children(pid: int) -> list[int]:
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as f:

@@ -72,19 +72,62 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def _limit_memory(task: Task, limits: Limits) -> None:
-    """The child's address space capped at what it already maps plus `memory_bytes` (a Ray worker
-    maps gigabytes of its own before any task runs)."""
+def _address_space_limit(task: Task, limits: Limits) -> int | None:
+    """The bytes of address space a task may map: what its process already maps plus
+    `memory_bytes` (a Ray worker maps gigabytes of its own before any task runs); None: no limit."""
     if limits.memory_bytes is None or task.target in GPU_TARGETS:
-        return
-    import resource
-
+        return None
     try:
         with open("/proc/self/statm") as f:
             mapped = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError):
         mapped = 0
-    resource.setrlimit(resource.RLIMIT_AS, (mapped + limits.memory_bytes, mapped + limits.memory_bytes))
+    return mapped + limits.memory_bytes
+
+
+def _limit_memory(task: Task, limits: Limits) -> None:
+    """The child's address space capped for good (the child ends with its tasks)."""
+    import resource
+
+    limit = _address_space_limit(task, limits)
+    if limit is not None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+@contextlib.contextmanager
+def _memory_limited_here(task: Task, limits: Limits) -> Iterator[None]:
+    """This process's address space capped while the block runs (the soft limit only, so that it
+    can be lifted again): the inline executor's tasks meet the limit the pool's children meet."""
+    import resource
+
+    limit = _address_space_limit(task, limits)
+    if limit is None:
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    capped = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (capped, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def timed_out(task: Task, limits: Limits) -> dict:
+    """The record of a task past the timeout: the input's own doing under this timeout (which the
+    cache key holds), so kept."""
+    return {**record(task, "error", f"timed out after {limits.timeout_s:g} s"), "reads": [task.input]}
+
+
+def run_inline(task: Task, limits: Limits) -> dict:
+    """The task's record, run in this process under the limits the pool's children have, so that
+    every executor gives the same verdict: the memory limit as it runs (a MemoryError is the
+    task's `error`), and the timeout once it has ended (a thread cannot be stopped: a task that
+    ran past it is reported as the pool reports the task it stops)."""
+    start = time.monotonic()
+    with _memory_limited_here(task, limits):
+        found = run_task(task)
+    return timed_out(task, limits) if time.monotonic() - start > limits.timeout_s else found
 
 
 def run_limited(task: Task, limits: Limits, work: Callable[[], Any] | None = None) -> Any:
@@ -131,13 +174,13 @@ def _in_child(tasks: list[Task], works: list[Callable[[], Any]] | None, limits: 
     results: list = []
     pending = b""
     deadline = time.monotonic() + limits.timeout_s
-    timed_out = ended = False
+    stopped = ended = False
     try:
         with os.fdopen(read_end, "rb", buffering=0) as pipe:
             while not ended:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    timed_out = True
+                    stopped = True
                     break
                 ready, _, _ = select.select([pipe], [], [], min(left, 1.0))
                 if not ready:
@@ -149,15 +192,15 @@ def _in_child(tasks: list[Task], works: list[Callable[[], Any]] | None, limits: 
                     results += [json.loads(line) for line in lines]
                     deadline = time.monotonic() + limits.timeout_s  # each task has the whole timeout
     finally:
-        if timed_out or len(results) < len(tasks):
+        if stopped or len(results) < len(tasks):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         _, status = os.waitpid(pid, 0)
     if len(results) == len(tasks):
         return results, None
     task = tasks[len(results)]
-    if timed_out:  # the input's own doing under this timeout (which the cache key holds): kept
-        return results, {**record(task, "error", f"timed out after {limits.timeout_s:g} s"), "reads": [task.input]}
+    if stopped:
+        return results, timed_out(task, limits)
     if os.WIFSIGNALED(status):
         name = signal.Signals(os.WTERMSIG(status)).name
         return results, record(task, "error", f"the task's process died ({name}; past the memory limit?)")
@@ -217,15 +260,18 @@ class Executor:
 
 
 class InlineExecutor(Executor):
-    """In this process, one task after another, with no limits (for debugging: a breakpoint in a
-    pass stops here)."""
+    """In this process, one task after another (for debugging: a breakpoint in a pass stops here),
+    under the pool's limits as far as a process can limit itself (`run_inline`)."""
+
+    def __init__(self, limits: Limits | None = None):
+        self.limits = limits or Limits()
 
     def probe(self, target: str, options: TaskOptions) -> Verdict | None:
         return probe_target(target, options)
 
     def run(self, tasks: list[Task], on_record: OnRecord) -> None:
         for index, task in enumerate(tasks):
-            on_record(index, finite(run_task(task)))
+            on_record(index, finite(run_inline(task, self.limits)))
 
 
 def _worker_started(started: Any, gpus: tuple[str, ...], samples: list[str]) -> None:
@@ -411,7 +457,7 @@ def executor(
     `samples`: inputs whose readers each worker loads once (`warm_up`)."""
     chosen: Executor
     if name == "inline":
-        chosen = InlineExecutor()
+        chosen = InlineExecutor(limits)
     elif name == "process":
         chosen = ProcessExecutor(limits, samples)
     else:
