@@ -486,3 +486,37 @@ def test_the_html_page_is_self_contained_and_escapes_what_it_shows():
     assert page.count("<svg") == 2 and "&lt;a&gt;.mgx" in page and "<a>.mgx" not in page
     assert "http" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")  # nothing fetched
     assert json.loads(json.dumps(report.report_records(records)))[0]["cached"] is False
+
+
+VOID_ELEMENTS = {"meta", "br", "hr", "img", "input", "link"}
+
+
+class _Nesting:
+    """Checks that every element of a page is closed in order (html.parser reports, it does not check)."""
+
+    def __init__(self, page: str):
+        from html.parser import HTMLParser
+
+        self.open: list[str] = []
+        self.problems: list[str] = []
+        parser = HTMLParser()
+        parser.handle_starttag = lambda tag, attrs: tag in VOID_ELEMENTS or self.open.append(tag)
+        parser.handle_startendtag = lambda tag, attrs: None
+        parser.handle_endtag = self._closed
+        parser.feed(page)
+        parser.close()
+
+    def _closed(self, tag: str) -> None:
+        if not self.open or self.open.pop() != tag:
+            self.problems.append(tag)
+
+
+def test_the_html_page_is_well_formed_and_shows_regressions_before_the_plots():
+    baseline = {("a.mgx", "ref"): _record("a.mgx", "ok"), ("b.mgx", "ref"): _record("b.mgx", "ok")}
+    records = [_record("a.mgx", "ok", 2.0), _record("b.mgx", "refused", None), _record("c.mgx", "ok", 50.0, "cpu")]
+    page = report.html_page({"mgxir": "x"}, records, baseline)
+    nesting = _Nesting(page)
+    assert nesting.problems == [] and nesting.open == []
+    regression = page.index("<tr class='regression'>")
+    assert regression < page.index("<svg") and page.count("<tr class='regression'>") == 2  # and in every record
+    assert "<title>c.mgx on cpu: 50.000 ms</title>" in page  # each model's point names it
