@@ -310,6 +310,20 @@ def test_inline_tasks_meet_the_limits_the_pool_sets_and_give_its_verdicts(tmp_pa
     assert run_inline(relu, Limits())["status"] == "ok"
 
 
+def test_batches_are_of_one_target_and_shrink_towards_the_end():
+    from mgxir.drivers.verify.executors import BATCH_MOST, batches
+
+    sizes = [len(b) for b in batches(list(range(96)), ["gpu"] * 96, 2)]
+    assert sizes == sorted(sizes, reverse=True) and len(sizes) == 8 and sum(sizes) == 96
+    assert sizes[0] <= BATCH_MOST and 2 * sizes[-1] < sizes[0]  # the last worker's tail is a small batch
+    many = batches(list(range(1142)), ["ref"] * 1142, 2)
+    assert max(map(len, many)) <= BATCH_MOST and sorted(i for b in many for i in b) == list(range(1142))
+    # an input's targets come one after another in a run: batched as they came, each batch was one task
+    targets = ["ref", "cpu"] * 48
+    mixed = batches(list(range(96)), targets, 2)
+    assert all(len({targets[i] for i in batch}) == 1 for batch in mixed) and len(mixed) <= 9
+
+
 def _children(pid: int) -> list[int]:
     try:
         with open(f"/proc/{pid}/task/{pid}/children") as f:
