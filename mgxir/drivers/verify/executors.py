@@ -216,8 +216,8 @@ BATCHES_PER_WORKER = 4  # batches per worker at least, where there are enough ta
 def batches(tasks: list[int], targets: list[str], workers: int) -> list[list[int]]:
     """Task indices in batches, each of one target (a run lists an input's targets one after
     another: batched in that order, two targets made a batch of every task). The batches shrink
-    towards the end (the first about three times the last, their number what equal batches would
-    take): the last batch is what one worker still runs while the others wait, and with equal
+    towards the end (the first two to three times the last, their number what equal batches
+    would take): the last batch is what one worker still runs while the others wait, and with equal
     batches of 12 models two GPUs gave 1.75x, not 2x."""
     by_target: dict[str, list[int]] = {}
     for index in tasks:
