@@ -310,6 +310,17 @@ def test_inline_tasks_meet_the_limits_the_pool_sets_and_give_its_verdicts(tmp_pa
     assert run_inline(relu, Limits())["status"] == "ok"
 
 
+def test_the_pool_starts_every_worker_before_the_probe_ends(tmp_path):
+    """Not one at a time as tasks find no idle worker: the second worker's start-up (spawn, imports,
+    warm-up) came after the probe, while the first ran tasks."""
+    pool = ProcessExecutor(Limits(workers=2))
+    try:
+        assert pool.probe("ref", TaskOptions()) is None
+        assert len(pool.pool._processes) == 2
+    finally:
+        pool.close()
+
+
 def test_batches_are_of_one_target_and_shrink_towards_the_end():
     from mgxir.drivers.verify.executors import BATCH_MOST, batches
 

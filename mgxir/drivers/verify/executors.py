@@ -326,6 +326,11 @@ class ProcessExecutor(Executor):
             initializer=_worker_started,
             initargs=(context.Value("i", 0), self.limits.gpus, self.samples),
         )
+        # the pool starts a spawned worker only when a task finds none idle: the second worker's start
+        # and warm-up came after the probe, while the first worker ran tasks. One call per worker
+        # starts them all at once, their warm-up beside the probe
+        for _ in range(self.limits.workers):
+            self.pool.submit(os.getpid)
         return self.pool
 
     def probe(self, target: str, options: TaskOptions) -> Verdict | None:
