@@ -19,7 +19,9 @@
 # On the device, two calls of the device tool's `run`, on kind nvidia-h200-x2:
 #   1. carry [".ray-a"], command: bash scripts/ray-device.sh --check
 #   2. carry [".ray-b"], command: bash scripts/ray-device.sh --run ray      (timeout_s 600)
-#      (`--run ray process`: the process executor's runs after Ray's, as the peer; about 4 more minutes)
+#   3. (the peer, optional) carry [], command: bash scripts/ray-device.sh --run process
+#      the process executor's runs with the same batches, while the machine is still warm (both
+#      parts stay there); in one call, `--run ray process` may pass the 600 s a call may run
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here" || exit 1
@@ -131,7 +133,7 @@ EOF
   done
   ;;
 *)
-  sed -n 2,23p "$0"
+  sed -n 2,25p "$0"
   exit 2
   ;;
 esac
