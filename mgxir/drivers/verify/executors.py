@@ -8,7 +8,9 @@ address space the size of the device's memory) and a timeout: a task that hangs 
 the limit is stopped and reported as `error`, and its worker goes on. A worker that dies (killed, or
 its machine gone) has its tasks run again, up to `retries` more times, then reported as `error`.
 Under `process` the tasks running on the pool when a worker dies count a try each (the pool cannot
-tell which of them the dead worker held); Ray knows and retries only that task.
+tell which of them the dead worker held); Ray knows and retries only that task. `inline` applies
+the same limits as far as a process can limit itself (`run_inline`), so every executor gives the
+same verdicts.
 """
 
 from __future__ import annotations
