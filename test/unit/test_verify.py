@@ -13,9 +13,11 @@ import time
 import numpy as np
 import pytest
 
+from mgxir.diagnostics import MgxError
 from mgxir.drivers.verify import report
 from mgxir.drivers.verify.cache import ResultCache
 from mgxir.drivers.verify.executors import InlineExecutor, Limits, ProcessExecutor, executor, run_limited
+from mgxir.drivers.verify.onnxruntime_peer import PeerRefused
 from mgxir.drivers.verify.tasks import Task, TaskOptions, run_task
 
 RELU = "x = @param:x -> float_type, {2, 3}, {3, 1}\n@1 = relu(x) -> float_type, {2, 3}, {3, 1}\n@2 = @return(@1)\n"
@@ -66,11 +68,60 @@ def test_a_task_is_ok_against_the_reference_and_mismatches_given_wrong_outputs(t
     assert wrong["status"] == "mismatch" and "out0: rms error" in wrong["message"]
 
 
-def test_a_program_that_does_not_read_is_an_error_with_its_position(tmp_path):
+def test_a_program_that_does_not_read_is_refused_with_its_position(tmp_path):
     path = _program(tmp_path, "bad.mgx", "@0 = relu(nothing)\n")
     done = run_task(_task(path))
-    assert done["status"] == "error" and done["message"].startswith(f"{path}:1:")
+    assert done["status"] == "refused" and done["message"].startswith(f"{path}:1:")
     assert done["reads"] == [str(path)]  # the cache keeps an import that failed, by the input's content
+    cache = ResultCache(str(tmp_path / "cache"))
+    cache.store(_task(path), done)
+    assert cache.lookup(_task(path))["status"] == "refused"
+
+
+def test_an_onnx_op_mgxir_lacks_is_refused_at_import_not_an_error(tmp_path):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])
+    graph = helper.make_graph([helper.make_node("NoSuchOp", ["x"], ["y"])], "g", [x], [y])
+    path = str(tmp_path / "lacks.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    done = run_task(_task(path))
+    assert done["status"] == "refused" and "Unknown operator: NoSuchOp" in done["message"]
+
+
+# how a task's work ends -> (its status, whether the cache keeps it): mgxir's own clean refusal of
+# the input is `refused` and kept; a refusal that says nothing about the input (onnxruntime's, a
+# package missing here) is `refused` and not kept; a bug or a limit is `error`
+ENDINGS = [
+    (MgxError("p.mgx:1:2: error: an op MIGraphX lacks"), "refused", True),
+    (PeerRefused("onnxruntime refuses the model: no"), "refused", False),
+    (ModuleNotFoundError("no onnxruntime", name="onnxruntime"), "refused", False),
+    (ModuleNotFoundError("no helper", name="mgxir_helper"), "error", True),
+    (ValueError("a bug"), "error", True),
+    (MemoryError(), "error", True),
+    (RecursionError(), "error", True),
+]
+
+
+@pytest.mark.parametrize(("raised", "status", "kept"), ENDINGS, ids=[type(e[0]).__name__ for e in ENDINGS])
+def test_each_way_a_task_ends_has_its_status_and_the_cache_keeps_what_depends_on_the_input(
+    tmp_path, monkeypatch, raised, status, kept
+):
+    from mgxir.drivers.verify import tasks
+
+    def fails(task, known):
+        known["reads"].append(task.input)  # the import read the input before the failure
+        raise raised
+
+    monkeypatch.setattr(tasks, "_run_task", fails)
+    task = _task(_program(tmp_path, "relu.mgx", RELU))
+    done = run_task(task)
+    assert done["status"] == status and done["message"] and "\n" not in done["message"]
+    cache = ResultCache(str(tmp_path / "cache"))
+    cache.store(task, done)
+    assert (cache.lookup(task) is not None) == kept
 
 
 def test_against_onnxruntime_a_model_it_refuses_is_refused_not_an_error():
@@ -177,6 +228,28 @@ def test_a_task_past_its_memory_limit_is_cached_under_that_limit(tmp_path, monke
 # -- limits and workers ----------------------------------------------------------------------
 
 
+def test_a_probe_that_kills_its_process_or_hits_a_bug_is_its_targets_error(monkeypatch):
+    """Not the run's internal error (a KeyError once) and not a refusal: every task of the target
+    is `error` with the line, and the other targets run."""
+    from mgxir.drivers.verify import executors, tasks
+
+    options = TaskOptions()
+    assert tasks.probe_target("ref", options) is None
+    assert tasks.probe_target("gpux", options)[1].startswith("unknown target 'gpux'; did you mean 'gpu'?")
+    monkeypatch.setattr(executors, "probe_target", lambda target, options: os.kill(os.getpid(), signal.SIGKILL))
+    status, message = executors._probe_in_child("ref", options, Limits())
+    assert status == "error" and message.startswith("the target's probe failed: the task's process died (SIGKILL")
+    monkeypatch.undo()
+
+    def bug(*arguments):
+        raise ValueError("a bug")
+
+    monkeypatch.setattr(tasks, "run_on_target", bug)
+    failed = ("error", "internal error in the target's probe: ValueError: a bug")
+    assert tasks.probe_target("ref", options) == failed
+    assert executors._probe_in_child("ref", options, Limits()) == failed
+
+
 def test_a_task_that_hangs_is_stopped_at_its_timeout(tmp_path):
     task = _task(_program(tmp_path, "relu.mgx", RELU))
     start = time.monotonic()
@@ -214,6 +287,52 @@ def test_a_task_past_its_memory_limit_is_an_error_and_its_worker_goes_on(tmp_pat
     assert done["status"] == "error" and "memory" in done["message"]
     assert run_limited(_task(_program(tmp_path, "relu.mgx", RELU)), limit)["status"] == "ok"
     assert run_limited(huge, Limits(memory_bytes=None))["status"] == "ok"  # the limit stopped it, nothing else
+
+
+def test_inline_tasks_meet_the_limits_the_pool_sets_and_give_its_verdicts(tmp_path):
+    """Two shared attention models (about 9 GB at their peak in the interpreter) were `ok` inline
+    and `error` (the 8 GiB memory limit) on the pool and on Ray: the inline executor had no limits."""
+    import resource
+
+    from mgxir.drivers.verify.executors import run_inline
+
+    huge = _task(_program(tmp_path, "huge.mgx", HUGE))
+    limit = Limits(memory_bytes=640 << 20)
+    before = resource.getrlimit(resource.RLIMIT_AS)
+    inline = _verdicts(InlineExecutor(limit), [huge])
+    assert inline[0][0] == "error" and "memory" in inline[0][1]
+    with executor("process", Limits(workers=1, memory_bytes=640 << 20)) as pool:
+        assert _verdicts(pool, [huge]) == inline
+    assert resource.getrlimit(resource.RLIMIT_AS) == before  # lifted again: the command goes on
+    assert run_inline(huge, Limits(memory_bytes=None))["status"] == "ok"
+    relu = _task(_program(tmp_path, "relu.mgx", RELU))
+    assert run_inline(relu, Limits(timeout_s=1e-6))["message"] == "timed out after 1e-06 s"
+    assert run_inline(relu, Limits())["status"] == "ok"
+
+
+def test_the_pool_starts_every_worker_before_the_probe_ends(tmp_path):
+    """Not one at a time as tasks find no idle worker: the second worker's start-up (spawn, imports,
+    warm-up) came after the probe, while the first ran tasks."""
+    pool = ProcessExecutor(Limits(workers=2))
+    try:
+        assert pool.probe("ref", TaskOptions()) is None
+        assert len(pool.pool._processes) == 2
+    finally:
+        pool.close()
+
+
+def test_batches_are_of_one_target_and_shrink_towards_the_end():
+    from mgxir.drivers.verify.executors import BATCH_MOST, batches
+
+    sizes = [len(b) for b in batches(list(range(96)), ["gpu"] * 96, 2)]
+    assert sizes == sorted(sizes, reverse=True) and len(sizes) == 8 and sum(sizes) == 96
+    assert sizes[0] <= BATCH_MOST and 2 * sizes[-1] < sizes[0]  # the last worker's tail is a small batch
+    many = batches(list(range(1142)), ["ref"] * 1142, 2)
+    assert max(map(len, many)) <= BATCH_MOST and sorted(i for b in many for i in b) == list(range(1142))
+    # an input's targets come one after another in a run: batched as they came, each batch was one task
+    targets = ["ref", "cpu"] * 48
+    mixed = batches(list(range(96)), targets, 2)
+    assert all(len({targets[i] for i in batch}) == 1 for batch in mixed) and len(mixed) <= 9
 
 
 def _children(pid: int) -> list[int]:
@@ -306,7 +425,7 @@ def _mixed_tasks(folder) -> list[Task]:
 def test_the_process_executor_gives_the_inline_verdicts(tmp_path):
     tasks = _mixed_tasks(tmp_path)
     inline = _verdicts(InlineExecutor(), tasks)
-    assert [v[0] for v in inline] == ["ok", "ok", "error", "mismatch"]
+    assert [v[0] for v in inline] == ["ok", "ok", "refused", "mismatch"]
     with executor("process", Limits(workers=2)) as pool:
         assert _verdicts(pool, tasks) == inline
 
@@ -371,6 +490,15 @@ def test_the_table_puts_regressions_against_the_baseline_first(tmp_path):
     assert "against the baseline: 1 regression, 1 slower, 1 new, 1 fixed, 0 faster, 1 same" in lines
 
 
+def test_a_model_that_was_ok_and_is_now_refused_is_a_regression():
+    """An importer that stops accepting a model regressed, however cleanly it says so; a model it
+    now accepts is fixed."""
+    baseline = {("a", "ref"): _record("a", "ok"), ("b", "ref"): _record("b", "refused")}
+    assert report.change(_record("a", "refused"), baseline) == "regression"
+    assert report.change(_record("b", "ok"), baseline) == "fixed"
+    assert report.change(_record("b", "error"), baseline) == "same"
+
+
 def test_a_baseline_that_is_not_a_report_is_one_line(tmp_path):
     (tmp_path / "x.json").write_text('{"records": 3}')
     with pytest.raises(Exception, match="is not a report mgx-verify wrote"):
@@ -383,3 +511,37 @@ def test_the_html_page_is_self_contained_and_escapes_what_it_shows():
     assert page.count("<svg") == 2 and "&lt;a&gt;.mgx" in page and "<a>.mgx" not in page
     assert "http" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")  # nothing fetched
     assert json.loads(json.dumps(report.report_records(records)))[0]["cached"] is False
+
+
+VOID_ELEMENTS = {"meta", "br", "hr", "img", "input", "link"}
+
+
+class _Nesting:
+    """Checks that every element of a page is closed in order (html.parser reports, it does not check)."""
+
+    def __init__(self, page: str):
+        from html.parser import HTMLParser
+
+        self.open: list[str] = []
+        self.problems: list[str] = []
+        parser = HTMLParser()
+        parser.handle_starttag = lambda tag, attrs: tag in VOID_ELEMENTS or self.open.append(tag)
+        parser.handle_startendtag = lambda tag, attrs: None
+        parser.handle_endtag = self._closed
+        parser.feed(page)
+        parser.close()
+
+    def _closed(self, tag: str) -> None:
+        if not self.open or self.open.pop() != tag:
+            self.problems.append(tag)
+
+
+def test_the_html_page_is_well_formed_and_shows_regressions_before_the_plots():
+    baseline = {("a.mgx", "ref"): _record("a.mgx", "ok"), ("b.mgx", "ref"): _record("b.mgx", "ok")}
+    records = [_record("a.mgx", "ok", 2.0), _record("b.mgx", "refused", None), _record("c.mgx", "ok", 50.0, "cpu")]
+    page = report.html_page({"mgxir": "x"}, records, baseline)
+    nesting = _Nesting(page)
+    assert nesting.problems == [] and nesting.open == []
+    regression = page.index("<tr class='regression'>")
+    assert regression < page.index("<svg") and page.count("<tr class='regression'>") == 2  # and in every record
+    assert "<title>c.mgx on cpu: 50.000 ms</title>" in page  # each model's point names it
