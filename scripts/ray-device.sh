@@ -5,8 +5,9 @@
 #
 # Ray's wheel for Python 3.12 (79 MB) is larger than what one call to the device carries (64 MiB
 # with the working tree), so what the device needs travels in two parts, .ray-a/ and .ray-b/ (both
-# ignored: .git/info/exclude), one part per call; the first part stays there between the calls
-# (an ignored folder that the second call does not name is left as it was).
+# ignored: .git/info/exclude), one part per call. The device tool removes a carried folder that the
+# next call does not name, so the first call copies its part to /tmp, which stays while the machine
+# is warm (it goes back 30 s after a call: make the second call at once).
 #
 # Here, in the repository's root (the checkout the device tool sends):
 #   bash scripts/ray-device.sh --parts
@@ -110,17 +111,17 @@ EOF
   done
   ;;
 --check) # the first call: the first part arrived
-  ls -la .ray-a && nvidia-smi -L && python3 --version
+  cp .ray-a/part.00 /tmp/ray-part.00 && ls -la /tmp/ray-part.00 && nvidia-smi -L && python3 --version
   ;;
 --run) # the second call: join the parts, install offline, run the figures
   shift
-  [ -f .ray-a/part.00 ] || {
-    echo "error: .ray-a/part.00 is not here: the machine was given back after the first call; make it again"
+  [ -f /tmp/ray-part.00 ] || {
+    echo "error: /tmp/ray-part.00 is not here: the machine was given back after the first call; make it again"
     exit 1
   }
   OUT=${OUT:-/tmp/out}
   mkdir -p "$OUT" /tmp/ray-bundle
-  cat .ray-a/part.00 .ray-b/part.01 | tar -xf - -C /tmp/ray-bundle || exit 1
+  cat /tmp/ray-part.00 .ray-b/part.01 | tar -xf - -C /tmp/ray-bundle || exit 1
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
     /tmp/ray-bundle/whl/*.whl 2>&1 | tail -3
   export PYTHONPATH=/tmp/site:$here PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
