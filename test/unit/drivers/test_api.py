@@ -14,7 +14,7 @@ import pytest
 import mgxir
 from mgxir.drivers import api
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 

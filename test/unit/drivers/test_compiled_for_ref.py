@@ -13,7 +13,7 @@ from mgxir.interp.interpreter import run_program
 from mgxir.text.parser import read_program
 from mgxir.verifier import verify
 
-EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.mgx"))
+EXAMPLES = sorted((Path(__file__).resolve().parents[3] / "examples").glob("*.mgx"))
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)

@@ -834,7 +834,7 @@ def test_save_outputs_error_is_the_reason(tmp_path: Path) -> None:
 
 
 def test_translate_from_a_log_after_a_named_pass(capsys: pytest.CaptureFixture[str]) -> None:
-    log = str(Path(__file__).parents[1] / "text" / "Inputs" / "trace.log")
+    log = str(Path(__file__).parents[2] / "text" / "Inputs" / "trace.log")
     assert translate_main(TranslateOptions(input=log, source="log", log_pass="eliminate_identity")) == 0
     assert "identity(x)" in capsys.readouterr().out
     assert translate_main(TranslateOptions(input=log, source="log")) == 0
@@ -842,7 +842,7 @@ def test_translate_from_a_log_after_a_named_pass(capsys: pytest.CaptureFixture[s
 
 
 def test_spirv_kernels_go_to_the_output_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    fused = str(Path(__file__).parents[1] / "translate" / "spirv" / "pointwise.mgx")
+    fused = str(Path(__file__).parents[2] / "translate" / "spirv" / "pointwise.mgx")
     kernels = tmp_path / "kernels"
     assert translate_main(TranslateOptions(input=fused, to="spirv", output=str(kernels))) == 0
     names = sorted(p.name for p in kernels.iterdir())
@@ -1150,7 +1150,7 @@ def test_from_log_reproducer_reads_the_named_pass_again(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _test_fail_pass(monkeypatch)
-    log = str(Path(__file__).parents[1] / "text" / "Inputs" / "trace.log")
+    log = str(Path(__file__).parents[2] / "text" / "Inputs" / "trace.log")
     repro = tmp_path / "r.repro"
     options = OptOptions(input=log, log_pass="eliminate_identity", pipeline="test_fail", reproducer=str(repro))
     assert opt_main(options) == 1

@@ -16,7 +16,7 @@ from onnx import TensorProto, helper  # noqa: E402
 from mgxir.diagnostics import MgxError  # noqa: E402
 from mgxir.drivers.onnx_backend import check_node_case, node_test_cases, prepare  # noqa: E402
 
-EXPECTED = Path(__file__).parent / "data" / "onnx_node_passes.txt"
+EXPECTED = Path(__file__).parents[1] / "data" / "onnx_node_passes.txt"
 
 
 def _model(node: onnx.NodeProto, inputs: list, outputs: list, opset: int = 19) -> onnx.ModelProto:

@@ -11,8 +11,8 @@ from mgxir import DType, Literal, Program, Shape, make_op, parse_program, print_
 from mgxir.ir.fingerprint import module_fingerprint, program_fingerprint
 from mgxir.text.printer import PrintOptions
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "reference" / "migraphx-examples"
-REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = Path(__file__).resolve().parents[4] / "shared" / "reference" / "migraphx-examples"
+REPO = Path(__file__).resolve().parents[3]
 LOSSLESS = PrintOptions(lossless=True)
 
 

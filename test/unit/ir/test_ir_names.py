@@ -17,8 +17,8 @@ from mgxir.text.parser import parse_program
 from mgxir.text.printer import instruction_lines, print_program
 from mgxir.verifier import verify
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "reference" / "migraphx-examples"
-REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = Path(__file__).resolve().parents[4] / "shared" / "reference" / "migraphx-examples"
+REPO = Path(__file__).resolve().parents[3]
 
 
 def printed_names(program: Program) -> dict[object, str]:

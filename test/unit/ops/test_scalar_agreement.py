@@ -1,10 +1,10 @@
 """The agreement test: every elementwise operator x every type it takes x edge values, computed by
 each code generator that runs here, against the reference interpreter's compute (test/unit/
-scalar_cases.py generates the cases from the registry). Bit for bit, NaNs equal, except math
+support/scalar_cases.py generates the cases from the registry). Bit for bit, NaNs equal, except math
 functions, which may differ by ULP_BOUND ulp of the result type.
 
 - gpu-host: the GPU generator's pointwise kernels (mgxir/targets/gpu/kernels.py), compiled for the
-  host with clang behind a thin shim (test/unit/gpu_host.py): all cases in one compile.
+  host with clang behind a thin shim (test/unit/support/gpu_host.py): all cases in one compile.
 - spirv: the SPIR-V generator's kernels (mgxir/translate/spirv/) on the Vulkan device (lavapipe
   here); the cases of one operand signature share kernels (ten results each: lavapipe compiles a
   kernel in about 0.2 s whatever its size).

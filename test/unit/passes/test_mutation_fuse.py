@@ -23,7 +23,7 @@ from mgxir.text.parser import parse_program
 from mgxir.text.printer import print_module
 
 PIPELINE = "fuse_pointwise,fuse_reduce,dce"
-DATA = Path(__file__).with_name("data") / "mutation_fuse"
+DATA = Path(__file__).parents[1] / "data" / "mutation_fuse"
 
 SOFTMAX_SUM = """module: "main"
 x = @param:x -> float_type, {2, 3, 4}, {12, 4, 1}

@@ -715,7 +715,7 @@ def test_simplify_algebra_counts_the_dead_instructions_it_removes() -> None:
     assert context.statistics["instructions removed"] == 2
 
 
-LIT_TESTS = Path(__file__).resolve().parents[1] / "opt"
+LIT_TESTS = Path(__file__).resolve().parents[2] / "opt"
 FUSION_LIT_FILES = ("fuse_pointwise.mgx", "fuse_reduce.mgx", "split_reduce.mgx")
 
 
@@ -742,7 +742,7 @@ def lit_statistics(name: str, pipeline: str) -> list[dict[str, int]]:
     return found
 
 
-RECORDED_STATISTICS = Path(__file__).with_name("data") / "fusion_lit_statistics.json"
+RECORDED_STATISTICS = Path(__file__).parents[1] / "data" / "fusion_lit_statistics.json"
 
 
 def test_fusion_lit_statistics_recorded() -> None:

@@ -176,7 +176,7 @@ def test_split_reduce_keeps_results(name: str) -> None:
 
 def test_split_reduce_double_split_live() -> None:
     """MIGraphX's double_split_live body, at a size the interpreter runs quickly."""
-    source = (Path(__file__).parents[1] / "opt" / "split_reduce.mgx").read_text().split("// -----")
+    source = (Path(__file__).parents[2] / "opt" / "split_reduce.mgx").read_text().split("// -----")
     case = next(c for c in source if "fuse_reduce0" in c)
     text = "\n".join(line for line in case.splitlines() if not line.startswith("//"))
     text = text.replace("327680}, {983040, 327680, 1}", "64}, {192, 64, 1}").replace("327680", "64")

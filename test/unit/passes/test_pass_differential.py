@@ -3,7 +3,7 @@
 Random programs (chains and DAGs of pointwise, layout and constant operations) and the golden
 MIGraphX programs run on the reference interpreter before and after each pass; the outputs must
 agree by MIGraphX's rms rule. CI runs a fixed small budget; `MGXIR_DIFFERENTIAL_PROGRAMS=2000 pytest
-test/unit/test_pass_differential.py` is the long run.
+test/unit/passes/test_pass_differential.py` is the long run.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from mgxir.text.printer import PrintOptions, print_program
 from mgxir.verifier import verify
 
 RANDOM_PROGRAMS = int(os.environ.get("MGXIR_DIFFERENTIAL_PROGRAMS", "12"))
-EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "reference" / "migraphx-examples"
+EXAMPLES = Path(__file__).resolve().parents[4] / "shared" / "reference" / "migraphx-examples"
 # target lowerings leave code the interpreter cannot run (test_gpu_target runs it on the GPU)
 PIPELINE_NAMES = [
     name for name in sorted(PASSES) + sorted(PIPELINES) if not any(p.lowers_to_target for p in parse_pipeline(name))

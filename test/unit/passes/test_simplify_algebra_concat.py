@@ -27,7 +27,7 @@ from mgxir.text.parser import parse_program
 from mgxir.text.printer import PrintOptions, print_program
 from mgxir.verifier import verify
 
-LIT_FILE = Path(__file__).resolve().parents[1] / "opt" / "simplify_algebra_concat.mgx"
+LIT_FILE = Path(__file__).resolve().parents[2] / "opt" / "simplify_algebra_concat.mgx"
 FAMILY = [rewrite.__name__ for rewrite in concat.REWRITES]
 
 

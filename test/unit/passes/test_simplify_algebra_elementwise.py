@@ -29,7 +29,7 @@ from mgxir.text.parser import parse_program
 from mgxir.text.printer import PrintOptions, print_program
 from mgxir.verifier import verify
 
-OPT = Path(__file__).resolve().parents[1] / "opt"
+OPT = Path(__file__).resolve().parents[2] / "opt"
 LIT_FILES = (OPT / "simplify_algebra_elementwise.mgx", OPT / "simplify_algebra_broadcast.mgx")
 FAMILY = [rewrite.__name__ for rewrite in elementwise.REWRITES + broadcast.REWRITES]
 

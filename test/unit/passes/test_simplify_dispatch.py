@@ -20,7 +20,7 @@ from mgxir.passes.rewrite import may_fire_on
 from mgxir.text.parser import parse_program
 from mgxir.text.printer import print_program
 
-OPT_TESTS = Path(__file__).parent.parent / "opt"
+OPT_TESTS = Path(__file__).parents[2] / "opt"
 CASE_FILES = sorted([*OPT_TESTS.glob("simplify_algebra*.mgx"), *OPT_TESTS.glob("simplify_reshapes*.mgx")])
 # the pipelines of those files' RUN lines, plus both reshapes options at once
 PIPELINES = (

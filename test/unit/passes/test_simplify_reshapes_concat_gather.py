@@ -26,7 +26,7 @@ from mgxir.text.parser import parse_program
 from mgxir.text.printer import print_program
 from mgxir.verifier import verify
 
-LIT_TESTS = Path(__file__).resolve().parents[1] / "opt"
+LIT_TESTS = Path(__file__).resolve().parents[2] / "opt"
 LIT_FILES = ("simplify_reshapes_concat.mgx", "simplify_reshapes_gather.mgx")
 
 
@@ -123,7 +123,7 @@ def test_random_constant_gathers(seed: int) -> None:
     check_values(_random_constant_gather(seed), GATHER_PIPELINE, seed)
 
 
-RECORDED_GATHERS = Path(__file__).with_name("data") / "simplify_reshapes_gathers.json"
+RECORDED_GATHERS = Path(__file__).parents[1] / "data" / "simplify_reshapes_gathers.json"
 
 
 def test_random_constant_gathers_give_recorded_views() -> None:
@@ -355,7 +355,7 @@ def lit_statistics() -> dict[str, dict[str, int]]:
     return found
 
 
-RECORDED_STATISTICS = Path(__file__).with_name("data") / "simplify_reshapes_lit_statistics.json"
+RECORDED_STATISTICS = Path(__file__).parents[1] / "data" / "simplify_reshapes_lit_statistics.json"
 
 
 def test_lit_statistics_recorded() -> None:

@@ -24,7 +24,7 @@ from mgxir.passes.simplify_reshapes import nested, views
 from mgxir.text.parser import parse_program
 from mgxir.text.printer import print_program
 
-LIT_TESTS = Path(__file__).resolve().parents[1] / "opt"
+LIT_TESTS = Path(__file__).resolve().parents[2] / "opt"
 LIT_FILES = ("simplify_reshapes.mgx", "simplify_reshapes_views.mgx")
 VIEWS_PIPELINE = "simplify_reshapes{enable_op_shape_transform_op=true}"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-OPT_TESTS = Path(__file__).resolve().parents[1] / "opt"
+OPT_TESTS = Path(__file__).resolve().parents[2] / "opt"
 
 
 def lit_cases(path: Path | str) -> list[str]:

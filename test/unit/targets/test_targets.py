@@ -182,7 +182,7 @@ def test_no_target_keeps_options_in_module_globals() -> None:
     their times during a run (a log being collected, not options)."""
     import ast
 
-    root = Path(__file__).resolve().parents[2] / "mgxir" / "targets"
+    root = Path(__file__).resolve().parents[3] / "mgxir" / "targets"
     found = []
     for path in sorted(root.rglob("*.py")):
         for node in ast.parse(path.read_text()).body:

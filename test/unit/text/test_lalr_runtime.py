@@ -24,7 +24,7 @@ import pytest
 
 from mgxir.text import lalr, lalr_runtime
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _normal(x: Any) -> Any:

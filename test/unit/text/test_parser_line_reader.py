@@ -13,7 +13,7 @@ from mgxir.text import parser
 from mgxir.text.printer import PrintOptions, print_program
 from mgxir.verifier import verify
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SHARED = REPO.parent / "shared" / "reference" / "migraphx-examples"
 
 TRICKY = {

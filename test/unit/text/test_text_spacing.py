@@ -16,7 +16,7 @@ from mgxir.text.parser import parse_program
 from mgxir.text.printer import print_program
 from mgxir.verifier import verify
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SHARED = REPO.parent / "shared" / "reference" / "migraphx-examples"
 
 # punctuation a reader may find spaced otherwise than MIGraphX prints it

@@ -26,7 +26,7 @@ from mgxir.ir.dtype import DType
 from mgxir.text.parser import parse_program
 from mgxir.translate.mxr.values import ValueError_, literal_from_value
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 LIMIT = 3 << 30  # more than the child's own address space (about 1.5 GiB with numpy and mgxir)
 
 

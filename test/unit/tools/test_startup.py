@@ -16,7 +16,7 @@ import pytest
 from mgxir.drivers.common import in_deep_stack
 from mgxir.text import lalr
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
 EXAMPLE = str(ROOT / "examples" / "conv_relu_pool.mgx")
 # what a plain command line must not import: lark (its grammar compiler, Earley parser, logging

@@ -19,7 +19,7 @@ from mgxir.translate.mxr.values import operation_from_value, operation_to_value
 from mgxir.translate.py.reader import program_from_script
 from mgxir.translate.py.writer import program_to_script
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "reference" / "migraphx-examples"
+EXAMPLES = Path(__file__).resolve().parents[4] / "shared" / "reference" / "migraphx-examples"
 needs_examples = pytest.mark.skipif(not EXAMPLES.is_dir(), reason="needs ../shared/reference/migraphx-examples")
 
 

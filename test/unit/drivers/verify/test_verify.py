@@ -20,7 +20,7 @@ from mgxir.drivers.verify.tasks import Task, TaskOptions, run_task
 
 RELU = "x = @param:x -> float_type, {2, 3}, {3, 1}\n@1 = relu(x) -> float_type, {2, 3}, {3, 1}\n@2 = @return(@1)\n"
 TANH = "x = @param:x -> float_type, {2, 3}, {3, 1}\n@1 = tanh(x) -> float_type, {2, 3}, {3, 1}\n@2 = @return(@1)\n"
-SHARED_MODELS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "onnx-models")
+SHARED_MODELS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "..", "shared", "onnx-models")
 # a product of two 1500x1500 matrices: long enough (a second or more, twice: the target and the
 # reference) for a test to kill the worker that runs it
 SLOW = (

@@ -22,7 +22,7 @@ from mgxir.targets.gpu.compiler import compiler_version
 from mgxir.targets.gpu.driver import compile_for_gpu
 from mgxir.targets.gpu.ops import COMPILED_FORMAT, CodeObject
 
-EXAMPLE = Path(__file__).parents[2] / "examples" / "conv_relu_pool.mgx"
+EXAMPLE = Path(__file__).parents[4] / "examples" / "conv_relu_pool.mgx"
 
 
 @pytest.fixture(scope="module")

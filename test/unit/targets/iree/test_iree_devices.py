@@ -12,7 +12,7 @@ from mgxir.targets.iree import element_types
 from mgxir.targets.iree.devices import BASELINE, TARGET_ENV, check_types, device, target_for_device
 from mgxir.text.parser import parse_program
 
-INPUTS = Path(__file__).resolve().parents[1] / "targets" / "iree" / "Inputs"
+INPUTS = Path(__file__).resolve().parents[3] / "targets" / "iree" / "Inputs"
 
 
 @pytest.mark.parametrize(

@@ -18,7 +18,7 @@ from mgxir.translate.mlir.api import mlir_bytecode, mlir_text, program_from_mlir
 from mgxir.translate.mlir.bytecode import VERSIONS, read_header
 from mgxir.translate.mlir.registry import SCALAR_RULES, TENSOR_RULES
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 PROGRAMS = sorted((ROOT / "test" / "run").glob("*.mgx")) + sorted((ROOT / "test" / "opt").glob("fuse_*.mgx"))
 
 

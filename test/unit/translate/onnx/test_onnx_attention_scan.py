@@ -18,7 +18,7 @@ from mgxir.diagnostics import DiagnosticSink, MgxError  # noqa: E402
 from mgxir.interp import Interpreter  # noqa: E402
 from mgxir.translate.onnx import import_model  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 MODELS = ROOT.parent / "shared" / "onnx-models"
 sys.path.insert(0, str(ROOT / "bench"))
 

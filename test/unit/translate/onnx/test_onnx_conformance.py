@@ -11,7 +11,7 @@ from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.translate.onnx import import_model
 from mgxir.verifier import verify
 
-MODELS = Path(__file__).resolve().parents[3] / "shared" / "onnx-models"
+MODELS = Path(__file__).resolve().parents[5] / "shared" / "onnx-models"
 # models that import today (bench/onnx_oracle.py: 892 of 1142); the rest lack a parser or are refused
 IMPORTED_AT_LEAST = 892
 

@@ -19,7 +19,7 @@ from mgxir.ir.shape import DynamicDimension  # noqa: E402
 from mgxir.text.printer import print_program  # noqa: E402
 from mgxir.translate.onnx import ImportOptions, import_model, options_from_text  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 MODELS = ROOT.parent / "shared" / "onnx-models"
 
 

@@ -20,7 +20,7 @@ from mgxir.ir.shape import DynamicDimension  # noqa: E402
 from mgxir.translate.onnx import ImportOptions, import_model  # noqa: E402
 from mgxir.verifier import verify  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 
 # an input is a list of dims (a float graph input), an ndarray (an initializer), None (an omitted
 # optional input), or a (TensorProto type, dims) pair (a typed graph input)

@@ -23,7 +23,7 @@ from mgxir.ir.registry import make_op  # noqa: E402
 from mgxir.translate.onnx import import_model  # noqa: E402
 from mgxir.translate.onnx.parsers.lowbit import NF4_VALUES  # noqa: E402
 
-MODELS = Path(__file__).resolve().parents[3] / "shared" / "onnx-models"
+MODELS = Path(__file__).resolve().parents[5] / "shared" / "onnx-models"
 needs_models = pytest.mark.skipif(not MODELS.is_dir(), reason=f"MIGraphX's ONNX models are not at {MODELS}")
 CONTRIB = "com.microsoft"
 
