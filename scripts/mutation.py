@@ -86,12 +86,12 @@ class Selection:
 
 U = "test/unit/"
 # the passes package's tests: every pass module's row starts with them, so a row of its own keeps their kills
-PASS_TESTS = (U + "passes/test_pass_differential.py", U + "passes/test_mutation_passes.py")
+PASS_TESTS = (U + "passes/test_pass_differential.py", U + "passes/test_dce_and_cse_exactly.py")
 TEXT_TESTS = (
     U + "text/test_text_roundtrip.py",
     U + "text/test_parser_line_reader.py",
     U + "text/test_text_literals_and_files.py",
-    U + "text/test_mutation_text.py",
+    U + "text/test_text_reader_errors.py",
 )
 ONNX_TESTS = (
     U + "translate/onnx/test_onnx_import.py",
@@ -99,7 +99,7 @@ ONNX_TESTS = (
     U + "translate/onnx/test_onnx_parser_refusals.py",
     U + "translate/onnx/test_onnx_quantized.py",
     U + "translate/onnx/test_onnx_attention_scan.py",
-    U + "translate/onnx/test_mutation_onnx.py",
+    U + "translate/onnx/test_onnx_parser_numerics.py",
 )
 GPU_TESTS = tuple(
     f"{U}targets/gpu/test_{name}.py"
@@ -130,7 +130,7 @@ TEST_SELECTIONS: dict[str, Selection] = {
         (
             U + "passes/test_simplify_algebra_elementwise.py",
             U + "passes/test_simplify_dispatch.py",
-            U + "passes/test_mutation_passes.py",
+            U + "passes/test_dce_and_cse_exactly.py",
         ),
         "simplify_algebra",
     ),
@@ -144,7 +144,7 @@ TEST_SELECTIONS: dict[str, Selection] = {
         "text/shape-rules or run/elementwise or run/layout",
     ),
     "mgxir/interp/interpreter.py": Selection(
-        (U + "ops/test_ops_compute_last.py", U + "interp/test_mutation_interp.py"), "run/"
+        (U + "ops/test_ops_compute_last.py", U + "interp/test_interpreter.py"), "run/"
     ),
     "mgxir/text/printer.py": Selection((U + "text/test_text_printer.py", U + "text/test_text_roundtrip.py"), "text/"),
     # whole packages (a module without its own row takes its package's)
@@ -180,18 +180,18 @@ TEST_SELECTIONS: dict[str, Selection] = {
     # parsers come from a cache written before mutmut runs, so only these tests reach lalr.py's writer)
     "mgxir/text/lalr.py": Selection((*TEXT_TESTS, U + "text/test_lalr_runtime.py"), "text/"),
     "mgxir/text/lalr_runtime.py": Selection((*TEXT_TESTS, U + "text/test_lalr_runtime.py"), "text/"),
-    "mgxir/interp/": Selection((U + "ops/test_ops_compute_last.py", U + "interp/test_mutation_interp.py"), "run/"),
+    "mgxir/interp/": Selection((U + "ops/test_ops_compute_last.py", U + "interp/test_interpreter.py"), "run/"),
     "mgxir/drivers/": Selection(
         (
-            U + "drivers/test_mutation_drivers.py",
+            U + "drivers/test_drivers_in_process.py",
             U + "tools/test_tools_cli.py",
             U + "drivers/test_run_guarded.py",
             U + "drivers/test_compiled_for_ref.py",
         ),
         "opt/ or run/ or text/ or translate/",
     ),
-    "mgxir/passes/dead_code_elimination.py": Selection((U + "passes/test_mutation_passes.py",), "dce or opt/flags"),
-    "mgxir/passes/eliminate_common_subexpression.py": Selection((U + "passes/test_mutation_passes.py",), "cse"),
+    "mgxir/passes/dead_code_elimination.py": Selection((U + "passes/test_dce_and_cse_exactly.py",), "dce or opt/flags"),
+    "mgxir/passes/eliminate_common_subexpression.py": Selection((U + "passes/test_dce_and_cse_exactly.py",), "cse"),
     "mgxir/passes/fuse_pointwise.py": Selection(
         (*PASS_TESTS, U + "passes/test_fuse.py", U + "passes/test_mutation_fuse.py"), "fuse_pointwise"
     ),
@@ -227,43 +227,47 @@ TEST_SELECTIONS: dict[str, Selection] = {
         "opt/",
     ),
     "mgxir/passes/eliminate_concat.py": Selection(
-        (U + "passes/test_new_passes.py", U + "passes/test_mutation_eliminate_concat.py"), "eliminate_concat"
+        (U + "passes/test_new_passes.py", U + "passes/test_eliminate_concat.py"), "eliminate_concat"
     ),
     "mgxir/passes/memory_coloring.py": Selection((*PASS_TESTS, U + "passes/test_mutation_memory_coloring.py"), "opt/"),
     "mgxir/passes/eliminate_contiguous.py": Selection(
-        (*PASS_TESTS, U + "passes/test_mutation_eliminate_contiguous.py"),
+        (*PASS_TESTS, U + "passes/test_eliminate_contiguous.py"),
         "opt/",
     ),
     "mgxir/passes/optimize_module.py": Selection(
-        (*PASS_TESTS, U + "passes/test_mutation_optimize_module.py"),
+        (*PASS_TESTS, U + "passes/test_optimize_module.py"),
         "opt/",
     ),
-    "mgxir/passes/matchers.py": Selection((*PASS_TESTS, U + "passes/test_mutation_matchers.py"), "opt/"),
-    "mgxir/passes/auto_contiguous.py": Selection((*PASS_TESTS, U + "passes/test_mutation_ref_passes.py"), "opt/"),
-    "mgxir/passes/normalize_ops.py": Selection((*PASS_TESTS, U + "passes/test_mutation_ref_passes.py"), "opt/"),
-    "mgxir/passes/ref_lowering.py": Selection((*PASS_TESTS, U + "passes/test_mutation_ref_passes.py"), "opt/"),
+    "mgxir/passes/matchers.py": Selection((*PASS_TESTS, U + "passes/test_matchers.py"), "opt/"),
+    "mgxir/passes/auto_contiguous.py": Selection((*PASS_TESTS, U + "passes/test_ref_passes.py"), "opt/"),
+    "mgxir/passes/normalize_ops.py": Selection((*PASS_TESTS, U + "passes/test_ref_passes.py"), "opt/"),
+    "mgxir/passes/ref_lowering.py": Selection((*PASS_TESTS, U + "passes/test_ref_passes.py"), "opt/"),
     "mgxir/passes/propagate_constant.py": Selection(
-        (*PASS_TESTS, U + "passes/test_mutation_propagate_constant.py"),
+        (*PASS_TESTS, U + "passes/test_propagate_constant.py"),
         "opt/",
     ),
-    "mgxir/passes/rewrite.py": Selection((*PASS_TESTS, U + "passes/test_mutation_rewrite.py"), "opt/"),
+    "mgxir/passes/rewrite.py": Selection((*PASS_TESTS, U + "passes/test_rewrite.py"), "opt/"),
     # pass modules with tests of their own: those and the package's
     "mgxir/passes/rewrite_rnn.py": Selection((*PASS_TESTS, U + "passes/test_rewrite_rnn.py"), "opt/"),
     "mgxir/passes/split_reduce.py": Selection(
         (
             *PASS_TESTS,
-            U + "passes/test_mutation_split_reduce.py",
+            U + "passes/test_split_reduce.py",
             U + "passes/test_new_passes.py",
         ),
         "opt/",
     ),
     "mgxir/passes/rewrite_gelu.py": Selection((*PASS_TESTS, U + "passes/test_rewrite_gelu_forms.py"), "opt/"),
-    "mgxir/passes/rewrite_reduce.py": Selection((*PASS_TESTS, U + "passes/test_mutation_rewrite_reduce.py"), "opt/"),
-    "mgxir/passes/rewrite_pooling.py": Selection((*PASS_TESTS, U + "passes/test_mutation_rewrite_pooling.py"), "opt/"),
-    "mgxir/passes/eliminate_pad.py": Selection((*PASS_TESTS, U + "passes/test_mutation_pads.py"), "opt/"),
-    "mgxir/passes/insert_pad.py": Selection((*PASS_TESTS, U + "passes/test_mutation_pads.py"), "opt/"),
-    "mgxir/passes/inline_module.py": Selection((*PASS_TESTS, U + "passes/test_mutation_inline_convert.py"), "opt/"),
-    "mgxir/passes/eliminate_convert.py": Selection((*PASS_TESTS, U + "passes/test_mutation_inline_convert.py"), "opt/"),
+    "mgxir/passes/rewrite_reduce.py": Selection((*PASS_TESTS, U + "passes/test_rewrite_reduce.py"), "opt/"),
+    "mgxir/passes/rewrite_pooling.py": Selection((*PASS_TESTS, U + "passes/test_rewrite_pooling.py"), "opt/"),
+    "mgxir/passes/eliminate_pad.py": Selection((*PASS_TESTS, U + "passes/test_eliminate_and_insert_pad.py"), "opt/"),
+    "mgxir/passes/insert_pad.py": Selection((*PASS_TESTS, U + "passes/test_eliminate_and_insert_pad.py"), "opt/"),
+    "mgxir/passes/inline_module.py": Selection(
+        (*PASS_TESTS, U + "passes/test_inline_module_and_eliminate_convert.py"), "opt/"
+    ),
+    "mgxir/passes/eliminate_convert.py": Selection(
+        (*PASS_TESTS, U + "passes/test_inline_module_and_eliminate_convert.py"), "opt/"
+    ),
     "mgxir/passes/simplify_algebra/linear.py": Selection(
         (*PASS_TESTS, U + "passes/test_simplify_algebra_linear.py", U + "passes/test_mutation_simplify_linear.py"),
         "opt/",
