@@ -111,7 +111,6 @@ GPU_TESTS = tuple(
         "gpu_kernel_cache",
         "gpu_compiler_errors",
         "gpu_amdgpu",
-        "mutation_gpu",
     )
 )
 MLIR_TESTS = tuple(
@@ -193,35 +192,35 @@ TEST_SELECTIONS: dict[str, Selection] = {
     "mgxir/passes/dead_code_elimination.py": Selection((U + "passes/test_dce_and_cse_exactly.py",), "dce or opt/flags"),
     "mgxir/passes/eliminate_common_subexpression.py": Selection((U + "passes/test_dce_and_cse_exactly.py",), "cse"),
     "mgxir/passes/fuse_pointwise.py": Selection(
-        (*PASS_TESTS, U + "passes/test_fuse.py", U + "passes/test_mutation_fuse.py"), "fuse_pointwise"
+        (*PASS_TESTS, U + "passes/test_fuse.py", U + "passes/test_fuse_helpers.py"), "fuse_pointwise"
     ),
     "mgxir/passes/fuse_reduce.py": Selection(
-        (*PASS_TESTS, U + "passes/test_fuse.py", U + "passes/test_mutation_fuse.py"), "opt/"
+        (*PASS_TESTS, U + "passes/test_fuse.py", U + "passes/test_fuse_helpers.py"), "opt/"
     ),
     "mgxir/passes/rewrite_reshapes.py": Selection(
-        (*PASS_TESTS, U + "passes/test_fuse.py", U + "passes/test_mutation_fuse.py"), "opt/"
+        (*PASS_TESTS, U + "passes/test_fuse.py", U + "passes/test_fuse_helpers.py"), "opt/"
     ),
     "mgxir/passes/module_fusion.py": Selection(
-        (*PASS_TESTS, U + "passes/test_fuse.py", U + "passes/test_mutation_fuse.py"), "opt/"
+        (*PASS_TESTS, U + "passes/test_fuse.py", U + "passes/test_fuse_helpers.py"), "opt/"
     ),
     "mgxir/passes/manager.py": Selection(
         (
             U + "passes/test_pass_manager.py",
             U + "passes/test_pass_manager_unchanged.py",
-            U + "passes/test_mutation_pass_manager.py",
+            U + "passes/test_pass_manager_reports.py",
         ),
         "opt/",
     ),
     "mgxir/passes/base.py": Selection(
-        (U + "passes/test_mutation_pass_manager.py", U + "passes/test_pass_manager.py"), "opt/"
+        (U + "passes/test_pass_manager_reports.py", U + "passes/test_pass_manager.py"), "opt/"
     ),
     "mgxir/passes/testing.py": Selection(
-        (U + "passes/test_mutation_pass_manager.py", U + "passes/test_pass_manager.py")
+        (U + "passes/test_pass_manager_reports.py", U + "passes/test_pass_manager.py")
     ),
     "mgxir/passes/registry.py": Selection(
         (
             U + "passes/test_pass_registry.py",
-            U + "passes/test_mutation_pass_manager.py",
+            U + "passes/test_pass_manager_reports.py",
             U + "passes/test_pass_differential.py",
         ),
         "opt/",
@@ -229,7 +228,7 @@ TEST_SELECTIONS: dict[str, Selection] = {
     "mgxir/passes/eliminate_concat.py": Selection(
         (U + "passes/test_new_passes.py", U + "passes/test_eliminate_concat.py"), "eliminate_concat"
     ),
-    "mgxir/passes/memory_coloring.py": Selection((*PASS_TESTS, U + "passes/test_mutation_memory_coloring.py"), "opt/"),
+    "mgxir/passes/memory_coloring.py": Selection((*PASS_TESTS, U + "passes/test_pass_memory_coloring.py"), "opt/"),
     "mgxir/passes/eliminate_contiguous.py": Selection(
         (*PASS_TESTS, U + "passes/test_eliminate_contiguous.py"),
         "opt/",
@@ -269,11 +268,11 @@ TEST_SELECTIONS: dict[str, Selection] = {
         (*PASS_TESTS, U + "passes/test_inline_module_and_eliminate_convert.py"), "opt/"
     ),
     "mgxir/passes/simplify_algebra/linear.py": Selection(
-        (*PASS_TESTS, U + "passes/test_simplify_algebra_linear.py", U + "passes/test_mutation_simplify_linear.py"),
+        (*PASS_TESTS, U + "passes/test_simplify_algebra_linear.py"),
         "opt/",
     ),
     "mgxir/passes/simplify_algebra/concat.py": Selection(
-        (*PASS_TESTS, U + "passes/test_simplify_algebra_concat.py", U + "passes/test_mutation_simplify_concat.py"),
+        (*PASS_TESTS, U + "passes/test_simplify_algebra_concat.py"),
         "opt/",
     ),
     # translate/ and targets/: each format and target by its own tests (the lit bridge's translate/ cases
@@ -298,7 +297,6 @@ TEST_SELECTIONS: dict[str, Selection] = {
         (
             U + "targets/test_targets.py",
             U + "targets/test_target_cache_keys.py",
-            U + "targets/test_mutation_targets.py",
         ),
         "run/",
     ),

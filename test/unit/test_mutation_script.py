@@ -54,8 +54,12 @@ def test_every_selected_test_file_exists() -> None:
 @pytest.mark.parametrize(
     ("module", "test_file", "lit"),
     [
-        ("mgxir/translate/onnx/parsers/nn.py", "test/unit/translate/onnx/test_onnx_parser_numerics.py", "(translate/onnx)"),
-        ("mgxir/targets/gpu/kernels.py", "test/unit/targets/gpu/test_mutation_gpu.py", None),
+        (
+            "mgxir/translate/onnx/parsers/nn.py",
+            "test/unit/translate/onnx/test_onnx_parser_numerics.py",
+            "(translate/onnx)",
+        ),
+        ("mgxir/targets/gpu/kernels.py", "test/unit/targets/gpu/test_gpu_data_kernels.py", None),
         ("mgxir/translate/mlir/emitter.py", "test/unit/translate/mlir/test_mlir_translate.py", "(translate/mlir)"),
     ],
 )

@@ -15,6 +15,7 @@ from mgxir.ir.program import Program
 from mgxir.targets import base
 from mgxir.targets.base import COMPILATIONS, TARGETS, compiled, find_target, forget_compiled, option_fields
 from mgxir.targets.host import HostFallback
+from mgxir.targets.timing import TimingLog, collect_timing, record
 from mgxir.text.parser import parse_program
 from mgxir.verifier import verify
 
@@ -192,3 +193,25 @@ def test_no_target_keeps_options_in_module_globals() -> None:
                 if called.endswith(("Options", "ContextVar")):
                     found.append(f"{path.relative_to(root)}: {called}")
     assert found == ["timing.py: ContextVar"]
+
+
+# mgxir/targets/timing.py's table (`mgx-run --timing`), which the targets' own tests never print:
+# the cases its mutation run found unchecked (docs/mutation.md).
+
+
+def test_nothing_timed() -> None:
+    assert TimingLog().render() == "timing: nothing was timed"
+
+
+def test_rows_in_milliseconds_with_notes_and_totals_per_target() -> None:
+    with collect_timing() as log:
+        record("@3", "dot", "vulkan", 0.0025)
+        record("@12", "softmax", "ref", 0.5, note="not lowered")
+        record("@4", "add", "vulkan", 0.001)
+    record("@5", "relu", "ref", 9.0)  # outside the block: not recorded
+    assert log.render().splitlines() == [
+        "timing: @3   dot      vulkan      2.5000 ms",
+        "timing: @12  softmax  ref       500.0000 ms  (not lowered)",
+        "timing: @4   add      vulkan      1.0000 ms",
+        "timing: total: vulkan 3.5000 ms, ref 500.0000 ms",
+    ]
