@@ -332,6 +332,14 @@ def test_split_input_chunks_know_their_first_line() -> None:
     assert split_input("// -----\nx")[0].first_line == 1 and split_input("// -----\nx")[1].first_line == 2
 
 
+def test_a_chunk_names_itself_by_its_first_case_line() -> None:
+    named, unnamed = split_input("// a comment\n  // case: dce_keeps_x \n// case: second\nx\n// -----\n// cases: no\ny")
+    assert named.case_name() == "dce_keeps_x"
+    assert named.labelled('module: "main"\n') == '// case: dce_keeps_x\nmodule: "main"\n'
+    assert unnamed.case_name() is None
+    assert unnamed.labelled("out") == "out"
+
+
 # -- literals ----------------------------------------------------------------------------------
 
 
