@@ -205,7 +205,7 @@ def _opt_chunks(
 ) -> int:
     """`--split-input-file` as mlir-opt does it: every chunk is processed and a failing one
     reports its error and prints nothing between its markers; exit 1 if any failed, and `-o`
-    then writes nothing."""
+    then writes nothing. A chunk's `// case: NAME` line is printed before its output."""
     from mgxir.drivers.diagnostics_check import SPLIT_MARKER
 
     outputs: list[str] = []
@@ -214,7 +214,7 @@ def _opt_chunks(
         try:
             program = parse_program(chunk.text, filename, base_dir=base_dir, sink=sink, line_map=chunk.line_map())
             transform(program, sink, _reader(chunk.text, filename, base_dir, chunk.line_map()))
-            outputs.append(render(program, options.lossless)[0])
+            outputs.append(chunk.labelled(render(program, options.lossless)[0]))
         except MgxError as e:
             sink.drop_superseded(e.diagnostic)
             sink.flush()

@@ -1,0 +1,171 @@
+"""The agreement test: every elementwise operator x every type it takes x edge values, computed by
+each code generator that runs here, against the reference interpreter's compute (test/unit/
+support/scalar_cases.py generates the cases from the registry). Bit for bit, NaNs equal, except math
+functions, which may differ by ULP_BOUND ulp of the result type.
+
+- gpu-host: the GPU generator's pointwise kernels (mgxir/targets/gpu/kernels.py), compiled for the
+  host with clang behind a thin shim (test/unit/support/gpu_host.py): all cases in one compile.
+- spirv: the SPIR-V generator's kernels (mgxir/translate/spirv/) on the Vulkan device (lavapipe
+  here); the cases of one operand signature share kernels (ten results each: lavapipe compiles a
+  kernel in about 0.2 s whatever its size).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import pytest
+from gpu_host import HostKernels, have_clang
+from scalar_cases import Case, cases, disagreement, is_inexact, numpy_meaning, reference
+from spirv_support import program, require_vulkan, run_vulkan, translate
+
+from mgxir.ir.module import Module
+from mgxir.ir.shape import Shape
+from mgxir.targets.gpu.kernels import Kernel, Tensor, Unsupported, pointwise_kernel
+
+CASES = [c for c in cases() if reference(c) is not None and numpy_meaning(c) is not None]
+
+
+def pointwise_module(case: Case) -> Module:
+    """The case as the pointwise module fuse_pointwise makes: one parameter per operand, the op."""
+    module = Module("pointwise")
+    n = case.operands[0].size
+    params = [module.add_parameter(f"x{k}", Shape.make(t, (n,))) for k, t in enumerate(case.types)]
+    params.sort(key=lambda p: p.param_name)
+    module.add_return([module.insert(None, case.op, params)])
+    return module
+
+
+def _gpu_kernel(case: Case) -> tuple[Kernel, list[Tensor], Tensor] | None:
+    module = pointwise_module(case)
+    n = case.operands[0].size
+    inputs = [Tensor.of(Shape.make(t, (n,))) for t in case.types]
+    output = Tensor.of(Shape.make(case.out, (n,)))
+    try:
+        return pointwise_kernel(module, inputs, output), inputs, output
+    except Unsupported:
+        return None
+
+
+@pytest.fixture(scope="module")
+def host_kernels() -> tuple[HostKernels, dict[str, int]]:
+    if not have_clang():
+        pytest.skip("no clang++ to compile the GPU kernels for the host")
+    built = {c.name: _gpu_kernel(c) for c in CASES}
+    generated = [(c.name, k) for c, k in zip(CASES, built.values()) if k is not None]
+    return HostKernels([k for _, k in generated]), {name: i for i, (name, _) in enumerate(generated)}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_gpu_kernel_on_host_agrees(case: Case, host_kernels: tuple[HostKernels, dict[str, int]]) -> None:
+    library, index = host_kernels
+    if case.name not in index:
+        pytest.skip("the GPU generator leaves these types to the host")
+    want = reference(case)
+    meant = numpy_meaning(case)
+    assert want is not None and meant is not None
+    out = np.empty(case.operands[0].size, case.out.numpy)
+    got = library.run(index[case.name], case.operands, out)
+    problem = disagreement(case, got, want, inexact=is_inexact(meant[1]))
+    assert problem is None, problem
+
+
+def _spirv_text(batch: list[Case]) -> str:
+    """`main` with one `pointwise` applying each case's operation to the same parameters."""
+    types, n = batch[0].types, batch[0].operands[0].size
+    names = ",".join(f"x{k}" for k in range(len(types)))
+    lines = ['module: "main"', *(f"x{k} = @param:x{k} -> {t.type_name}, {{{n}}}" for k, t in enumerate(types))]
+    lines.append(f"@p = pointwise({names}), [m]")
+    if len(batch) == 1:
+        lines.append("@ret = @return(@p)")
+    else:
+        lines += [f"@r{k} = get_tuple_elem[index={k}](@p)" for k in range(len(batch))]
+        lines.append(f"@ret = @return({','.join(f'@r{k}' for k in range(len(batch)))})")
+    lines += ["", 'module: "m"']
+    lines += [f"m:x{k} = @param:x{k} -> {t.type_name}, {{1}}, {{0}}" for k, t in enumerate(types)]
+    arguments = ",".join(f"m:x{k}" for k in range(len(types)))
+    lines += [f"m:@{k} = {c.op.text}({arguments})" for k, c in enumerate(batch)]
+    lines.append(f"m:@ret = @return({','.join(f'm:@{k}' for k in range(len(batch)))})")
+    return "\n".join(lines) + "\n"
+
+
+def _has_spirv_kernel(case: Case) -> bool:
+    return not translate(program(_spirv_text([case])), fuse=False, assemble=False).skipped
+
+
+SPIRV_OUTPUTS_PER_KERNEL = 10
+
+
+@pytest.fixture(scope="module")
+def spirv_results() -> dict[str, np.ndarray]:
+    """Each case's result on the Vulkan device, by case name (cases without a kernel left out)."""
+    require_vulkan()
+    groups: dict[tuple, list[Case]] = defaultdict(list)
+    for case in CASES:
+        if _has_spirv_kernel(case):
+            groups[case.types].append(case)
+    results: dict[str, np.ndarray] = {}
+    for group in groups.values():
+        for start in range(0, len(group), SPIRV_OUTPUTS_PER_KERNEL):
+            batch = group[start : start + SPIRV_OUTPUTS_PER_KERNEL]
+            translation = translate(program(_spirv_text(batch)), fuse=False)
+            params = {f"x{k}": x for k, x in enumerate(batch[0].operands)}
+            for case, got in zip(batch, run_vulkan(translation, params), strict=True):
+                results[case.name] = got
+    return results
+
+
+# GLSL.std.450 functions lavapipe computes beyond the ulp bound on some edge values (measured by
+# this test: sin/cos/tan of 3e9 without argument reduction, pow a few ulp over); the emitter has its
+# own accurate acos, acosh, asin, asinh, atan, atanh, erf, exp, expm1, sinh and tanh, these are not
+# written yet
+LAVAPIPE_INACCURATE = frozenset({"cos", "pow", "sin", "tan"})
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_spirv_kernel_agrees(case: Case, spirv_results: dict[str, np.ndarray]) -> None:
+    if case.name not in spirv_results:
+        pytest.skip("the SPIR-V generator leaves these types to the host")
+    want = reference(case)
+    meant = numpy_meaning(case)
+    assert want is not None and meant is not None
+    # Vulkan 1.1 without VK_KHR_shader_float_controls: denormals may flush, zeros lose their sign
+    problem = disagreement(
+        case, spirv_results[case.name], want, inexact=is_inexact(meant[1]), exact_zeros_and_denormals=False
+    )
+    if problem is not None and meant[1] & LAVAPIPE_INACCURATE:
+        pytest.xfail(f"lavapipe's math functions: {problem}")
+    assert problem is None, problem
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.float16])
+def test_gpu_kernel_rounds_every_step(dtype: type) -> None:
+    """A sum that overflows (8/16-bit ints) or rounds (half), compared before it is stored: the
+    kernel holds it in int or float, so it must wrap or round it first, as the reference does."""
+    if not have_clang():
+        pytest.skip("no clang++ to compile the GPU kernels for the host")
+    from mgxir.ir.dtype import DType
+    from mgxir.ir.registry import make_op
+
+    t = DType.from_numpy(np.dtype(dtype))
+    module = Module("pointwise")
+    n = 8
+    x0, x1, x2 = (module.add_parameter(f"x{k}", Shape.make(t, (n,))) for k in range(3))
+    total = module.insert(None, make_op("add"), [x0, x1])
+    module.add_return([module.insert(None, make_op("less"), [x2, total])])
+    tensors = [Tensor.of(Shape.make(t, (n,))) for _ in range(4)]
+    kernel = pointwise_kernel(module, tensors[:3], tensors[3])
+    if t.is_float:
+        x = np.array([2048, 1, 0.5, 1000, 3, 2049, -7, 1e4], dtype)
+        y = np.array([1, 2048, 0.25, 0.3, 1e-3, 1, 7, 1e4], dtype)
+        z = x + y  # rounded to half: z < x + y is false, and true where the sum is not rounded
+    else:
+        info = np.iinfo(dtype)
+        x = np.array([info.max, info.max // 2 + 1, 1, 0, info.max, 3, info.min, info.min], dtype)
+        y, z = x.copy(), np.full(n, 1, dtype)
+    operands = [np.ascontiguousarray(a) for a in (x, y, z)]
+    got = HostKernels([(kernel, tensors[:3], tensors[3])]).run(0, operands, np.empty(n, dtype))
+    with np.errstate(all="ignore"):
+        want = (z < (x + y)).astype(dtype)
+    assert got.tolist() == want.tolist()
