@@ -17,7 +17,7 @@ from mgxir.ir.operation import ShapeError
 from mgxir.ir.registry import all_ops
 from mgxir.targets.iree import IreeOptions, run_on_iree
 from mgxir.translate.mlir.api import mlir_text
-from mgxir.translate.mlir.registry import SCALAR_RULES
+from mgxir.translate.mlir.registry import scalar_rule
 
 LENS = (2, 8)
 # inputs where every op is defined (logarithms, roots, inverse trigonometry, division) or where a
@@ -50,7 +50,7 @@ DIVIDES_BY_X = {"recip"}
 
 def _scalar_ops() -> list[str]:
     """Pointwise ops with a scalar rule (where a tensor rule comes first, that one is checked too)."""
-    return sorted(name for name, defn in all_ops().items() if type(defn) in SCALAR_RULES and name not in NOT_COMPARED)
+    return sorted(name for name, defn in all_ops().items() if scalar_rule(defn) is not None and name not in NOT_COMPARED)
 
 
 def _program(dtype: DType) -> tuple[Program, list[str]]:
