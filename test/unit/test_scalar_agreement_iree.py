@@ -17,9 +17,11 @@ Where the column stands (IREE 3.13, llvm-cpu on x86-64), of 900 cases:
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -126,6 +128,21 @@ def iree_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarr
     return {case.name: np.asarray(value) for case, value in zip(flat, got, strict=True)}
 
 
+def _denormal(x: np.ndarray) -> np.ndarray:
+    if x.dtype.kind in "biu":
+        return np.zeros(x.shape, bool)
+    magnitude = np.abs(x.astype(np.float64))
+    return (magnitude > 0) & (magnitude < float(ml_dtypes.finfo(x.dtype).tiny))
+
+
+def _at_most_smallest_normal(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x).reshape(-1)
+    if x.dtype.kind in "biu":
+        return np.zeros(x.shape, bool)
+    magnitude = np.abs(x.astype(np.float64))
+    return (magnitude > 0) & (magnitude <= float(ml_dtypes.finfo(x.dtype).tiny))
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_mlir_on_iree_agrees(case: Case, iree_results: dict[str, np.ndarray]) -> None:
     if case.name not in iree_results:
@@ -134,8 +151,14 @@ def test_mlir_on_iree_agrees(case: Case, iree_results: dict[str, np.ndarray]) ->
     want = reference(case)
     meant = numpy_meaning(case)
     assert want is not None and meant is not None
+    # IREE's CPU runtime reads denormal operands as zero (DAZ) and writes denormal results as zero
+    # (FTZ), also where the result rounds up to the smallest normal from a value just below it
+    # (sin(-1.1754944e-38)): those elements are not compared
+    kept = ~np.logical_or.reduce([_denormal(x) for x in case.operands] + [_at_most_smallest_normal(want)])
+    flushed = dataclasses.replace(case, operands=[x[kept] for x in case.operands])
+    got = iree_results[case.name].reshape(-1)[kept]
     problem = disagreement(
-        case, iree_results[case.name], want, inexact=is_inexact(meant[1]), exact_zeros_and_denormals=False
+        flushed, got, want.reshape(-1)[kept], inexact=is_inexact(meant[1]), exact_zeros_and_denormals=False
     )
     assert problem is None, problem
 

@@ -52,6 +52,15 @@ _ROUNDING_FUNCTIONS = {
 }
 
 
+def _nan_codes(t: DType) -> list[int]:
+    """The bytes that are NaN in an 8-bit float type without infinities (empty for the others)."""
+    values = np.arange(256, dtype=np.uint8).view(t.numpy).astype(np.float32)
+    return [] if np.isinf(values).any() else [int(b) for b in np.flatnonzero(np.isnan(values))]
+
+
+_NAN_CODES = {t: _nan_codes(t) for t in DType if t.is_fp8}
+
+
 def _unsigned(t: DType) -> bool:
     return t in UNSIGNED or t is DType.bool
 
@@ -78,10 +87,21 @@ class ArithEmitter:
         return self.types.element(t)
 
     def _wide(self, v: Typed) -> ir.Value:
-        """A float value in the type its arithmetic is done in (f32 for the narrow ones)."""
+        """A float value in the type its arithmetic is done in (f32 for the narrow ones). IREE's
+        `extf` from fp8 reads a NaN code of the types without infinities (e4m3fn's 0x7f, 0xff) as
+        a number (-480), so those codes are selected as NaN here."""
         if v.dtype in _WIDE_FLOATS:
             return v.value
-        return arith.extf(self._element(DType.float), v.value)
+        wide = arith.extf(self._element(DType.float), v.value)
+        codes = _NAN_CODES.get(v.dtype)
+        if not codes:
+            return wide
+        byte = arith.bitcast(self._element(DType.uint8), v.value)
+        is_nan = None
+        for code in codes:
+            equal = arith.cmpi(arith.CmpIPredicate.eq, byte, self.s.const(code, DType.uint8))
+            is_nan = equal if is_nan is None else arith.ori(is_nan, equal)
+        return arith.select(is_nan, self.s.const(math.nan, DType.float), wide)
 
     def _narrowed(self, x: ir.Value, t: DType) -> Typed:
         """An f32 (or f64 for double) result rounded to float type `t`."""
@@ -135,7 +155,8 @@ class ArithEmitter:
     def is_nan(self, x: Typed) -> Typed:
         if not x.dtype.is_float:
             return self.constant(False, DType.bool)
-        return Typed(arith.cmpf(arith.CmpFPredicate.UNO, x.value, x.value), DType.bool)
+        wide = self._wide(x)
+        return Typed(arith.cmpf(arith.CmpFPredicate.UNO, wide, wide), DType.bool)
 
     def is_inf(self, x: Typed) -> Typed:
         if not x.dtype.is_float:
@@ -207,8 +228,8 @@ class ArithEmitter:
             return self._narrowed(self._wide(v), t).value
         if t is DType.double or (t is DType.float and source.itemsize <= 2):
             return arith.uitofp(element, v.value) if _unsigned(source) else arith.sitofp(element, v.value)
-        if t is DType.float:
-            return self._round_to_odd(self._integer_to_double(v))
+        if t is DType.float:  # f64 holds 2 * 24 + 2 bits: rounding twice is exact
+            return arith.truncf(element, self._integer_to_double(v))
         if source.itemsize <= 2:  # exact in f32
             f32 = self._element(DType.float)
             wide = arith.uitofp(f32, v.value) if _unsigned(source) else arith.sitofp(f32, v.value)
