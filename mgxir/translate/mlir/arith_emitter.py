@@ -297,7 +297,6 @@ _INTEGER_EXTREMUM = {
 _LOGIC = {"and": arith.andi, "or": arith.ori, "xor": arith.xori}
 
 
-
 def lower_meaning(s: Scalars, op: Operation, args: list[ir.Value], types: list[DType], out: DType) -> ir.Value:
     """One element of a pointwise op's result: its scalar meaning on this emitter."""
     try:
