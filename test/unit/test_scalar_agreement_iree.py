@@ -9,10 +9,12 @@ the column costs one IREE compile (about 30 s of CPU; with `-k`, only the select
 
 Where the column stands (IREE 3.13, llvm-cpu on x86-64), of the 900 cases the reference and the
 numpy emitter compute:
-  agree .................................................................... 838
+  agree .................................................................... 862
   no lowering (the MLIR emitter refuses what the meaning asks) ............... 0
-  not compiled: f64 math functions, which need libm (sin, erf, fmod, ... of
-    f64, also inside integer meanings such as erf of int32 and mod of int64) .. 62
+  not compiled: f64 functions IREE's CPU does not link (F64_UNLINKED_ON_CPU:
+    sin, erf, fmod, ... of double, also inside integer meanings such as erf
+    of int32 and mod of int64) .............................................. 34
+  beyond 4 ulp: f64 asinh, atanh, sinh, pow (F64_INACCURATE, xfail) ........... 4
   other ...................................................................... 0
 Elements with denormal operands or results are compared as flushed: IREE's CPU runtime reads and
 writes them as zero (DAZ + FTZ; docs/mlir-emitter.md).
@@ -34,10 +36,11 @@ pytest.importorskip("iree.runtime")
 from scalar_cases import Case, cases, disagreement, is_inexact, numpy_meaning, reference
 
 from mgxir import DiagnosticSink, Program
-from mgxir.ops.scalar import EXACT_MATH, Arithmetic, BinaryFunction, MathFunction, emit
+from mgxir.ops.scalar import Arithmetic, BinaryFunction, MathFunction, emit
 from mgxir.ops.scalar_numpy import NumpyEmitter
 from mgxir.targets.iree import IreeOptions, run_on_iree
 from mgxir.text.parser import parse_program
+from mgxir.translate.mlir.math_functions import F64_UNLINKED_ON_CPU
 from mgxir.verifier import verify
 
 CASES = [c for c in cases() if reference(c) is not None and numpy_meaning(c) is not None]
@@ -68,13 +71,23 @@ class _DoubleMath(NumpyEmitter):
         return super().arithmetic(op, a, b)
 
 
-def _uses_double_libm(case: Case) -> bool:
-    """Whether the case computes an f64 math function other than the ones LLVM lowers to
-    instructions (llvm-cpu then needs libm's sin, erf, ... which IREE does not link)."""
+# f64 functions IREE's llvm-cpu computes but not within 4 ulp: its f64 log1p, expm1 and powf are
+# good to about 1e-13 (asinh(1e-3) 230 ulp off, sinh(0.1) 2 ulp over, pow(0.5, 100) 16 ulp), and the
+# emitter has no wider type to compute f64 in (measured by this test)
+F64_INACCURATE = frozenset({"asinh", "atanh", "sinh", "pow"})
+
+
+def _double_functions(case: Case) -> set[str]:
     em = _DoubleMath()
     with np.errstate(all="ignore"):
         emit(em, case.op, list(case.operands), case.out)
-    return bool(em.double_functions - (EXACT_MATH - {"remainder"}))
+    return em.double_functions
+
+
+def _uses_double_libm(case: Case) -> bool:
+    """Whether the case computes an f64 math function other than the ones LLVM lowers to
+    instructions (llvm-cpu then needs libm's sin, erf, ... which IREE does not link)."""
+    return bool(_double_functions(case) & (F64_UNLINKED_ON_CPU | {"remainder"}))
 
 
 def _group_text(groups: list[list[Case]]) -> str:
@@ -168,6 +181,8 @@ def test_mlir_on_iree_agrees(case: Case, iree_results: dict[str, np.ndarray]) ->
     problem = disagreement(
         flushed, got, want.reshape(-1)[kept], inexact=is_inexact(meant[1]), exact_zeros_and_denormals=False
     )
+    if problem is not None and _double_functions(case) & F64_INACCURATE:
+        pytest.xfail(f"IREE's f64 math functions: {problem}")
     assert problem is None, problem
 
 

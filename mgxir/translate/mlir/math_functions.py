@@ -47,6 +47,12 @@ _MATH: dict[str, Callable[[ir.Value], ir.Value]] = {
 }
 
 
+# f64 functions IREE's llvm-cpu cannot compile (measured on IREE 3.13: it links no libm and has no
+# f64 polynomial for these; `fmod` is arith.remf): a program using them translates, and IREE's CPU
+# compile reports the undefined symbol (other IREE devices compile them)
+F64_UNLINKED_ON_CPU = frozenset({"acos", "asin", "atan", "cos", "erf", "fmod", "log2", "sin", "tan", "tanh"})
+
+
 class _F:
     """Float values of one type (f32 or f64) at the insertion point: constants and comparisons."""
 
@@ -81,31 +87,34 @@ class _F:
 
 def float_function(em: ArithEmitter, function: str, x: ir.Value, double: bool) -> ir.Value:
     """`function` of an f32 (or f64) value as C computes it."""
-    own = None if double else _OWN.get(function)
-    return own(_D(em), x) if own is not None else _MATH[function](x)
+    own = (_OWN_F64 if double else _OWN).get(function)
+    return own(_D(em, double), x) if own is not None else _MATH[function](x)
 
 
 class _D(_F):
-    """f64 arithmetic for the f32 functions below (every backend with f64 computes it exactly)."""
+    """f64 arithmetic (exact on every backend with f64) for the functions below, of f32 values or,
+    where the formula needs no wider type, of f64 values (then `wide` and `narrow` keep them)."""
 
-    def __init__(self, em: ArithEmitter) -> None:
+    def __init__(self, em: ArithEmitter, double: bool = False) -> None:
         super().__init__(em, double=True)
+        self.of_double = double
         self.f64 = em.types.element(DType.double)
         self.f32 = em.types.element(DType.float)
 
     def wide(self, x: ir.Value) -> ir.Value:
-        return arith.extf(self.f64, x)
+        return x if self.of_double else arith.extf(self.f64, x)
 
     def narrow(self, x: ir.Value) -> ir.Value:
-        return arith.truncf(self.f32, x)
+        return x if self.of_double else arith.truncf(self.f32, x)
 
     def c32(self, value: float) -> ir.Value:
-        return self.em.s.const(value, DType.float)
+        """A constant of the argument's type."""
+        return self.em.s.const(value, DType.double if self.of_double else DType.float)
 
     def signed_like(self, magnitude: ir.Value, x: ir.Value) -> ir.Value:
-        """`magnitude` (f32, not negative) with the sign of `x` (f32): odd functions."""
-        f32 = _F(self.em, double=False)
-        return arith.select(f32.negative_sign(x), arith.negf(magnitude), magnitude)
+        """`magnitude` (the argument's type, not negative) with the sign of `x`: odd functions."""
+        of_x = _F(self.em, double=self.of_double)
+        return arith.select(of_x.negative_sign(x), arith.negf(magnitude), magnitude)
 
     def polynomial(self, z: ir.Value, coefficients: list[float]) -> ir.Value:
         """Horner's rule, the highest coefficient first."""
@@ -222,20 +231,23 @@ def _hyperbolic(function: str) -> Callable[[_D, ir.Value], ir.Value]:
 
     def build(d: _D, x: ir.Value) -> ir.Value:
         a = mlir_math.absf(x)
-        half = d.wide(mlir_math.exp(arith.mulf(a, d.c32(0.5))))
-        e = arith.mulf(half, half)
-        inverse = arith.divf(d.c(1.0), e)
+        h = d.wide(mlir_math.exp(arith.mulf(a, d.c32(0.5))))
+        half_e = arith.mulf(arith.mulf(d.c(0.5), h), h)  # e / 2 without overflowing where sinh does not
+        half_inverse = arith.divf(arith.divf(d.c(0.5), h), h)
         if function == "cosh":
-            return d.narrow(arith.mulf(d.c(0.5), arith.addf(e, inverse)))
+            return d.narrow(arith.addf(half_e, half_inverse))
         m = d.wide(mlir_math.expm1(a))
         near_zero = arith.mulf(d.c(0.5), arith.addf(m, arith.divf(m, arith.addf(m, d.c(1.0)))))
-        far = arith.mulf(d.c(0.5), arith.subf(e, inverse))
+        far = arith.subf(half_e, half_inverse)
         y = d.narrow(arith.select(arith.cmpf(FP.OLT, a, d.c32(1.0)), near_zero, far))
         return d.signed_like(y, x)
 
     return build
 
 
+# the formulas of asinh, acosh, atanh, sinh and cosh are accurate in the argument's own type too,
+# and IREE's f64 asinh, ... have the f32 ones' faults (asinh(-2^31) was NaN, acosh(DBL_MAX) inf)
+_OWN_F64: dict[str, Callable[[_D, ir.Value], ir.Value]] = {}
 _OWN: dict[str, Callable[[_D, ir.Value], ir.Value]] = {
     "sin": _trigonometric("sin"),
     "cos": _trigonometric("cos"),
@@ -299,3 +311,6 @@ def ieee_remainder(em: ArithEmitter, x: ir.Value, y: ir.Value, double: bool) -> 
     r = arith.select(f.negative_sign(x), arith.negf(r), r)
     undefined = arith.ori(arith.ori(f.eq(ay, f.c(0.0)), f.inf(x)), arith.ori(f.nan(x), f.nan(y)))
     return arith.select(undefined, f.c(math.nan), r)
+
+
+_OWN_F64.update({name: _OWN[name] for name in ("asinh", "acosh", "atanh", "sinh", "cosh")})

@@ -86,7 +86,7 @@ def scalar_rule(defn: OpDef) -> Rule | None:
 
 
 def _pointwise_as_generic(lowering: Lowering, ins: Instruction, args: list[ir.Value]) -> ir.Value:
-    """A pointwise op without a tensor rule: a `linalg.generic` around its scalar rule."""
+    """A pointwise op without a tensor rule: a `linalg.generic` around its scalar meaning."""
     rule = scalar_rule(ins.op.defn)
     assert rule is not None
     types = [a.shape.dtype for a in ins.args]
