@@ -290,9 +290,38 @@ def c_pow(em: ArithEmitter, x: ir.Value, y: ir.Value, double: bool) -> ir.Value:
 
 
 def _f32_power(d: _D, base: ir.Value, y: ir.Value) -> ir.Value:
-    """|x|^y for finite |x| > 0 as exp(y log |x|) in f64, rounded once: IREE's f32 powf is
-    exp(y log x) in f32, whose error grows with y log x (pow(0.5, 100) was 20 ulp off)."""
-    return d.narrow(mlir_math.exp(arith.mulf(d.wide(y), mlir_math.log(d.wide(base)))))
+    """|x|^y for finite |x| > 0 as exp(y log |x|) in f64 arithmetic, rounded once: IREE's f32 powf is
+    exp(y log x) in f32, whose error grows with y log x (pow(0.5, 100) was 20 ulp off). The f64 log
+    and exp are series written here (SPIR-V has no f64 Log or Exp; IREE's CPU f64 ones are good to
+    1e-13 only): log m = 2 atanh((m - 1) / (m + 1)) for m in [sqrt(1/2), sqrt(2)], and
+    exp(n ln 2 + r) = 2^n exp(r) with |r| <= ln 2 / 2."""
+    em = d.em
+    i64 = em.types.element(DType.int64)
+
+    def i(value: int) -> ir.Value:
+        return em.s.const(value, DType.int64)
+
+    bits = arith.bitcast(i64, d.wide(base))
+    exponent = arith.subi(arith.andi(arith.shrui(bits, i(52)), i(0x7FF)), i(1023))
+    m = arith.bitcast(d.f64, arith.ori(arith.andi(bits, i((1 << 52) - 1)), i(1023 << 52)))
+    high = arith.cmpf(FP.OGT, m, d.c(math.sqrt(2.0)))
+    m = arith.select(high, arith.mulf(m, d.c(0.5)), m)
+    exponent = arith.select(high, arith.addi(exponent, i(1)), exponent)
+    s = arith.divf(arith.subf(m, d.c(1.0)), arith.addf(m, d.c(1.0)))
+    z = arith.mulf(s, s)
+    log_m = arith.mulf(arith.mulf(d.c(2.0), s), d.polynomial(z, [1 / (2 * k + 1) for k in range(12, -1, -1)]))
+    log_x = arith.addf(arith.mulf(arith.sitofp(d.f64, exponent), d.c(_LN2)), log_m)
+    # beyond +-200, exp overflows or underflows f32 all the same
+    t = arith.minimumf(arith.maximumf(arith.mulf(d.wide(y), log_x), d.c(-200.0)), d.c(200.0))
+    n = mlir_math.roundeven(arith.mulf(t, d.c(1 / _LN2)))
+    r = arith.subf(arith.subf(t, arith.mulf(n, d.c(_LN2_HIGH))), arith.mulf(n, d.c(_LN2_LOW)))
+    exp_r = d.polynomial(r, [1 / math.factorial(k) for k in range(15, -1, -1)])
+    scale = arith.bitcast(d.f64, arith.shli(arith.addi(arith.fptosi(i64, n), i(1023)), i(52)))
+    return d.narrow(arith.mulf(exp_r, scale))
+
+
+# ln 2 in two parts, the first with 32 significant bits (n * _LN2_HIGH is exact for |n| < 2^20)
+_LN2_HIGH, _LN2_LOW = 6.93147180369123816490e-01, 1.90821492927058770002e-10
 
 
 def ieee_remainder(em: ArithEmitter, x: ir.Value, y: ir.Value, double: bool) -> ir.Value:
