@@ -9,12 +9,12 @@ the column costs one IREE compile (about 30 s of CPU; with `-k`, only the select
 
 Where the column stands (IREE 3.13, llvm-cpu on x86-64), of the 900 cases the reference and the
 numpy emitter compute:
-  agree .................................................................... 862
+  agree .................................................................... 865
   no lowering (the MLIR emitter refuses what the meaning asks) ............... 0
   not compiled: f64 functions IREE's CPU does not link (F64_UNLINKED_ON_CPU:
     sin, erf, fmod, ... of double, also inside integer meanings such as erf
     of int32 and mod of int64) .............................................. 34
-  beyond 4 ulp: f64 asinh, atanh, sinh, pow (F64_INACCURATE, xfail) ........... 4
+  beyond 4 ulp: f64 pow (F64_INACCURATE, xfail) .............................. 1
   other ...................................................................... 0
 Elements with denormal operands or results are compared as flushed: IREE's CPU runtime reads and
 writes them as zero (DAZ + FTZ; docs/mlir-emitter.md).
@@ -71,10 +71,9 @@ class _DoubleMath(NumpyEmitter):
         return super().arithmetic(op, a, b)
 
 
-# f64 functions IREE's llvm-cpu computes but not within 4 ulp: its f64 log1p, expm1 and powf are
-# good to about 1e-13 (asinh(1e-3) 230 ulp off, sinh(0.1) 2 ulp over, pow(0.5, 100) 16 ulp), and the
-# emitter has no wider type to compute f64 in (measured by this test)
-F64_INACCURATE = frozenset({"asinh", "atanh", "sinh", "pow"})
+# f64 functions IREE's llvm-cpu computes but not within 4 ulp: its f64 powf is exp(y log x) good to
+# about 1e-13 (pow(0.5, 100) 16 ulp off), and the emitter has no wider type to compute f64 in
+F64_INACCURATE = frozenset({"pow"})
 
 
 def _double_functions(case: Case) -> set[str]:

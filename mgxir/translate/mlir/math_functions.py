@@ -192,16 +192,32 @@ _LN2 = math.log(2.0)
 _HUGE = 2.0**28  # beyond it, sqrt(x^2 + 1) is x in f64 and asinh x = log(2x)
 
 
+# Taylor series (odd functions: the coefficients of a, a^3, ...) for small arguments, where the
+# formulas below would rest on IREE's log1p and expm1 near 0 (good to about 1e-13 in f64, and on
+# its GPU backends worse); 14 terms are exact to f64 below the thresholds
+_SERIES_TERMS = 14
+_ASINH_SERIES = [(-1) ** n * math.comb(2 * n, n) / (4**n * (2 * n + 1)) for n in range(_SERIES_TERMS)]
+_ATANH_SERIES = [1 / (2 * n + 1) for n in range(_SERIES_TERMS)]
+_SINH_SERIES = [1 / math.factorial(2 * n + 1) for n in range(_SERIES_TERMS)]
+_SMALL = 0.125
+
+
+def _odd_series(d: _D, a: ir.Value, coefficients: list[float]) -> ir.Value:
+    """a * (c0 + c1 a^2 + ...) in f64."""
+    return arith.mulf(a, d.polynomial(arith.mulf(a, a), coefficients[::-1]))
+
+
 def _asinh(d: _D, x: ir.Value) -> ir.Value:
     """log1p(a + a^2 / (1 + sqrt(1 + a^2))) for a = |x| (the argument in f64; no cancellation),
-    log(a) + ln 2 for huge a; the sign of x."""
+    log(a) + ln 2 for huge a, the series for small a; the sign of x."""
     a = mlir_math.absf(x)
     ad = d.wide(a)
     square = arith.mulf(ad, ad)
     t = arith.addf(ad, arith.divf(square, arith.addf(d.c(1.0), mlir_math.sqrt(arith.addf(d.c(1.0), square)))))
-    small = mlir_math.log1p(d.narrow(t))
+    y = mlir_math.log1p(d.narrow(t))
+    y = arith.select(arith.cmpf(FP.OLT, a, d.c32(_SMALL)), d.narrow(_odd_series(d, ad, _ASINH_SERIES)), y)
     large = d.narrow(arith.addf(d.wide(mlir_math.log(a)), d.c(_LN2)))
-    return d.signed_like(arith.select(arith.cmpf(FP.OGT, a, d.c32(_HUGE)), large, small), x)
+    return d.signed_like(arith.select(arith.cmpf(FP.OGT, a, d.c32(_HUGE)), large, y), x)
 
 
 def _acosh(d: _D, x: ir.Value) -> ir.Value:
@@ -216,18 +232,20 @@ def _acosh(d: _D, x: ir.Value) -> ir.Value:
 
 
 def _atanh(d: _D, x: ir.Value) -> ir.Value:
-    """log1p(2a / (1 - a)) / 2 for a = |x| (the quotient in f64); the sign of x."""
+    """log1p(2a / (1 - a)) / 2 for a = |x| (the quotient in f64), the series for small a; the
+    sign of x."""
     a = mlir_math.absf(x)
     ad = d.wide(a)
     t = arith.divf(arith.addf(ad, ad), arith.subf(d.c(1.0), ad))
     y = d.narrow(arith.mulf(d.c(0.5), d.wide(mlir_math.log1p(d.narrow(t)))))
+    y = arith.select(arith.cmpf(FP.OLT, a, d.c32(_SMALL)), d.narrow(_odd_series(d, ad, _ATANH_SERIES)), y)
     y = arith.select(arith.cmpf(FP.OGT, a, d.c32(1.0)), d.c32(math.nan), y)
     return d.signed_like(y, x)
 
 
 def _hyperbolic(function: str) -> Callable[[_D, ir.Value], ir.Value]:
     """sinh and cosh from e = exp(|x| / 2)^2 in f64 (exp(|x|) itself overflows f32 before sinh
-    does); sinh of |x| < 1 from expm1, without the cancellation of e - 1/e."""
+    does); sinh of |x| < 1 from its series, without the cancellation of e - 1/e."""
 
     def build(d: _D, x: ir.Value) -> ir.Value:
         a = mlir_math.absf(x)
@@ -236,8 +254,7 @@ def _hyperbolic(function: str) -> Callable[[_D, ir.Value], ir.Value]:
         half_inverse = arith.divf(arith.divf(d.c(0.5), h), h)
         if function == "cosh":
             return d.narrow(arith.addf(half_e, half_inverse))
-        m = d.wide(mlir_math.expm1(a))
-        near_zero = arith.mulf(d.c(0.5), arith.addf(m, arith.divf(m, arith.addf(m, d.c(1.0)))))
+        near_zero = _odd_series(d, d.wide(a), _SINH_SERIES)
         far = arith.subf(half_e, half_inverse)
         y = d.narrow(arith.select(arith.cmpf(FP.OLT, a, d.c32(1.0)), near_zero, far))
         return d.signed_like(y, x)
@@ -263,8 +280,9 @@ _OWN: dict[str, Callable[[_D, ir.Value], ir.Value]] = {
 def c_pow(em: ArithEmitter, x: ir.Value, y: ir.Value, double: bool) -> ir.Value:
     """C's pow (what the reference's numpy computes; MIGraphX calls std::pow). math.powf lowers to
     exp(y log x) on IREE's backends and GLSL's Pow is defined only for finite x > 0, so a negative
-    base gave NaN (or, on some Vulkan drivers, a number) where C gives (-2)^3 = -8: math.powf gets
-    |x| where that is finite and positive, and the rest is selected here."""
+    base gave NaN (or, on some Vulkan drivers, a number) where C gives (-2)^3 = -8: |x|^y is
+    computed where |x| is finite and positive (`_f32_power`; f64: math.powf), and the rest is
+    selected here."""
     f = _F(em, double)
     zero, one, inf, nan = f.c(0.0), f.c(1.0), f.c(math.inf), f.c(math.nan)
     true = em.s.const(True, DType.bool)
