@@ -7,11 +7,9 @@ op (`divsi`/`divui`, `cmpi slt`/`ult`, `extsi`/`extui`). Floats narrower than f3
 are computed in f32 and rounded back after every operation, as numpy computes half: the rounding of
 half and bf16 is done in integer arithmetic (`Scalars.narrow`), which no backend may fuse away.
 
-Math functions: IREE's CPU and GPU backends replace `math` ops on f32 with polynomial approximations
-that are accurate only near zero (sin/cos of 3.4e38 gave inf, tan NaN, asinh(-inf) NaN,
-acosh(-3.4e38) inf), and do not lower f64 `math` ops at all on the CPU. The functions below are
-therefore computed from arithmetic the backends do lower exactly: the float functions in f64 with
-f32's argument reduction (see `Math`), the results rounded to f32 once.
+Math functions: the exact ones (floor, ceil, trunc, rint, fabs, sqrt) are `math` ops; the others
+come from mgxir/translate/mlir/math_functions.py, which computes in f64 where IREE's f32 `math`
+polynomials are inaccurate (sin/cos of 3.4e38 gave inf, tan NaN, asinh(-inf) NaN).
 """
 
 from __future__ import annotations
@@ -42,7 +40,8 @@ class Typed:
 
 # float types held as themselves; the others are computed in f32 and rounded back
 _WIDE_FLOATS = frozenset({DType.float, DType.double})
-_ROUNDING_FUNCTIONS = {
+# math functions every backend computes exactly (correctly rounded) as `math` ops
+_EXACT_FUNCTIONS = {
     "ceil": mlir_math.ceil,
     "floor": mlir_math.floor,
     "trunc": mlir_math.trunc,
@@ -274,7 +273,7 @@ class ArithEmitter:
         t = x.dtype
         if not t.is_float:
             raise NoScalarMeaning(f"{function} of {t.type_name}")
-        exact = _ROUNDING_FUNCTIONS.get(function)
+        exact = _EXACT_FUNCTIONS.get(function)
         if exact is not None:
             return self._narrowed(exact(self._wide(x)), t)
         return self._narrowed(float_function(self, function, self._wide(x), t is DType.double), t)
