@@ -212,7 +212,7 @@ class GpuLowering(Pass):
         module = program.main
         placement: Placement = {}
         self._relaid: dict[Instruction, Shape] = {}  # results laid out anew: what users were shaped for
-        self._host_steps: list[tuple[Instruction, str]] = []
+        self.host_steps: list[tuple[Instruction, str]] = []
         names = {ins: ins.param_name if ins.is_param else f"@{n}" for n, ins in enumerate(module)}
         for ins in list(module):
             if ins.is_param or ins.is_literal:
@@ -228,13 +228,13 @@ class GpuLowering(Pass):
         """One warning per instruction left for the host (its operator, its name in the pass's
         input, why), at its source line where it has one; with allow_host off, the first is an error."""
         source = getattr(program, "source", None)
-        for ins, why in self._host_steps:
+        for ins, why in self.host_steps:
             message = f"gpu_lowering: '{ins.op.defn.name}' ({names.get(ins, '?')}) runs on the host: {why}"
             location, line = None, None
             if source is not None and ins.line:
                 location, line = source.location(ins.line, 1), source.line(ins.line)
             if not self.allow_host:
-                more = len(self._host_steps) - 1
+                more = len(self.host_steps) - 1
                 raise PassRefusal(message + (f" (and {more} more host steps)" if more else ""), location, line)
             context.warn(message, location, line)
 
@@ -340,7 +340,7 @@ class GpuLowering(Pass):
                 copy = self._copy_into(module, arg, self._relaid[arg], ins, placement, arch, context)
                 ins.replace_arg(arg, copy)
         placement[ins] = (ins, 0)
-        self._host_steps.append((ins, why))
+        self.host_steps.append((ins, why))
         context.count("left for the host")
 
     def _tensor(self, ins: Instruction, placement: Placement) -> Tensor:
