@@ -34,7 +34,7 @@ from mgxir.ir.shape import Shape, find_permutation
 from mgxir.ops.indexing import REDUCTIONS as SCATTER_REDUCTIONS
 from mgxir.passes.base import Pass, PassContext, PassRefusal
 from mgxir.passes.registry import register_pass, register_pipeline
-from mgxir.targets.gpu import conv_kernels, data_kernels, dnn, kernels, tune
+from mgxir.targets.gpu import conv_kernels, data_kernels, dnn, kernels, rnn_kernels, tune
 from mgxir.targets.gpu.compiler import DEFAULT_ARCH, compile_kernel, device_arch
 from mgxir.targets.gpu.kernels import Kernel, Tensor, Unsupported
 from mgxir.targets.gpu.views import view_offset
@@ -46,7 +46,7 @@ DEPTHWISE = ("kernel", "library")  # what runs depthwise convolutions (GpuLoweri
 # MIGraphX's GPU target, shortened to the passes mgxir has: fusion, lowering to kernels and library
 # calls, one scratch buffer (16-byte aligned for vector loads). Registered as `gpu` by name.
 GPU_PIPELINE = (
-    "normalize_ops,eliminate_identity,rewrite_rnn,rewrite_pooling,rewrite_reduce,dead_code_elimination,O,"
+    "normalize_ops,eliminate_identity,rewrite_rnn{exact_gates=true},rewrite_pooling,rewrite_reduce,dead_code_elimination,O,"
     "fuse_pointwise,fuse_reduce,dead_code_elimination,gpu_lowering,memory_coloring{alignment=16},"
     "dead_code_elimination"
 )
@@ -148,6 +148,18 @@ def _prefix_scan_sum(ins: Instruction, inputs: list[Tensor], output: Tensor) -> 
     return data_kernels.prefix_scan_sum_kernel(inputs[0], axis, ins.op["exclusive"], ins.op["reverse"], output)
 
 
+def _rnn_shift_sequence(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    return rnn_kernels.shift_sequence_kernel(inputs[0], inputs[1], output)
+
+
+def _rnn_shift_output(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    return rnn_kernels.shift_output_kernel(inputs[0], inputs[1], ins.op["direction"], output)
+
+
+def _rnn_last_output(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    return rnn_kernels.last_output_kernel(inputs[0], inputs[1], ins.op["direction"], output)
+
+
 # generated operators whose result takes the layout of their first input that is densely laid out
 # channels-last (a permutation other than standard): pooling after a convolution, concat (what
 # MIGraphX's find_add_convs makes of a residual add of two convolutions) before one, and pointwise
@@ -169,6 +181,9 @@ GENERATORS: dict[str, Generator] = {
     "unpack_int4": _unpack_int4,
     "concat_past_present": _concat_past_present,
     "prefix_scan_sum": _prefix_scan_sum,
+    "rnn_var_sl_shift_sequence": _rnn_shift_sequence,
+    "rnn_var_sl_shift_output": _rnn_shift_output,
+    "rnn_var_sl_last_output": _rnn_last_output,
     **{f"scatter_{reduction}": _scatter for reduction in SCATTER_REDUCTIONS},
     **{f"scatternd_{reduction}": _scatternd for reduction in SCATTER_REDUCTIONS},
     "pooling": _pooling,
