@@ -33,6 +33,7 @@ from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape, find_permutation
 from mgxir.ops.indexing import REDUCTIONS as SCATTER_REDUCTIONS
 from mgxir.passes.base import Pass, PassContext, PassRefusal
+from mgxir.passes.memory_coloring import body_modules, outer_values
 from mgxir.passes.registry import register_pass, register_pipeline
 from mgxir.targets.gpu import conv_kernels, data_kernels, dnn, kernels, rnn_kernels, tune
 from mgxir.targets.gpu.compiler import DEFAULT_ARCH, compile_kernel, device_arch
@@ -349,11 +350,18 @@ class GpuLowering(Pass):
     ) -> None:
         """`ins` stays for the host, which reads its arguments in the layouts its shape rule was
         given: a result the lowering laid out anew (channels-last, expecting this user to be
-        rebuilt from its input's layout) reaches it as a copy in the layout it was shaped for."""
+        rebuilt from its input's layout) reaches it as a copy in the layout it was shaped for, and
+        so do the values its submodules (an `if`'s branches, a `loop`'s body) read from main."""
         for arg in dict.fromkeys(ins.args):
             if arg in self._relaid:
                 copy = self._copy_into(module, arg, self._relaid[arg], ins, placement, arch, context)
                 ins.replace_arg(arg, copy)
+        bodies = {id(body) for body in body_modules(ins)}
+        for value in outer_values(ins) if bodies else []:
+            if value in self._relaid:
+                copy = self._copy_into(module, value, self._relaid[value], ins, placement, arch, context)
+                for reader in [u for u in value.users if id(u.parent) in bodies]:
+                    reader.replace_arg(value, copy)
         placement[ins] = (ins, 0)
         self.host_steps.append((ins, why))
         context.count("left for the host")

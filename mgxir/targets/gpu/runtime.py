@@ -21,6 +21,7 @@ from mgxir.ir.instruction import Instruction
 from mgxir.ir.operation import RuntimeValue
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
+from mgxir.passes.memory_coloring import outer_values
 from mgxir.targets.gpu import dnn
 from mgxir.targets.gpu.dnn import ConvPlan
 from mgxir.targets.gpu.platforms import Platform, open_cuda_device, open_platform
@@ -191,8 +192,14 @@ class GpuExecutable:
         if not defn.has_compute:
             raise MgxError(f"the GPU target has no kernel and no reference compute for '{defn.name}'")
         reference = self._host.kernel(ins)
+        # an `if`'s branches and a `loop`'s body read main's values by name: the interpreter that
+        # runs them finds them among its values
+        outer = outer_values(ins) if ins.module_args else []
+        interpreter_values = self._host.env
 
         def run() -> None:
+            for value in outer:
+                interpreter_values[value] = self._host_value(value)
             inputs = [self._host_value(a) for a in ins.args]
             with np.errstate(all="ignore"):
                 result = reference(*inputs)
