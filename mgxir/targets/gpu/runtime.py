@@ -78,14 +78,15 @@ class GpuExecutable:
 
     def _load(self) -> None:
         module = self.program.main
-        for ins in module:
+        for index, ins in enumerate(module):
             name = ins.op.defn.name
             if ins.is_param:
                 self.params[ins.param_name] = ins
                 self.pointer[ins] = self._allocate(ins.shape.bytes)
             elif ins.is_literal:
                 self.pointer[ins] = self._allocate(ins.shape.bytes)
-                data = self._host.interpreter._literal_value(module, ins, 0)
+                # an elided literal's stand-in values depend on its position, as the reference's
+                data = self._host.interpreter._literal_value(module, ins, index)
                 self._upload(self.pointer[ins], np.asarray(data), ins.shape)
             elif ins.is_return:
                 self.outputs = list(ins.args)
