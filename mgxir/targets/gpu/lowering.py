@@ -35,7 +35,7 @@ from mgxir.ops.indexing import REDUCTIONS as SCATTER_REDUCTIONS
 from mgxir.passes.base import Pass, PassContext, PassRefusal
 from mgxir.passes.memory_coloring import body_modules, outer_values
 from mgxir.passes.registry import register_pass, register_pipeline
-from mgxir.targets.gpu import conv_kernels, data_kernels, dnn, kernels, rnn_kernels, tune
+from mgxir.targets.gpu import conv_kernels, data_kernels, dnn, fused_reduce_kernels, kernels, rnn_kernels, tune
 from mgxir.targets.gpu.compiler import DEFAULT_ARCH, compile_kernel, device_arch
 from mgxir.targets.gpu.kernels import Kernel, Tensor, Unsupported
 from mgxir.targets.gpu.views import view_offset
@@ -284,7 +284,7 @@ class GpuLowering(Pass):
             elif name == "pointwise":
                 kernel = kernels.pointwise_kernel(ins.module_args[0], inputs, output)
             elif name == "fused_reduce":
-                kernel = kernels.reduce_kernel(ins.module_args[0], ins.op["axes"], inputs, output)
+                kernel = fused_reduce_kernels.fused_reduce_kernel(ins.module_args[0], ins.op["axes"], inputs, output)
             elif name in GENERATORS:
                 kernel = GENERATORS[name](ins, inputs, output)
             else:
