@@ -58,7 +58,8 @@ from mgxir.targets.gpu.compiler import device_arch, compiler_version; print(devi
 " 2>&1 | tee -a "$OUT/log"
     ;;
   tests)
-    python3 -m pytest -q -m gpu -p no:cacheprovider -rfE ${value//,/ } 2>&1 | tail -40 | tee -a "$OUT/log"
+    python3 -m pytest -q -m gpu -p no:cacheprovider -rfE ${value//,/ } 2>&1 | tee "$OUT/tests.log" | tail -40 |
+      tee -a "$OUT/log"
     ;;
   depthwise)
     python3 bench/bench_depthwise.py --out "$OUT/depthwise.md" $args 2>&1 | tee -a "$OUT/depthwise.log" | tail -60
