@@ -62,7 +62,8 @@ def _model(name: str):
 
 
 def _inputs(program, seed: int) -> dict[str, np.ndarray]:
-    """Floats in [-2, 2]; integer inputs (the sequence lengths) in [1, SEQUENCE], mostly different."""
+    """Floats in [-0.5, 0.5] (relu gates explode on wider ones: the float64 reference and any float32
+    unrolling then part ways); integer inputs (the sequence lengths) in [1, SEQUENCE], mostly different."""
     rng = np.random.default_rng(seed)
     values = {}
     for p in program.main.parameters():
@@ -70,7 +71,7 @@ def _inputs(program, seed: int) -> dict[str, np.ndarray]:
         if shape.dtype.is_integral:
             values[p.param_name] = rng.integers(1, SEQUENCE + 1, shape.lens).astype(shape.dtype.numpy)
         else:
-            values[p.param_name] = rng.uniform(-2, 2, shape.lens).astype(shape.dtype.numpy)
+            values[p.param_name] = rng.uniform(-0.5, 0.5, shape.lens).astype(shape.dtype.numpy)
     return values
 
 
