@@ -1,9 +1,9 @@
 """How much of MIGraphX's ONNX test models the GPU target leaves for the host: each model under
 ../shared/onnx-models (or --models DIR) is imported and run through the `gpu` pipeline (for sm_90;
-NVRTC compiles the kernels, no GPU needed), and the instructions of the lowered main module that
-are neither target ops, allocations nor views are counted by operator, and by operator and the
-reason gpu_lowering gave for leaving it (its warning's text after "runs on the host: ", numbers
-and names in quotes folded so that the same reason counts once).
+NVRTC compiles the kernels, no GPU needed), and the instructions of the lowered main module (and of
+the `if`/`loop` bodies it lowers) that are neither target ops, allocations nor views are counted by
+operator, and by operator and the reason gpu_lowering gave for leaving it (its warning's text after
+"runs on the host: ", numbers and names in quotes folded so that the same reason counts once).
 
     python bench/bench_host_steps.py [--models DIR] [--match REGEX] [--models-of OP]
 """
@@ -42,13 +42,17 @@ def host_steps(path: Path) -> list[tuple[str, str]] | None:
     lowering.arch = "sm_90"
     sink = DiagnosticSink()
     PassManager(passes).run(program, sink)
-    reasons = {ins: why for ins, why in lowering.host_steps}
-    return [
-        (ins.op.defn.name, folded(reasons.get(ins, "(not looked at)")))
+    reasons = {ins: why for ins, why in lowering.host_steps}  # main's and the if/loop bodies'
+    unexamined = [
+        ins
         for ins in program.main
         if not (ins.is_param or ins.is_literal or ins.is_return or ins.op.defn.is_view)
         and not ins.op.defn.name.startswith("gpu::")
         and ins.op.defn.name not in TARGET_STEPS
+        and ins not in reasons
+    ]
+    return [(ins.op.defn.name, folded(why)) for ins, why in reasons.items() if not ins.op.defn.is_view] + [
+        (ins.op.defn.name, "(not looked at)") for ins in unexamined
     ]
 
 

@@ -1,7 +1,7 @@
 """Control flow under the GPU target: `if` and `loop` stay on the host, as MIGraphX runs them, and
-their bodies read main's values, which may be results of device kernels. The runtime hands those
-values to the interpreter running the body (a KeyError on the branch's first outer value before),
-and memory_coloring keeps their buffers until the `if` or `loop` has run. Run on the CPU through
+their bodies are lowered as main is and run on the device; they read main's values, which may be
+results of device kernels, and memory_coloring keeps those buffers until the `if` or `loop` has
+run (before: the bodies ran on the host interpreter, which ended in a KeyError on the first). Run on the CPU through
 the emulated platform (gpu_emulated_platform.py) and, with the `gpu` mark, on a GPU."""
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ else:@0 = sub(@3,y) -> float_type, {2, 3}, {3, 1}
 else:@1 = @return(else:@0)
 """
 
-# a loop whose body reads a device result of main (a's exp) on every iteration
+# a loop whose body reads a device result of main (a's exp) on every iteration (its parameters printed
+# in the reverse of the order they take iteration, condition and carried value, as MIGraphX prints them)
 LOOP_READS_DEVICE_VALUES = """
 n = @literal{4} -> int64_type, {1}, {0}
 go = @literal{1} -> bool_type, {1}, {0}
@@ -55,9 +56,9 @@ b = @param:b -> float_type, {3}, {1}
 @8 = @return(@6,@7)
 
 module: "body"
-body:i = @param:i -> int64_type, {1}, {0}
-body:keep = @param:keep -> bool_type, {1}, {0}
 body:b_in = @param:b_in -> float_type, {3}, {1}
+body:keep = @param:keep -> bool_type, {1}, {0}
+body:i = @param:i -> int64_type, {1}, {0}
 body:@3 = mul(@4,body:b_in) -> float_type, {3}, {1}
 body:@4 = @return(body:keep,body:@3,body:@3)
 """
@@ -107,6 +108,18 @@ def test_outer_values_live_until_the_control_flow(name: str) -> None:
                 continue
             other_start = other.op["offset"]
             assert other_start + other.shape.bytes <= start or other_start >= end, (value, other)
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_bodies_are_lowered_as_main_is(name: str) -> None:
+    """The branches and the loop body are kernels too (each with its own scratch buffer); only
+    the control flow and the tuple's elements stay for the host."""
+    lowered = compile_for_gpu(_program(PROGRAMS[name]), arch="sm_90")
+    control = next(i for i in lowered.main if i.op.defn.name in ("if", "loop"))
+    for body in control.module_args:
+        steps = {i.op.defn.name for i in body if not (i.is_param or i.is_literal or i.is_return)}
+        assert steps <= {"gpu::code_object", "allocate", "load"}, steps
+        assert "gpu::code_object" in steps
 
 
 @pytest.mark.skipif(COMPILER is None, reason="no C++ compiler to emulate kernels with")

@@ -22,6 +22,7 @@ import numpy as np
 
 from mgxir.diagnostics import MgxError
 from mgxir.interp import Interpreter
+from mgxir.ir import traits
 from mgxir.ir.dtype import DType
 from mgxir.ir.fingerprint import module_fingerprint
 from mgxir.ir.instruction import Instruction
@@ -230,6 +231,16 @@ class GpuLowering(Pass):
         self._relaid: dict[Instruction, Shape] = {}  # results laid out anew: what users were shaped for
         self.host_steps: list[tuple[Instruction, str]] = []
         names = {ins: ins.param_name if ins.is_param else f"@{n}" for n, ins in enumerate(module)}
+        for body in program.reachable_modules():
+            if body is not module:
+                names.update(
+                    {ins: f"{body.name}:{ins.param_name if ins.is_param else f'@{n}'}" for n, ins in enumerate(body)}
+                )
+        self._lower_module(module, placement, arch, context)
+        _drop_unused_modules(program)
+        self._report_host_steps(program, names, context)
+
+    def _lower_module(self, module: Module, placement: Placement, arch: str, context: PassContext) -> None:
         for ins in list(module):
             if ins.is_param or ins.is_literal:
                 placement[ins] = (ins, 0)
@@ -237,8 +248,6 @@ class GpuLowering(Pass):
                 placement.setdefault(ins, (ins, 0))
             elif ins.parent is module:
                 self._lower(module, ins, placement, arch, context)
-        _drop_unused_modules(program)
-        self._report_host_steps(program, names, context)
 
     def _report_host_steps(self, program: Program, names: dict[Instruction, str], context: PassContext) -> None:
         """One warning per instruction left for the host (its operator, its name in the pass's
@@ -262,6 +271,8 @@ class GpuLowering(Pass):
                 placement[ins] = (source[0], offset)
                 return
         name = ins.op.defn.name
+        if runs_bodies(ins):
+            return self._host(module, ins, placement, arch, context, "control flow (its bodies are lowered)")
         if ins.shape.is_tuple or ins.shape.is_dynamic or any(a.shape.is_tuple for a in ins.args):
             return self._host(module, ins, placement, arch, context, "tuple or dynamic shapes")
         try:
@@ -365,6 +376,10 @@ class GpuLowering(Pass):
         placement[ins] = (ins, 0)
         self.host_steps.append((ins, why))
         context.count("left for the host")
+        if runs_bodies(ins):  # an `if`'s branches, a `loop`'s body: lowered as main is, run by the host's control flow
+            for body in ins.module_args:
+                self._lower_module(body, placement, arch, context)
+                context.count("bodies lowered")
 
     def _tensor(self, ins: Instruction, placement: Placement) -> Tensor:
         root, offset = placement[ins]
@@ -646,6 +661,15 @@ class GpuLowering(Pass):
         self._write_into_allocation(module, copy, op, [x], placement)
         context.count("kernels generated")
         return copy
+
+
+def runs_bodies(ins: Instruction) -> bool:
+    """Whether `ins`'s modules are bodies that its control flow runs (an `if`'s branches, a `loop`'s
+    body: each lowered to device code as main is, the choice and the iterations on the host), not
+    fused bodies that one kernel computes, and of static shapes."""
+    if not ins.module_args or ins.op.defn.has(traits.FusedBody):
+        return False
+    return all(not i.shape.is_dynamic for body in ins.module_args for i in body if not i.is_return)
 
 
 def in_output_memory_order(inputs: list[Tensor], output: Tensor) -> tuple[list[Tensor], Tensor]:
