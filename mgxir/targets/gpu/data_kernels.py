@@ -105,6 +105,11 @@ def fill_kernel(value: Tensor, buffer: Tensor, output: Tensor) -> Kernel:
     return indexed_kernel("fill_kernel", [value, buffer], output, [], "mgx_load(x0)")
 
 
+def zeros_kernel(output: Tensor) -> Kernel:
+    """`undefined`'s value as the reference gives it: zeros (it reads nothing)."""
+    return indexed_kernel("undefined_kernel", [], output, [], "0")
+
+
 def unpack_int4_kernel(source: Tensor, axis: int, output: Tensor) -> Kernel:
     """Each byte of `source` along `axis` holds two values: the low nibble first; int8 signed."""
     coords = coordinates(len(output.lens))

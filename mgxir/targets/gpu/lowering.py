@@ -102,6 +102,10 @@ def _fill(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
     return data_kernels.fill_kernel(inputs[0], inputs[1], output)
 
 
+def _undefined(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    return data_kernels.zeros_kernel(output)
+
+
 def _unpack_int4(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
     return data_kernels.unpack_int4_kernel(inputs[0], ins.op["axis"] % len(output.lens), output)
 
@@ -181,6 +185,7 @@ GENERATORS: dict[str, Generator] = {
     "gathernd": _gathernd,
     "fill": _fill,
     "unpack_int4": _unpack_int4,
+    "undefined": _undefined,
     "concat_past_present": _concat_past_present,
     "prefix_scan_sum": _prefix_scan_sum,
     "rnn_var_sl_shift_sequence": _rnn_shift_sequence,
