@@ -105,6 +105,29 @@ def fill_kernel(value: Tensor, buffer: Tensor, output: Tensor) -> Kernel:
     return indexed_kernel("fill_kernel", [value, buffer], output, [], "mgx_load(x0)")
 
 
+def lrn_kernel(op: Operation, source: Tensor, output: Tensor) -> Kernel:
+    """Local response normalization across channels (axis 1), in double as the reference: the
+    squares of the `size` channels around c (before it: (size - 1) / 2) summed in channel order,
+    x / (bias + alpha / size * sum) ** beta."""
+    size = op["size"]
+    before = (size - 1) // 2
+    coords = coordinates(len(output.lens))
+    window = [coords[0], "k", *coords[2:]]
+    body = [
+        "  double acc = 0;",
+        f"  for (long long j = 0; j < {size}LL; ++j) {{",
+        f"    const long long k = c1 - {before}LL + j;",
+        f"    if (k < 0 || k >= {source.lens[1]}LL) continue;",
+        f"    const double v = (double)mgx_load(x0 + {offset_at(source, window)});",
+        "    acc += v * v;",
+        "  }",
+        f"  const double scale = {float(op['bias'])!r} + {float(op['alpha']) / size!r} * acc;",
+        f"  const double x = (double)mgx_load(x0 + {offset_at(source, coords)});",
+        f"  const double value = x / pow(scale, {float(op['beta'])!r});",
+    ]
+    return indexed_kernel("lrn_kernel", [source], output, body, f"({compute_type(output.dtype)})value")
+
+
 def zeros_kernel(output: Tensor) -> Kernel:
     """`undefined`'s value as the reference gives it: zeros (it reads nothing)."""
     return indexed_kernel("undefined_kernel", [], output, [], "0")

@@ -102,6 +102,12 @@ def _fill(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
     return data_kernels.fill_kernel(inputs[0], inputs[1], output)
 
 
+def _lrn(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    if len(output.lens) < 2:
+        raise Unsupported("lrn needs a channel axis")
+    return data_kernels.lrn_kernel(ins.op, inputs[0], output)
+
+
 def _undefined(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
     return data_kernels.zeros_kernel(output)
 
@@ -186,6 +192,7 @@ GENERATORS: dict[str, Generator] = {
     "fill": _fill,
     "unpack_int4": _unpack_int4,
     "undefined": _undefined,
+    "lrn": _lrn,
     "concat_past_present": _concat_past_present,
     "prefix_scan_sum": _prefix_scan_sum,
     "rnn_var_sl_shift_sequence": _rnn_shift_sequence,
