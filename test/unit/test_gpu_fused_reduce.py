@@ -36,6 +36,8 @@ MODELS = (
     "skip_layer_normalization_beta_bias_test",
     "dynamicquantizelinear_2d_test",
     "group_norm_contrib_3d_test",
+    "mha_past_key_value_test",
+    "mha_past_key_value_bias_seq_len_test",
 )
 HOST_FREE = {"gpu::code_object", "gpu::gemm", "load", "allocate"}
 
@@ -108,6 +110,41 @@ def test_models_lower_with_no_host_step(name: str) -> None:
     verify(lowered, DiagnosticSink())
     kinds = {i.op.defn.name for i in _steps(lowered)}
     assert kinds <= HOST_FREE, kinds - HOST_FREE
+
+
+@pytest.mark.parametrize("name", ["mha_past_key_value_test", "skip_layer_normalization_test"])
+def test_row_inputs_read_as_whole_rows_keep_the_body_s_values(name: str) -> None:
+    """Each fused_reduce with an input of the reduced shape computes the same with that input
+    broadcast to whole rows and the body's broadcasts of it bypassed (row_broadcasts_bypassed), as
+    the reference interpreter runs both."""
+    from mgxir.passes.manager import PassManager
+    from mgxir.passes.registry import parse_pipeline
+    from mgxir.targets.gpu.fused_reduce_kernels import row_broadcasts_bypassed
+    from mgxir.targets.gpu.lowering import GPU_PIPELINE
+
+    program = _model(name)
+    PassManager(parse_pipeline(GPU_PIPELINE.split(",gpu_lowering")[0])).run(program, DiagnosticSink())
+    run_module = Interpreter(program).run_module
+    rng = np.random.default_rng(0)
+    checked = 0
+    for ins in program.main:
+        if ins.is_param or ins.is_literal or ins.is_return or ins.op.defn.name != "fused_reduce":
+            continue
+        full = tuple(max(a.shape.lens[d] for a in ins.args) for d in range(ins.shape.ndim))
+        module = ins.module_args[0]
+        params = sorted((p for p in module if p.is_param), key=lambda p: p.param_name)
+        rows = {p.param_name for p, a in zip(params, ins.args) if a.shape.lens != full}
+        if not rows:
+            continue
+        arrays = [rng.uniform(1, 3, a.shape.lens).astype(a.shape.dtype.numpy) for a in ins.args]
+        want = ins.op.defn.compute(ins.op, arrays, [module], run_module)
+        whole_rows = [np.broadcast_to(a, full) for a in arrays]
+        got = ins.op.defn.compute(ins.op, whole_rows, [row_broadcasts_bypassed(module, rows)], run_module)
+        # a result computed from a row input may come out whole rows (the kernel then writes its one value)
+        got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
+        np.testing.assert_allclose(got, np.broadcast_to(want, got.shape), rtol=1e-3)
+        checked += 1
+    assert checked
 
 
 @pytest.mark.gpu
