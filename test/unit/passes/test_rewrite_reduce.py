@@ -96,6 +96,7 @@ def mean_program(dtype: str, count: int, lens: str = "") -> str:
         ("float_type", 16376, False),
         ("double_type", 16376, False),
         ("int32_type", 70000, False),
+        ("bf16_type", 64, False),  # ml_dtypes' finfo (numpy's refuses bf16)
     ],
 )
 def test_mean_accumulates_wider_over_many_elements(dtype: str, count: int, widened: bool) -> None:

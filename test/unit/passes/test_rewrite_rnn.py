@@ -165,6 +165,27 @@ def test_clip_and_input_forget_stay() -> None:
     assert recurrent_names(program) == ["lstm"]
 
 
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+@pytest.mark.parametrize(
+    ("kind", "attributes"),
+    [
+        ("rnn", {"clip": 0.3}),
+        ("gru", {"clip": 0.3}),
+        ("lstm", {"clip": 0.3}),
+        ("lstm", {"input_forget": 1}),
+        ("lstm", {"clip": 0.5, "input_forget": 1}),
+    ],
+)
+def test_exact_gates_unrolls_clip_and_input_forget(kind: str, direction: str, attributes: dict[str, float]) -> None:
+    """The gpu pipeline's rewrite computes what MIGraphX's drops: the gates clipped before their
+    activations, LSTM's forget gate 1 - input gate."""
+    program, values = recurrent_program(kind, direction, peephole=kind == "lstm", **attributes)
+    for v in values.values():
+        v *= 4  # pre-activations well past the clip
+    rewritten = check_same_results(program, values, "rewrite_rnn{exact_gates=true},dce")
+    assert recurrent_names(rewritten) == []
+
+
 @pytest.mark.parametrize("kind", ["rnn", "gru", "lstm"])
 def test_statistics_name_the_unrolled_op(kind: str) -> None:
     program, _ = recurrent_program(kind, "forward")

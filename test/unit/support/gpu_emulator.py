@@ -124,7 +124,7 @@ def run_emulated(program, params: dict[str, np.ndarray]) -> list[np.ndarray]:
     results = []
     for out in outputs:
         shape = out.shape
-        raw = (ctypes.c_char * max(shape.element_space * shape.dtype.itemsize, 1)).from_address(pointer[out])
+        raw = (ctypes.c_char * (max(shape.element_space, 1) * shape.dtype.itemsize)).from_address(pointer[out])
         staged = np.frombuffer(bytes(raw), shape.dtype.numpy)
         results.append(np.array(as_strided(staged, shape.lens, [s * staged.itemsize for s in shape.strides])))
     return results

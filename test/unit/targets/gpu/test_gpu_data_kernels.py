@@ -1,6 +1,6 @@
 """Generated kernels for the operators that ran on the host (pad's reflect and edge modes,
 reverse, onehot, resize, gathernd, fill, unpack_int4, concat_past_present, scatter, scatternd,
-prefix_scan_sum): each program lowers
+prefix_scan_sum, undefined, lrn): each program lowers
 with no host step and its kernels compile with NVRTC here; on a GPU (`gpu` mark) each gives the
 reference interpreter's result."""
 
@@ -171,6 +171,30 @@ y = @param:y -> int32_type, {5, 2}, {1, 5}
             "x": _floats(rng, (3, 7), np.float32),
             "y": rng.integers(2**30, 2**31 - 1, (5, 2)).astype(np.int32),
         },
+    ),
+    # across 5 channels of 7 (the window cut at both ends), an even size, half, a channels-last input
+    "lrn": (
+        """
+x = @param:x -> float_type, {2, 7, 3, 2}, {42, 6, 2, 1}
+h = @param:h -> half_type, {1, 4, 3}, {12, 1, 4}
+@2 = lrn[alpha=0.0001,beta=0.75,bias=1,size=5](x)
+@3 = lrn[alpha=0.5,beta=0.5,bias=2,size=2](x)
+@4 = lrn[alpha=0.001,beta=0.75,bias=1,size=3](h)
+@5 = @return(@2,@3,@4)
+""",
+        ("lrn_kernel",),
+        lambda rng: {"x": _floats(rng, (2, 7, 3, 2), np.float32), "h": _floats(rng, (1, 4, 3), np.float16)},
+    ),
+    # an optional input left out (as MIGraphX's ONNX parser writes it) returned: the reference's zero
+    "undefined": (
+        """
+x = @param:x -> float_type, {2}, {1}
+@1 = undefined -> float_type, {}, {}
+@2 = neg(x) -> float_type, {2}, {1}
+@3 = @return(@1,@2)
+""",
+        ("undefined_kernel",),
+        lambda rng: {"x": _floats(rng, (2,), np.float32)},
     ),
     # a decoding step (one new row per head, at each batch's past length) and a prompt (rows from 0)
     "concat_past_present": (
