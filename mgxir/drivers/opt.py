@@ -54,8 +54,13 @@ class OptOptions(DeclaredOptions):
         flag(
             "portable",
             "--portable",
-            help="With -p gpu: keep each kernel's CUDA/HIP C++ source beside its binary; mgx-run compiles it "
-            "for a GPU of another architecture.",
+            help="With -p gpu: keep each kernel's portable payloads beside its binary (CUDA/HIP C++ source, "
+            "SPIR-V, MLIR bytecode); mgx-run finishes them on another GPU, on Vulkan or on the CPU.",
+        ),
+        Option(
+            "offload_arch",
+            ("--offload-arch",),
+            "With -p gpu --portable: also keep ready binaries for these architectures (sm_90,sm_80,gfx942,...).",
         ),
         flag("from_log", "--from-log", help="The input is MIGraphX log output: load the program printed in it."),
         Option(
@@ -171,10 +176,12 @@ def _opt(options: OptOptions, sink: DiagnosticSink) -> int:
         with progress(f"reading {filename}"):
             program = read_payloads(parse_program(text, filename, base_dir=base_dir, sink=sink), options.input)
         transform(program, sink, _reader(text, filename, base_dir))
-        if options.portable:
-            from mgxir.targets.gpu.compiled import keep_sources
+        if options.portable or options.offload_arch:
+            from mgxir.targets.gpu.compiled import keep_payloads
 
-            keep_sources(program)
+            archs = [a.strip() for a in (options.offload_arch or "").split(",") if a.strip()]
+            with progress("keeping portable payloads"):
+                keep_payloads(program, archs, sink)
         with progress("writing" if options.output in (None, "-") else f"writing {options.output}"):
             writer = _PROGRAM_FILE_WRITERS.get(os.path.splitext(options.output or "")[1])
             if writer is not None:  # MIGraphX's program files: a compiled program keeps its code objects

@@ -47,8 +47,10 @@ class TargetEntry(FrozenRecord):
 TARGETS: dict[str, TargetEntry] = {
     "ref": TargetEntry("mgxir.targets.ref:RefTarget"),
     "iree": TargetEntry("mgxir.targets.iree.target:IreeTarget"),
-    "cpu": TargetEntry("mgxir.targets.iree.target:CpuTarget"),
-    "vulkan": TargetEntry("mgxir.targets.vulkan.target:VulkanTarget"),
+    # the cpu and vulkan targets also finish compiled programs (mgx-opt -p gpu --portable)
+    "cpu": TargetEntry("mgxir.targets.portable:PortableCpuTarget"),
+    "vulkan": TargetEntry("mgxir.targets.portable:PortableVulkanTarget"),
+    "auto": TargetEntry("mgxir.targets.portable:AutoTarget"),
     "gpu": TargetEntry(
         "mgxir.targets.gpu.target:GpuTarget",
         passes=("gpu", "gpu_lowering"),

@@ -1,0 +1,424 @@
+"""Finishing a compiled program where it runs (docs/compiled-programs.md): the `load` step of the
+vulkan, cpu and auto targets for a program `mgx-opt -p gpu --portable` wrote.
+
+Each `gpu::code_object` runs from the best of its payloads for the device (`DEVICE_PAYLOADS`): a
+Vulkan pipeline from its `spirv` kernel, or a function IREE compiled for this CPU (llvm-cpu) from
+its `mlirbc`. MLIR bytecode another MLIR version wrote is refused in one line and the next payload
+is taken. Library calls (`gpu::gemm`, `gpu::convolution`, `gpu::attention`) have no generated
+Vulkan or CPU kernel yet: they run on the shared host fallback (their reference compute), each
+operator warned about once. Everything else (views, `load`s of the scratch buffer, what the
+lowering left for the host) is the reference interpreter's, as on every target. mgxir's passes do
+not run, and finished kernels are kept per process by (payload digest, device, toolchain); IREE's
+modules also on disk, by its own cache.
+
+`--target=auto` (the default for a compiled file) runs it on the first of CUDA, HIP, Vulkan and
+the CPU that is present."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from mgxir.diagnostics import DiagnosticSink, MgxError
+from mgxir.ir.instruction import Instruction
+from mgxir.ir.operation import RuntimeValue
+from mgxir.targets.base import CompiledProgram, Target, find_target
+from mgxir.targets.gpu.ops import CodeObject, Payload
+from mgxir.targets.host import HostFallback
+from mgxir.targets.iree.target import CpuTarget
+from mgxir.targets.vulkan.target import VulkanTarget
+
+if TYPE_CHECKING:
+    from mgxir.ir.program import Program
+
+# the payloads each device finishes, best first
+DEVICE_PAYLOADS: dict[str, tuple[str, ...]] = {"vulkan": ("spirv", "mlirbc"), "cpu": ("mlirbc",)}
+# operators that call a GPU library; on Vulkan and the CPU their reference compute runs on the host
+LIBRARY_OPS = ("gpu::gemm", "gpu::quant_gemm", "gpu::convolution", "gpu::attention")
+# what --target=auto tries, in order
+AUTO_ORDER = ("cuda", "hip", "vulkan", "cpu")
+
+# (payload digest, device, toolchain) -> the finished kernel (a checked SPIR-V kernel, a loaded
+# IREE module): a second load of the same file finishes nothing
+FINISHED: dict[tuple[str, str, str], Any] = {}
+
+
+def is_compiled(program: Program) -> bool:
+    return any(ins.op.defn.name.startswith("gpu::") for ins in program.main)
+
+
+def _filename(program: Program) -> str:
+    return getattr(program, "filename", "the program")
+
+
+def choose_payload(code: CodeObject, symbol: str, device: str, filename: str, sink: DiagnosticSink) -> Payload:
+    """The code object's best payload for `device`; MLIR bytecode of another MLIR version is
+    passed over with a one-line warning. One line where none is left."""
+    refused: list[str] = []
+    for kind in DEVICE_PAYLOADS[device]:
+        for payload in code.payloads:
+            if payload.format != kind:
+                continue
+            why = _unusable(payload)
+            if why is None:
+                return payload
+            sink.warn(f"{filename}: '{symbol}': {why}; trying its next payload")
+            refused.append(why)
+    kept = ", ".join(sorted({p.format for p in code.payloads} | ({"source"} if code.keeps_source else set())))
+    raise MgxError(
+        f"{filename}: kernel '{symbol}' has no payload that runs on {device} "
+        f"(it keeps {kept or 'only its binary'}; {device} runs {', '.join(DEVICE_PAYLOADS[device])}"
+        + (f"; refused: {'; '.join(refused)}" if refused else "")
+        + "): compile the program again with -p gpu --portable"
+    )
+
+
+def _unusable(payload: Payload) -> str | None:
+    """Why this mgxir cannot finish `payload` (MLIR bytecode of another MLIR), or None."""
+    if payload.format != "mlirbc":
+        return None
+    try:
+        from mgxir.translate.mlir.bytecode import check_readable
+    except ImportError:
+        return "its MLIR bytecode needs IREE's compiler (iree-base-compiler), which is not installed"
+    try:
+        check_readable(payload.data, "its mlirbc payload")
+    except MgxError as e:
+        return str(e)
+    return None
+
+
+# -- SPIR-V payloads on Vulkan ---------------------------------------------------------------------
+
+
+def spirv_kernel(payload: Payload, expected: Sequence[Any], symbol: str, filename: str) -> Any:
+    """The SPIR-V payload as the Vulkan runner's kernel: its layout read from `meta` and checked
+    against the code object's shapes, the module checked by spirv-val (a file can say anything)."""
+    key = (payload.digest, "vulkan", payload.target)
+    found = FINISHED.get(key)
+    if found is not None:
+        return found
+    from mgxir.ir.dtype import DType
+    from mgxir.translate.spirv.grammar import VULKAN_ENV, SpirvToolError, _run_tool, tool_path
+    from mgxir.translate.spirv.kernels import Kernel
+    from mgxir.translate.spirv.layout import Binding, KernelLayout
+    from mgxir.translate.spirv.types import Unsupported, element_type
+
+    what = f"{filename}: the spirv payload of '{symbol}'"
+    try:
+        meta = json.loads(payload.meta)
+        bindings = meta["bindings"]
+        if not isinstance(bindings, list) or len(bindings) != len(expected):
+            raise ValueError(f"it binds {len(bindings)} buffers; the code object has {len(expected)}")
+        made = []
+        for index, ((role, type_name), shape) in enumerate(zip(bindings, expected, strict=True)):
+            want = "output" if index == len(expected) - 1 else "input"
+            if role != want or DType.from_name(type_name) is not shape.dtype:
+                raise ValueError(f"binding {index} is {role} {type_name}, not {want} {shape.dtype.name}")
+            name = "out0" if role == "output" else f"x{index}"
+            made.append(Binding(index, name, role, element_type(shape.dtype)))
+        layout = KernelLayout(
+            _checked(meta["name"], str, "name"),
+            _checked(meta["kind"], str, "kind"),
+            made,
+            _int_in(meta["workgroup_size"], 1, 1024, "workgroup_size"),
+            _int_in(meta["outer_rank"], 0, 16, "outer_rank"),
+            _int_in(meta["inner_rank"], 0, 16, "inner_rank"),
+            tuple(_int_in(a, 0, 64, "axes") for a in meta["axes"]),
+            elements_per_invocation=_int_in(meta["elements_per_invocation"], 1, 64, "elements_per_invocation"),
+        )
+        if layout.kind not in ("pointwise", "reduce"):
+            raise ValueError(f"unknown kernel kind '{layout.kind}'")
+        layout.check_push_size()
+    except (ValueError, KeyError, TypeError, Unsupported) as e:
+        raise MgxError(f"{what} is not one mgxir wrote ({e}): the file is corrupted") from None
+    if payload.target != VULKAN_ENV:
+        raise MgxError(f"{what} is for {payload.target}; this mgxir runs {VULKAN_ENV} kernels")
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="mgxir-spirv-") as scratch:
+        path = os.path.join(scratch, "kernel.spv")
+        with open(path, "wb") as f:
+            f.write(payload.data)
+        try:
+            _run_tool([tool_path("spirv-val"), "--target-env", VULKAN_ENV, path], "spirv-val")
+        except SpirvToolError as e:
+            raise MgxError(f"{what} does not validate ({e}): the file is corrupted") from None
+    kernel = Kernel(layout, "", symbol)
+    layout.name = f"{symbol}_{payload.digest[:12]}"  # the runner keeps pipelines by name
+    FINISHED[key] = kernel
+    return kernel
+
+
+def _checked(value: Any, kind: type, what: str) -> Any:
+    if not isinstance(value, kind):
+        raise ValueError(f"'{what}' is not a {kind.__name__}")
+    return value
+
+
+def _int_in(value: Any, low: int, high: int, what: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise ValueError(f"'{what}' is not an integer from {low} to {high}")
+    return value
+
+
+# -- MLIR payloads on the CPU ----------------------------------------------------------------------
+
+
+def iree_cpu_kernel(payload: Payload, sink: DiagnosticSink) -> Callable[[list[np.ndarray], Any], np.ndarray]:
+    """The mlirbc payload compiled by IREE for this CPU (llvm-cpu; its module cache on disk) and
+    loaded: a function of the kernel's inputs and the output's dtype."""
+    from mgxir.targets.iree import _module_key, _require_compiler
+    from mgxir.targets.iree.cache import ModuleCache
+    from mgxir.targets.iree.compile import compile_module
+    from mgxir.targets.iree.runtime import LoadedModule
+
+    key = (payload.digest, "llvm-cpu", payload.target)
+    found = FINISHED.get(key)
+    if found is not None:
+        return found
+    from mgxir.targets.iree import IreeOptions
+
+    device, flags, module_key = _module_key(payload.data, IreeOptions("local-task"))
+    cache = ModuleCache(None)
+    path = cache.get(module_key)
+    if path is None:
+        _require_compiler("finishing an mlirbc payload for the CPU")
+        path = cache.put(module_key, compile_module(payload.data, device, flags))
+    module = LoadedModule(path, device)
+
+    def run(inputs: list[np.ndarray], dtype: Any) -> np.ndarray:
+        return module(inputs, [dtype])[0]
+
+    FINISHED[key] = run
+    return run
+
+
+# -- the executables -------------------------------------------------------------------------------
+
+
+def _inputs_of(ins: Instruction, args: Sequence[RuntimeValue]) -> list[RuntimeValue]:
+    """A code object's inputs: its arguments but the one it writes (`output_arg`)."""
+    written = ins.op["output_arg"] % len(args)
+    return [a for i, a in enumerate(args) if i != written]
+
+
+@dataclass
+class Finished:
+    """Each code object's finished kernel on one device: a SPIR-V kernel (Vulkan) or a CPU function."""
+
+    vulkan: dict[Instruction, Any]
+    cpu: dict[Instruction, Callable[[list[np.ndarray], Any], np.ndarray]]
+    spirv: dict[str, bytes]  # a Vulkan kernel's name -> its SPIR-V module
+
+
+def finish(program: Program, device: str, sink: DiagnosticSink) -> Finished:
+    """Every code object of `program` finished for `device` (vulkan or cpu) from its best payload;
+    each library operator warned about once (it runs on the host)."""
+    filename = _filename(program)
+    finished = Finished({}, {}, {})
+    warned: set[str] = set()
+    for ins in program.main:
+        name = ins.op.defn.name
+        if name in LIBRARY_OPS and name not in warned:
+            warned.add(name)
+            sink.warn(
+                f"{filename}: '{name}' runs on the host (its reference compute) on {device}: there is no "
+                f"generated {device} kernel for it yet"
+            )
+        if name != "gpu::code_object":
+            continue
+        code: CodeObject = ins.op["code_object"]
+        symbol = ins.op["symbol_name"]
+        payload = choose_payload(code, symbol, device, filename, sink)
+        if payload.format == "spirv":
+            kernel = finished.vulkan[ins] = spirv_kernel(payload, ins.op["expected_inputs"], symbol, filename)
+            finished.spirv[kernel.name] = payload.data
+        else:
+            if device == "vulkan":
+                sink.warn(f"{filename}: '{symbol}' has no spirv payload; it runs on the CPU from its mlirbc")
+            finished.cpu[ins] = iree_cpu_kernel(payload, sink)
+    return finished
+
+
+class PortableCpuRun:
+    """A compiled program finished for the CPU: code objects through IREE, the rest on the host."""
+
+    def __init__(self, program: Program, finished: Finished, sink: DiagnosticSink) -> None:
+        self.finished = finished
+        self.fallback = HostFallback(program, sink, self._kernel)
+
+    def _kernel(self, ins: Instruction) -> Callable[..., RuntimeValue] | None:
+        function = self.finished.cpu.get(ins)
+        if function is None:
+            return None
+        dtype = ins.shape.dtype
+
+        def run(*args: RuntimeValue) -> RuntimeValue:
+            return function([np.asarray(a) for a in _inputs_of(ins, args)], dtype).reshape(ins.shape.lens)
+
+        return run
+
+    def run(self, params: Mapping[str, np.ndarray]) -> list[RuntimeValue]:
+        return self.fallback.run(params)
+
+
+class PortableVulkanRun:
+    """A compiled program finished for Vulkan: code objects as the Vulkan runner's kernels (their
+    results stay on the device), CPU functions where a kernel has no SPIR-V, the rest on the host."""
+
+    def __init__(self, program: Program, finished: Finished, sink: DiagnosticSink) -> None:
+        self.program = program
+        self.finished = finished
+        self.sink = sink
+
+    def run(self, params: Mapping[str, np.ndarray]) -> list[RuntimeValue]:
+        from mgxir.targets.vulkan.runner import VulkanSession, shared_device
+        from mgxir.translate.spirv import Translation
+
+        finished = self.finished
+        cpu = PortableCpuRun.__new__(PortableCpuRun)
+        cpu.finished = finished
+
+        class Session(VulkanSession):
+            def _device_kernel(self, ins: Instruction) -> Callable[..., RuntimeValue] | None:
+                kernel = finished.vulkan.get(ins)
+                if kernel is not None:
+                    return lambda *args: self.launch(ins, kernel, _inputs_of(ins, args))
+                on_cpu = cpu._kernel(ins)
+                if on_cpu is None:
+                    return None
+                return lambda *args: on_cpu(*[self.to_host(a) for a in args])
+
+        session = Session(Translation(self.program), shared_device(), self.sink, finished.spirv)
+        try:
+            return [session.to_host(o) for o in session.run(params)]
+        finally:
+            session.close()
+
+
+PORTABLE_RUNS = {"vulkan": PortableVulkanRun, "cpu": PortableCpuRun}
+
+
+PORTABLE = "portable"  # the artifact of a compiled program that the vulkan and cpu targets finish
+
+
+# -- the targets ----------------------------------------------------------------------------------
+
+
+class _FinishesCompiled(Target):
+    """A target that runs a compiled program by finishing its payloads (`load`), with no pass and
+    no compilation, and any other program as it always has."""
+
+    def run(
+        self, program: Program, params: Mapping[str, np.ndarray], options: Any, sink: DiagnosticSink
+    ) -> list[RuntimeValue]:
+        if is_compiled(program):
+            compiled = CompiledProgram(self.name, program, options, artifact=PORTABLE)
+            return self.load(compiled, None, sink).run(params)
+        return super().run(program, params, options, sink)
+
+    def load(self, compiled: CompiledProgram, device: str | None, sink: DiagnosticSink) -> Any:
+        if compiled.artifact == PORTABLE:
+            return PORTABLE_RUNS[self.name](compiled.program, finish(compiled.program, self.name, sink), sink)
+        return super().load(compiled, device, sink)
+
+
+class PortableVulkanTarget(_FinishesCompiled, VulkanTarget):
+    """`--target=vulkan`: SPIR-V kernels on a Vulkan device; a compiled program's from its payloads."""
+
+
+class PortableCpuTarget(_FinishesCompiled, CpuTarget):
+    """`--target=cpu`: IREE's llvm-cpu; a compiled program's kernels from their mlirbc payloads."""
+
+
+# -- --target=auto ---------------------------------------------------------------------------------
+
+
+def _cuda_present() -> bool:
+    from mgxir.targets.gpu.compiler import device_arch
+
+    return device_arch() is not None
+
+
+def _hip_present() -> bool:
+    from mgxir.targets.gpu.platforms import open_platform
+
+    try:
+        open_platform("hip", 0)
+    except (MgxError, ImportError, OSError, RuntimeError):
+        return False
+    return True  # no cover: needs an AMD GPU
+
+
+def _vulkan_present() -> bool:
+    try:
+        from mgxir.targets.vulkan.runner import shared_device
+
+        shared_device()
+    except (MgxError, ImportError, OSError):
+        return False
+    return True
+
+
+def _cpu_present() -> bool:
+    try:
+        import iree.runtime  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+PRESENT: dict[str, Callable[[], bool]] = {
+    "cuda": _cuda_present,
+    "hip": _hip_present,
+    "vulkan": _vulkan_present,
+    "cpu": _cpu_present,
+}
+
+
+def auto_device(order: Sequence[str] = AUTO_ORDER) -> str:
+    """The first of `order` (cuda, hip, vulkan, cpu) present here."""
+    for name in order:
+        if PRESENT[name]():
+            return name
+    raise MgxError(f"--target=auto: none of {', '.join(order)} is present here")
+
+
+@dataclass(frozen=True)
+class AutoOptions:
+    device: str | None = None  # what auto found (filled in by `run`)
+
+
+class AutoTarget(Target):
+    """`--target=auto`: a compiled program runs on the first of CUDA, HIP, Vulkan and the CPU that
+    is present (CUDA and HIP through the gpu target, the others finished here); any other program
+    on the reference interpreter."""
+
+    name = "auto"
+    options_type = AutoOptions
+    reads_formats = frozenset({"mgx", "log", "mxr", "json"})
+
+    def read(self, path: str, sink: DiagnosticSink, options: Any, from_log: bool, log_pass: str | None) -> Program:
+        return find_target("gpu").read(path, sink, find_target("gpu").options(), from_log, log_pass)
+
+    def run(
+        self, program: Program, params: Mapping[str, np.ndarray], options: Any, sink: DiagnosticSink
+    ) -> list[RuntimeValue]:
+        if not is_compiled(program):
+            return find_target("ref").run(program, params, None, sink)
+        device = auto_device()
+        target = find_target("gpu" if device in ("cuda", "hip") else device)
+        chosen = target.options({"device": f"{device}:0"} if device in ("cuda", "hip") else {})
+        return target.run(program, params, chosen, sink)
+
+    def compile(self, program: Program, options: Any, sink: DiagnosticSink) -> CompiledProgram:
+        return CompiledProgram(self.name, program, options)
+
+    def load(self, compiled: CompiledProgram, device: str | None, sink: DiagnosticSink) -> Any:
+        raise MgxError("--target=auto picks a target when it runs; load on that target")
