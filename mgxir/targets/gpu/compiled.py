@@ -108,6 +108,7 @@ def keep_payloads(
     for arch in offload_archs:
         if arch_platform(arch) is None:
             raise MgxError(f"--offload-arch: '{arch}' is not a GPU architecture (sm_XY for CUDA, gfxNNN for HIP)")
+    missing: dict[tuple[str, str], list[str]] = {}  # (payload kind, why none) -> the kernels
     for ins in program.main:
         if ins.op.defn.name != "gpu::code_object":
             continue
@@ -132,12 +133,15 @@ def keep_payloads(
                 if not any(p.format == kind for p in payloads):
                     found = make(code.body, inputs, output)
                     if isinstance(found, str):
-                        sink.warn(f"--portable: no {kind} payload for '{symbol}': {found}")
+                        missing.setdefault((kind, found), []).append(symbol)
                     else:
                         payloads.append(found)
         elif makers is None and not code.payloads:
-            sink.warn(f"--portable: '{symbol}' keeps only its C++ source (the lowering made it of several operations)")
+            missing.setdefault(("portable", "the lowering made it of several operations"), []).append(symbol)
         ins.op = ins.op.replace(code_object=code.replace(keeps_source=True, payloads=tuple(payloads)))
+    for (kind, why), symbols in missing.items():  # one line per kind of payload and reason
+        named = ", ".join(dict.fromkeys(symbols))
+        sink.warn(f"--portable: no {kind} payload for {len(symbols)} kernel(s) ({named}): {why}")
 
 
 def keep_sources(program: Program) -> None:
@@ -154,7 +158,9 @@ def standalone(body: tuple[Operation, tuple], inputs: Sequence[Shape]) -> tuple[
         for sub in [module, *module.reachable_modules()]:
             program.modules.setdefault(sub.name, sub)
     main = program.main
-    args = [main.add_parameter(f"x{i}", shape) for i, shape in enumerate(inputs)]
+    for i in reversed(range(len(inputs))):  # add_parameter inserts at the front: main takes x0, x1, ...
+        main.add_parameter(f"x{i}", inputs[i])
+    args = main.parameters()
     ins = main.insert(None, op, args, modules)
     main.add_return([ins])
     return program, ins
