@@ -223,6 +223,7 @@ def finish(program: Program, device: str, sink: DiagnosticSink) -> Finished:
     filename = _filename(program)
     finished = Finished({}, {}, {})
     warned: set[str] = set()
+    on_cpu: list[str] = []  # kernels that run from mlirbc on Vulkan's host
     for ins in program.main:
         name = ins.op.defn.name
         if name in LIBRARY_OPS and name not in warned:
@@ -241,8 +242,13 @@ def finish(program: Program, device: str, sink: DiagnosticSink) -> Finished:
             finished.spirv[kernel.name] = payload.data
         else:
             if device == "vulkan":
-                sink.warn(f"{filename}: '{symbol}' has no spirv payload; it runs on the CPU from its mlirbc")
+                on_cpu.append(symbol)
             finished.cpu[ins] = iree_cpu_kernel(payload, sink)
+    if on_cpu:
+        named = ", ".join(dict.fromkeys(on_cpu))
+        sink.warn(
+            f"{filename}: {len(on_cpu)} kernel(s) have no spirv payload ({named}); they run on the CPU from mlirbc"
+        )
     return finished
 
 

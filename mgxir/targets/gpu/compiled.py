@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 # (what the kernel computes, its input shapes, its output's) -> a payload, or why there is none
 PayloadMaker = Callable[[tuple[Operation, tuple], Sequence[Shape], Shape], Payload | str]
+WIDEST_WAVE = 64  # threads per wave on AMD's wave64 GPUs: a block of a multiple of it serves every wave size
 ELF_MAGIC = b"\x7fELF"  # how every cubin and HSACO binary starts
 # what mgx-run reads as a program file (the rest is mgxir's text)
 PROGRAM_FILE_READERS = {
@@ -108,7 +109,7 @@ def keep_payloads(
     for arch in offload_archs:
         if arch_platform(arch) is None:
             raise MgxError(f"--offload-arch: '{arch}' is not a GPU architecture (sm_XY for CUDA, gfxNNN for HIP)")
-    missing: dict[tuple[str, str], list[str]] = {}  # (payload kind, why none) -> the kernels
+    missing: dict[tuple[str, str], list[str]] = {}  # (what a kernel lacks, why) -> the kernels
     for ins in program.main:
         if ins.op.defn.name != "gpu::code_object":
             continue
@@ -119,6 +120,9 @@ def keep_payloads(
                 f"--portable: code object '{symbol}' keeps no source (a program read from a file keeps only its "
                 "binary): compile the uncompiled program with -p gpu --portable"
             )
+        if ins.op["local"] % WIDEST_WAVE:
+            why = f"its blocks of {ins.op['local']} threads are not whole 64-wide waves"
+            missing.setdefault(("a launch for every wave size", why), []).append(symbol)
         payloads = list(code.payloads)
         made = {(p.format, p.target) for p in payloads}
         for arch in offload_archs:
@@ -133,15 +137,15 @@ def keep_payloads(
                 if not any(p.format == kind for p in payloads):
                     found = make(code.body, inputs, output)
                     if isinstance(found, str):
-                        missing.setdefault((kind, found), []).append(symbol)
+                        missing.setdefault((f"{kind} payload", found), []).append(symbol)
                     else:
                         payloads.append(found)
         elif makers is None and not code.payloads:
-            missing.setdefault(("portable", "the lowering made it of several operations"), []).append(symbol)
+            missing.setdefault(("portable payload", "the lowering made it of several operations"), []).append(symbol)
         ins.op = ins.op.replace(code_object=code.replace(keeps_source=True, payloads=tuple(payloads)))
-    for (kind, why), symbols in missing.items():  # one line per kind of payload and reason
+    for (what, why), symbols in missing.items():  # one line per kind of payload and reason
         named = ", ".join(dict.fromkeys(symbols))
-        sink.warn(f"--portable: no {kind} payload for {len(symbols)} kernel(s) ({named}): {why}")
+        sink.warn(f"--portable: no {what} for {len(symbols)} kernel(s) ({named}): {why}")
 
 
 def keep_sources(program: Program) -> None:
