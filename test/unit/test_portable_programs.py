@@ -6,6 +6,7 @@ reference by MIGraphX's rms rule. NVRTC compiles without a GPU; Vulkan is lavapi
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -20,13 +21,13 @@ from mgxir.verifier import verify
 pytest.importorskip("cuda.bindings")
 pytest.importorskip("iree.compiler")
 
-from mgxir.drivers.run import flatten_outputs, rms_error  # noqa: E402
-from mgxir.interp import Interpreter  # noqa: E402
-from mgxir.targets import portable  # noqa: E402
-from mgxir.targets.gpu.compiled import ELF_MAGIC, finish, keep_payloads  # noqa: E402
-from mgxir.targets.gpu.driver import compile_for_gpu  # noqa: E402
-from mgxir.targets.gpu.ops import CodeObject  # noqa: E402
-from mgxir.translate.mlir.bytecode import mlir_version  # noqa: E402
+from mgxir.drivers.run import flatten_outputs, rms_error
+from mgxir.interp import Interpreter
+from mgxir.targets import portable
+from mgxir.targets.gpu.compiled import ELF_MAGIC, finish, keep_payloads
+from mgxir.targets.gpu.driver import compile_for_gpu
+from mgxir.targets.gpu.ops import CodeObject
+from mgxir.translate.mlir.bytecode import mlir_version
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "conv_relu_pool.mgx"
 # a gemm with its bias and relu in the epilogue, a broadcast pointwise chain, a transposed input, a
@@ -135,7 +136,7 @@ def test_offload_arch_refuses_a_name_that_is_no_architecture(example: Program) -
 # -- bad payloads: one line --------------------------------------------------------------------------
 
 
-def _with_payload_change(program: Program, change) -> bytes:  # noqa: ANN001
+def _with_payload_change(program: Program, change: Callable[[dict], object]) -> bytes:
     """The program's file with `change(payload value)` applied to its first spirv payload."""
     from mgxir.translate.mxr.encoding import to_msgpack
 
@@ -161,7 +162,9 @@ def test_a_spirv_payload_whose_layout_disagrees_is_refused(portable_example: Pro
     program = load_mxr(data, "bad.mxr")
     program.filename = "bad.mxr"  # type: ignore[attr-defined]
     portable.FINISHED.clear()
-    with pytest.raises(MgxError, match=r"^error: bad\.mxr: the spirv payload of '.*' is not one mgxir wrote \(binding 0"):
+    with pytest.raises(
+        MgxError, match=r"^error: bad\.mxr: the spirv payload of '.*' is not one mgxir wrote \(binding 0"
+    ):
         portable.finish(program, "vulkan", DiagnosticSink())
 
 
@@ -204,7 +207,10 @@ def test_mlir_bytecode_of_another_mlir_is_passed_over_in_one_line(portable_examp
     with pytest.raises(MgxError) as e:  # the CPU runs only mlirbc: nothing is left for pooling
         portable.finish(program, "cpu", sink)
     message = e.value.message
-    assert message.startswith("old.mxr: kernel 'pooling_kernel' has no payload that runs on cpu") and "MLIR 0.0.0" in message
+    assert (
+        message.startswith("old.mxr: kernel 'pooling_kernel' has no payload that runs on cpu")
+        and "MLIR 0.0.0" in message
+    )
     assert len(message.splitlines()) == 1
 
 
@@ -254,7 +260,9 @@ def test_a_portable_program_finishes_on_the_device_as_the_reference_runs(
         assert rms_error(outputs[key], want) < 1e-3, key
 
 
-def test_finished_kernels_are_kept_by_payload_digest(portable_example: Program, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_finished_kernels_are_kept_by_payload_digest(
+    portable_example: Program, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from mgxir.targets.iree import compile as iree_compile
 
     program = load_mxr(mxr_bytes(portable_example), "p.mxr")
@@ -302,3 +310,16 @@ def test_auto_with_nothing_present_says_so(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(portable, "PRESENT", {name: (lambda: False) for name in portable.AUTO_ORDER})
     with pytest.raises(MgxError, match=r"^error: --target=auto: none of cuda, hip, vulkan, cpu is present here$"):
         portable.auto_device()
+
+
+def test_a_launch_that_does_not_serve_64_wide_waves_is_warned_about(example: Program) -> None:
+    lowered = compile_for_gpu(example, "sm_90", DiagnosticSink())
+    for ins in lowered.main:
+        if ins.op.name == "gpu::code_object" and ins.op["symbol_name"] == "pooling_kernel":
+            ins.op = ins.op.replace(local=32)
+    sink = DiagnosticSink()
+    keep_payloads(lowered, (), sink, makers={})
+    assert [w.message for w in sink.warnings] == [
+        "--portable: no launch that serves every wave size for 1 kernel(s) (pooling_kernel): its blocks of 32 "
+        "threads are not whole 64-wide waves"
+    ]

@@ -122,7 +122,7 @@ def keep_payloads(
             )
         if ins.op["local"] % WIDEST_WAVE:
             why = f"its blocks of {ins.op['local']} threads are not whole 64-wide waves"
-            missing.setdefault(("a launch for every wave size", why), []).append(symbol)
+            missing.setdefault(("no launch that serves every wave size", why), []).append(symbol)
         payloads = list(code.payloads)
         made = {(p.format, p.target) for p in payloads}
         for arch in offload_archs:
@@ -137,15 +137,15 @@ def keep_payloads(
                 if not any(p.format == kind for p in payloads):
                     found = make(code.body, inputs, output)
                     if isinstance(found, str):
-                        missing.setdefault((f"{kind} payload", found), []).append(symbol)
+                        missing.setdefault((f"no {kind} payload", found), []).append(symbol)
                     else:
                         payloads.append(found)
         elif makers is None and not code.payloads:
-            missing.setdefault(("portable payload", "the lowering made it of several operations"), []).append(symbol)
+            missing.setdefault(("no portable payload", "the lowering made it of several operations"), []).append(symbol)
         ins.op = ins.op.replace(code_object=code.replace(keeps_source=True, payloads=tuple(payloads)))
     for (what, why), symbols in missing.items():  # one line per kind of payload and reason
         named = ", ".join(dict.fromkeys(symbols))
-        sink.warn(f"--portable: no {what} for {len(symbols)} kernel(s) ({named}): {why}")
+        sink.warn(f"--portable: {what} for {len(symbols)} kernel(s) ({named}): {why}")
 
 
 def keep_sources(program: Program) -> None:
