@@ -321,6 +321,15 @@ class _FinishesCompiled(Target):
     """A target that runs a compiled program by finishing its payloads (`load`), with no pass and
     no compilation, and any other program as it always has."""
 
+    def read(self, path: str, sink: DiagnosticSink, options: Any, from_log: bool, log_pass: str | None) -> Program:
+        """Program text; a compiled program's text takes back its payload sidecar (`X.payloads`)."""
+        from mgxir.targets.gpu.compiled import attach_payloads
+
+        program = super().read(path, sink, options, from_log, log_pass)
+        if not from_log and path != "-" and is_compiled(program):
+            attach_payloads(program, path)
+        return program
+
     def run(
         self, program: Program, params: Mapping[str, np.ndarray], options: Any, sink: DiagnosticSink
     ) -> list[RuntimeValue]:
