@@ -26,6 +26,7 @@ import numpy as np
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.operation import RuntimeValue
+from mgxir.ir.registry import make_op
 from mgxir.targets.base import CompiledProgram, Target, find_target
 from mgxir.targets.gpu.ops import CodeObject, Payload
 from mgxir.targets.host import HostFallback
@@ -173,23 +174,29 @@ def _int_in(value: Any, low: int, high: int, what: str) -> int:
 def iree_cpu_kernel(payload: Payload, sink: DiagnosticSink) -> Callable[[list[np.ndarray], Any], np.ndarray]:
     """The mlirbc payload compiled by IREE for this CPU (llvm-cpu; its module cache on disk) and
     loaded: a function of the kernel's inputs and the output's dtype."""
-    from mgxir.targets.iree import _module_key, _require_compiler
+    return cpu_function(payload.digest, payload.target, payload.data, lambda: payload.data)
+
+
+def cpu_function(
+    digest: str, toolchain: str, source: bytes, mlir: Callable[[], bytes]
+) -> Callable[[list[np.ndarray], Any], np.ndarray]:
+    """The function IREE compiled for this CPU from `mlir()`, kept per process by (`digest`,
+    llvm-cpu, `toolchain`) and on disk by `source` (what the module is made from)."""
+    from mgxir.targets.iree import IreeOptions, _module_key, _require_compiler
     from mgxir.targets.iree.cache import ModuleCache
     from mgxir.targets.iree.compile import compile_module
     from mgxir.targets.iree.runtime import LoadedModule
 
-    key = (payload.digest, "llvm-cpu", payload.target)
+    key = (digest, "llvm-cpu", toolchain)
     found = FINISHED.get(key)
     if found is not None:
         return found
-    from mgxir.targets.iree import IreeOptions
-
-    device, flags, module_key = _module_key(payload.data, IreeOptions("local-task"))
+    device, flags, module_key = _module_key(source, IreeOptions("local-task"))
     cache = ModuleCache(None)
     path = cache.get(module_key)
     if path is None:
-        _require_compiler("finishing an mlirbc payload for the CPU")
-        path = cache.put(module_key, compile_module(payload.data, device, flags))
+        _require_compiler("finishing a kernel for the CPU")
+        path = cache.put(module_key, compile_module(mlir(), device, flags))
     module = LoadedModule(path, device)
 
     def run(inputs: list[np.ndarray], dtype: Any) -> np.ndarray:
@@ -199,12 +206,132 @@ def iree_cpu_kernel(payload: Payload, sink: DiagnosticSink) -> Callable[[list[np
     return run
 
 
+# -- library calls on the CPU: a function IREE compiles from the call's own definition ---------------
+
+
+def _scaled(main: Any, value: Any, factor: float) -> Any:
+    """`value * factor` (a broadcast scalar literal), or `value` where the factor is 1."""
+    from mgxir.ir.literal import Literal
+    from mgxir.ir.shape import Shape
+
+    if factor == 1:
+        return value
+    scalar = main.add_literal(Literal(Shape.make(value.shape.dtype, (1,)), np.array([factor])))
+    broadcast = main.add_instruction("multibroadcast", [scalar], out_lens=value.shape.lens)
+    return main.add_instruction("mul", [value, broadcast])
+
+
+def _matmul(main: Any, a: Any, b: Any, quantized: bool = False) -> Any:
+    """`a @ b`, a `b` of fewer dimensions broadcast over `a`'s batch (a Linear layer on a batch)."""
+    if len(b.shape.lens) < len(a.shape.lens):
+        b = main.add_instruction("multibroadcast", [b], out_lens=(*a.shape.lens[:-2], *b.shape.lens[-2:]))
+    return main.add_instruction("quant_dot" if quantized else "dot", [a, b])
+
+
+def _gemm_body(main: Any, op: Any, args: list[Any]) -> Any:
+    if op["beta"] or op["epilogue"].startswith("gelu"):
+        raise ValueError("beta and gelu epilogues are not written as MLIR here")
+    result = _scaled(main, _matmul(main, args[0], args[1], op.defn.name == "gpu::quant_gemm"), op["alpha"])
+    if op["epilogue"].endswith("bias"):
+        result = main.add_instruction("add", [result, args[2]])
+    return main.add_instruction("relu", [result]) if op["epilogue"].startswith("relu") else result
+
+
+def _convolution_body(main: Any, op: Any, args: list[Any], modules: Sequence[Any]) -> Any:
+    result = main.insert(None, op["op"], args[:2])
+    if not modules:
+        return result
+    operands = list(args[2:])
+    operands.insert(op["conv_arg"], result)
+    return main.insert(None, make_op("pointwise"), operands, list(modules))
+
+
+def _attention_body(main: Any, op: Any, args: list[Any]) -> Any:
+    scores = _scaled(main, _matmul(main, args[0], args[1]), op["scale"])
+    weights = main.add_instruction("softmax", [scores], axis=len(scores.shape.lens) - 1)
+    return _matmul(main, weights, args[2])
+
+
+# a library operator -> the standard operations that compute it, on the program's parameters
+LIBRARY_BODIES: dict[str, Callable[[Any, Any, list[Any], Sequence[Any]], Any]] = {
+    "gpu::gemm": lambda main, op, args, modules: _gemm_body(main, op, args),
+    "gpu::quant_gemm": lambda main, op, args, modules: _gemm_body(main, op, args),
+    "gpu::convolution": _convolution_body,
+    "gpu::attention": lambda main, op, args, modules: _attention_body(main, op, args),
+}
+
+
+def library_mlirbc(ins: Instruction) -> bytes | str:
+    """A library call (`gpu::gemm`, ...) as MLIR bytecode of `main(x0, x1, ...)`, written from its
+    definition: what the CPU compiles instead of calling cuBLASLt or cuDNN. The reason where there
+    is none (no MLIR bindings, or a form this does not write)."""
+    try:
+        from mgxir.translate.mlir.api import mlir_bytecode
+    except ImportError:
+        return "MLIR's Python bindings (iree-base-compiler) are not installed"
+    program = _modules_program(ins)
+    main = program.main
+    inputs = ins.args[:-1]
+    for i in reversed(range(len(inputs))):
+        main.add_parameter(f"x{i}", inputs[i].shape)
+    try:
+        result = LIBRARY_BODIES[ins.op.defn.name](main, ins.op, main.parameters(), ins.module_args)
+        if result.shape.lens != ins.shape.lens or result.shape.dtype != ins.shape.dtype:
+            return f"its definition gives {result.shape.dtype.name} {list(result.shape.lens)}"
+        main.add_return([result])
+        return mlir_bytecode(program, None, DiagnosticSink())
+    except (MgxError, ValueError, KeyError) as e:
+        return str(e).splitlines()[0]
+
+
+def library_function(ins: Instruction, finished: Finished) -> str | None:
+    """Gives the library call `ins` a CPU function IREE compiled from its definition (on Vulkan and
+    the CPU alike: a library call runs on the host there); the reason where it has none."""
+    import hashlib
+
+    try:
+        from mgxir.translate.mlir.bytecode import mlir_version
+    except ImportError:
+        return "MLIR's Python bindings (iree-base-compiler) are not installed"
+    calls = _modules_program(ins).modules.values()
+    bodies = [f"{m.name}:{i.op.text}({','.join(str(a.shape) for a in i.args)})" for m in calls for i in m]
+    described = "|".join([ins.op.text, *(str(a.shape) for a in ins.args), *bodies]).encode()
+
+    def mlir() -> bytes:
+        found = library_mlirbc(ins)
+        if isinstance(found, str):
+            raise _NoMlir(found)
+        return found
+
+    try:
+        finished.cpu[ins] = cpu_function(hashlib.sha256(described).hexdigest(), mlir_version(), described, mlir)
+    except _NoMlir as e:
+        return str(e)
+    return None
+
+
+class _NoMlir(Exception):
+    """A library call's definition could not be written as MLIR."""
+
+
+def _modules_program(ins: Instruction) -> Program:
+    """A program holding the modules `ins` calls (and theirs)."""
+    from mgxir.ir.program import Program
+
+    program = Program()
+    for module in ins.module_args:
+        for sub in [module, *module.reachable_modules()]:
+            program.modules.setdefault(sub.name, sub)
+    return program
+
+
 # -- the executables -------------------------------------------------------------------------------
 
 
 def _inputs_of(ins: Instruction, args: Sequence[RuntimeValue]) -> list[RuntimeValue]:
-    """A code object's inputs: its arguments but the one it writes (`output_arg`)."""
-    written = ins.op["output_arg"] % len(args)
+    """A code object's or library call's inputs: its arguments but the one it writes (`output_arg`,
+    else the last)."""
+    written = (ins.op.get("output_arg") if ins.op.defn.name == "gpu::code_object" else -1) % len(args)
     return [a for i, a in enumerate(args) if i != written]
 
 
@@ -227,11 +354,15 @@ def finish(program: Program, device: str, sink: DiagnosticSink) -> Finished:
     for ins in program.main:
         name = ins.op.defn.name
         if name in LIBRARY_OPS and name not in warned:
-            warned.add(name)
-            sink.warn(
-                f"{filename}: '{name}' runs on the host (its reference compute) on {device}: there is no "
-                f"generated {device} kernel for it yet"
-            )
+            why = library_function(ins, finished)
+            if why is not None:
+                warned.add(name)
+                sink.warn(f"{filename}: '{name}' runs on the host (its reference compute) on {device}: {why}")
+            elif device == "vulkan":
+                warned.add(name)
+                sink.warn(f"{filename}: '{name}' runs on the CPU (IREE, from its definition): no Vulkan kernel for it")
+        elif name in LIBRARY_OPS:
+            library_function(ins, finished)
         if name != "gpu::code_object":
             continue
         code: CodeObject = ins.op["code_object"]

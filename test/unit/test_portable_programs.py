@@ -274,16 +274,42 @@ def test_finished_kernels_are_kept_by_payload_digest(
     portable.finish(load_mxr(mxr_bytes(portable_example), "p.mxr"), "cpu", DiagnosticSink())
 
 
-def test_library_operators_are_warned_about_once_each(portable_example: Program) -> None:
+def test_library_calls_run_as_cpu_functions_written_from_their_definition(portable_example: Program) -> None:
     program = load_mxr(mxr_bytes(portable_example), "p.mxr")
     program.filename = "p.mxr"  # type: ignore[attr-defined]
     sink = DiagnosticSink()
-    portable.finish(program, "cpu", sink)
-    warnings = [d.message for d in sink.warnings if "runs on the host" in d.message]
-    assert warnings == [
-        "p.mxr: 'gpu::convolution' runs on the host (its reference compute) on cpu: there is no generated cpu "
-        "kernel for it yet"
+    finished = portable.finish(program, "cpu", sink)
+    convolutions = [ins for ins in program.main if ins.op.name == "gpu::convolution"]
+    assert convolutions and all(ins in finished.cpu for ins in convolutions)
+    assert not [w.message for w in sink.warnings]
+    sink = DiagnosticSink()
+    portable.finish(program, "vulkan", sink)  # on the CPU there too, said once
+    assert [w.message for w in sink.warnings if "gpu::" in w.message] == [
+        "p.mxr: 'gpu::convolution' runs on the CPU (IREE, from its definition): no Vulkan kernel for it"
     ]
+
+
+def test_a_library_call_mlir_cannot_say_runs_on_the_host_warned_once(layer: Program) -> None:
+    program = load_mxr(mxr_bytes(_portable(layer)), "g.mxr")
+    program.filename = "g.mxr"  # type: ignore[attr-defined]
+    for ins in program.main:
+        if ins.op.name == "gpu::gemm":
+            ins.op = ins.op.replace(epilogue="gelu")
+    sink = DiagnosticSink()
+    finished = portable.finish(program, "cpu", sink)
+    assert not any(ins.op.name == "gpu::gemm" for ins in finished.cpu)
+    assert [w.message for w in sink.warnings] == [
+        "g.mxr: 'gpu::gemm' runs on the host (its reference compute) on cpu: beta and gelu epilogues are not "
+        "written as MLIR here"
+    ]
+    params = _inputs(layer)
+    got = flatten_outputs(portable.PortableCpuRun(program, finished, DiagnosticSink()).run(params))
+    x, w, b, t = (params[k] for k in "xwbt")
+    product = x @ w  # the bias and relu stayed in the fused kernel after it
+    gelu = 0.5 * product * (1 + np.tanh(0.7978845608028654 * (product + 0.044715 * product**3)))
+    values = np.tanh(np.maximum(gelu + b, 0) * t.T)
+    want = values - values.mean(axis=1, keepdims=True)
+    assert rms_error(got["out0"], want) < 1e-3
 
 
 def test_a_kernel_without_portable_payloads_is_refused_in_one_line(example: Program) -> None:
