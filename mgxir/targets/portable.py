@@ -551,7 +551,17 @@ class AutoTarget(Target):
     reads_formats = frozenset({"mgx", "log", "mxr", "json"})
 
     def read(self, path: str, sink: DiagnosticSink, options: Any, from_log: bool, log_pass: str | None) -> Program:
-        return find_target("gpu").read(path, sink, find_target("gpu").options(), from_log, log_pass)
+        """A program file (`.mxr`, `.json`), or text with its payload sidecar: the GPU target's formats,
+        read without importing the GPU target."""
+        from mgxir.targets.gpu.compiled import attach_payloads, read_program_file
+
+        program = None if from_log else read_program_file(path, sink)
+        if program is None:
+            program = super().read(path, sink, options, from_log, log_pass)
+            if not from_log and path != "-" and is_compiled(program):
+                attach_payloads(program, path)
+        program.filename = path  # type: ignore[attr-defined]  # what a refusal names
+        return program
 
     def run(
         self, program: Program, params: Mapping[str, np.ndarray], options: Any, sink: DiagnosticSink
