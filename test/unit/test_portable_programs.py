@@ -349,3 +349,24 @@ def test_a_launch_that_does_not_serve_64_wide_waves_is_warned_about(example: Pro
         "--portable: no launch that serves every wave size for 1 kernel(s) (pooling_kernel): its blocks of 32 "
         "threads are not whole 64-wide waves"
     ]
+
+
+def test_auto_is_the_default_for_program_files_and_text_with_payloads(tmp_path: Path, example: Program) -> None:
+    from mgxir.drivers.run import default_target
+    from mgxir.targets.gpu.compiled import write_payloads
+    from mgxir.text.printer import print_program
+
+    lowered = compile_for_gpu(example, "sm_90", DiagnosticSink())
+    (tmp_path / "p.mxr").write_bytes(mxr_bytes(lowered))
+    (tmp_path / "p.json").write_text(json_text(lowered))
+    (tmp_path / "p.mgx").write_text(print_program(lowered))
+    (tmp_path / "plain.mgx").write_text(print_program(example))
+    assert default_target(str(tmp_path / "p.mgx"), False) == "ref"  # no sidecar yet
+    write_payloads(lowered, str(tmp_path / "p.mgx"))
+    assert [default_target(str(tmp_path / name), False) for name in ("p.mxr", "p.json", "p.mgx", "plain.mgx")] == [
+        "auto",
+        "auto",
+        "auto",
+        "ref",
+    ]
+    assert default_target(str(tmp_path / "p.mxr"), True) == "ref"  # --from-log reads text
