@@ -69,6 +69,11 @@ def choose_payload(code: CodeObject, symbol: str, device: str, filename: str, si
                 return payload
             sink.warn(f"{filename}: '{symbol}': {why}; trying its next payload")
             refused.append(why)
+    if not code.arch:
+        raise MgxError(
+            f"{filename}: compiled by MIGraphX (its code objects keep only a binary, for a GPU it does not name): "
+            f"it runs on that GPU, not on {device}"
+        )
     kept = ", ".join(sorted({p.format for p in code.payloads} | ({"source"} if code.keeps_source else set())))
     raise MgxError(
         f"{filename}: kernel '{symbol}' has no payload that runs on {device} "

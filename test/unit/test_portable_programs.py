@@ -370,3 +370,19 @@ def test_auto_is_the_default_for_program_files_and_text_with_payloads(tmp_path: 
         "ref",
     ]
     assert default_target(str(tmp_path / "p.mxr"), True) == "ref"  # --from-log reads text
+
+
+@pytest.mark.parametrize("device", ["cpu", "vulkan"])
+def test_migraphx_own_compiled_files_are_refused_on_vulkan_and_the_cpu(example: Program, device: str) -> None:
+    from mgxir.translate.mxr.encoding import to_msgpack
+
+    value = program_to_value(compile_for_gpu(example, "sm_90", DiagnosticSink()))
+    value["targets"], value["contexts"] = [{"name": "gpu"}], [{"events": 0, "streams": 1}]
+    program = load_mxr(to_msgpack(value), "migraphx.mxr", DiagnosticSink())
+    program.filename = "migraphx.mxr"  # type: ignore[attr-defined]
+    with pytest.raises(MgxError) as e:
+        portable.finish(program, device, DiagnosticSink())
+    assert e.value.message == (
+        "migraphx.mxr: compiled by MIGraphX (its code objects keep only a binary, for a GPU it does not name): "
+        f"it runs on that GPU, not on {device}"
+    )
