@@ -3,13 +3,14 @@ vulkan, cpu and auto targets for a program `mgx-opt -p gpu --portable` wrote.
 
 Each `gpu::code_object` runs from the best of its payloads for the device (`DEVICE_PAYLOADS`): a
 Vulkan pipeline from its `spirv` kernel, or a function IREE compiled for this CPU (llvm-cpu) from
-its `mlirbc`. MLIR bytecode another MLIR version wrote is refused in one line and the next payload
-is taken. Library calls (`gpu::gemm`, `gpu::convolution`, `gpu::attention`) have no generated
-Vulkan or CPU kernel yet: they run on the shared host fallback (their reference compute), each
-operator warned about once. Everything else (views, `load`s of the scratch buffer, what the
-lowering left for the host) is the reference interpreter's, as on every target. mgxir's passes do
-not run, and finished kernels are kept per process by (payload digest, device, toolchain); IREE's
-modules also on disk, by its own cache.
+its `mlirbc`. MLIR bytecode another MLIR version wrote is passed over with one warning and the next
+payload is taken. Library calls (`gpu::gemm`, `gpu::convolution`, `gpu::attention`) have no Vulkan
+kernel: on both devices they become CPU functions IREE compiles from their definition (as the GPU
+makes cuBLASLt and cuDNN plans when it loads), else they run on the shared host fallback (their
+reference compute), each operator warned about once. Everything else (views, `load`s of the
+scratch buffer, what the lowering left for the host) is the reference interpreter's, as on every
+target. mgxir's passes do not run, and finished kernels are kept per process by (digest, device,
+toolchain); IREE's modules also on disk, by its own cache.
 
 `--target=auto` (the default for a compiled file) runs it on the first of CUDA, HIP, Vulkan and
 the CPU that is present."""
@@ -28,6 +29,7 @@ from mgxir.ir.instruction import Instruction
 from mgxir.ir.operation import RuntimeValue
 from mgxir.ir.registry import make_op
 from mgxir.targets.base import CompiledProgram, Target, find_target
+from mgxir.targets.gpu.compiled import is_compiled
 from mgxir.targets.gpu.ops import CodeObject, Payload
 from mgxir.targets.host import HostFallback
 from mgxir.targets.iree.target import CpuTarget
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
 
 # the payloads each device finishes, best first
 DEVICE_PAYLOADS: dict[str, tuple[str, ...]] = {"vulkan": ("spirv", "mlirbc"), "cpu": ("mlirbc",)}
-# operators that call a GPU library; on Vulkan and the CPU their reference compute runs on the host
+# operators that call a GPU library; on Vulkan and the CPU, a CPU function or the host's reference
 LIBRARY_OPS = ("gpu::gemm", "gpu::quant_gemm", "gpu::convolution", "gpu::attention")
 # what --target=auto tries, in order
 AUTO_ORDER = ("cuda", "hip", "vulkan", "cpu")
@@ -46,10 +48,6 @@ AUTO_ORDER = ("cuda", "hip", "vulkan", "cpu")
 # (payload digest, device, toolchain) -> the finished kernel (a checked SPIR-V kernel, a loaded
 # IREE module): a second load of the same file finishes nothing
 FINISHED: dict[tuple[str, str, str], Any] = {}
-
-
-def is_compiled(program: Program) -> bool:
-    return any(ins.op.defn.name.startswith("gpu::") for ins in program.main)
 
 
 def _filename(program: Program) -> str:
@@ -109,7 +107,7 @@ def spirv_kernel(payload: Payload, expected: Sequence[Any], symbol: str, filenam
     if found is not None:
         return found
     from mgxir.ir.dtype import DType
-    from mgxir.translate.spirv.grammar import VULKAN_ENV, SpirvToolError, _run_tool, tool_path
+    from mgxir.translate.spirv.grammar import VULKAN_ENV, SpirvToolError, validate
     from mgxir.translate.spirv.kernels import Kernel
     from mgxir.translate.spirv.layout import Binding, KernelLayout
     from mgxir.translate.spirv.types import Unsupported, element_type
@@ -144,17 +142,10 @@ def spirv_kernel(payload: Payload, expected: Sequence[Any], symbol: str, filenam
         raise MgxError(f"{what} is not one mgxir wrote ({e}): the file is corrupted") from None
     if payload.target != VULKAN_ENV:
         raise MgxError(f"{what} is for {payload.target}; this mgxir runs {VULKAN_ENV} kernels")
-    import os
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="mgxir-spirv-") as scratch:
-        path = os.path.join(scratch, "kernel.spv")
-        with open(path, "wb") as f:
-            f.write(payload.data)
-        try:
-            _run_tool([tool_path("spirv-val"), "--target-env", VULKAN_ENV, path], "spirv-val")
-        except SpirvToolError as e:
-            raise MgxError(f"{what} does not validate ({e}): the file is corrupted") from None
+    try:
+        validate(payload.data)
+    except SpirvToolError as e:
+        raise MgxError(f"{what} does not validate ({e}): the file is corrupted") from None
     kernel = Kernel(layout, "", symbol)
     layout.name = f"{symbol}_{payload.digest[:12]}"  # the runner keeps pipelines by name
     FINISHED[key] = kernel
@@ -176,7 +167,7 @@ def _int_in(value: Any, low: int, high: int, what: str) -> int:
 # -- MLIR payloads on the CPU ----------------------------------------------------------------------
 
 
-def iree_cpu_kernel(payload: Payload, sink: DiagnosticSink) -> Callable[[list[np.ndarray], Any], np.ndarray]:
+def iree_cpu_kernel(payload: Payload) -> Callable[[list[np.ndarray], Any], np.ndarray]:
     """The mlirbc payload compiled by IREE for this CPU (llvm-cpu; its module cache on disk) and
     loaded: a function of the kernel's inputs and the output's dtype."""
     return cpu_function(payload.digest, payload.target, payload.data, lambda: payload.data)
@@ -379,7 +370,7 @@ def finish(program: Program, device: str, sink: DiagnosticSink) -> Finished:
         else:
             if device == "vulkan":
                 on_cpu.append(symbol)
-            finished.cpu[ins] = iree_cpu_kernel(payload, sink)
+            finished.cpu[ins] = iree_cpu_kernel(payload)
     if on_cpu:
         named = ", ".join(dict.fromkeys(on_cpu))
         sink.warn(
