@@ -167,20 +167,35 @@ def _int_in(value: Any, low: int, high: int, what: str) -> int:
 # -- MLIR payloads on the CPU ----------------------------------------------------------------------
 
 
-def iree_cpu_kernel(payload: Payload) -> Callable[[list[np.ndarray], Any], np.ndarray]:
-    """The mlirbc payload compiled by IREE for this CPU (llvm-cpu; its module cache on disk) and
-    loaded: a function of the kernel's inputs and the output's dtype."""
-    return cpu_function(payload.digest, payload.target, payload.data, lambda: payload.data)
+def iree_cpu_kernel(payload: Payload, pending: list[CpuCompile]) -> CpuFunction:
+    """The mlirbc payload as a function IREE compiles for this CPU (llvm-cpu) and loads: a function
+    of the kernel's inputs and the output's dtype."""
+    return cpu_function(payload.digest, payload.target, payload.data, lambda: payload.data, pending)
+
+
+# a kernel on the CPU: (its inputs, the output's dtype) -> the output
+CpuFunction = Callable[[list[np.ndarray], Any], np.ndarray]
+
+
+@dataclass
+class CpuCompile:
+    """A module IREE's disk cache does not hold yet: compiled with the others (`compile_pending`)."""
+
+    key: str  # the cache's key
+    mlir: bytes
+    device: Any
+    flags: list[str]
 
 
 def cpu_function(
-    digest: str, toolchain: str, source: bytes, mlir: Callable[[], bytes]
-) -> Callable[[list[np.ndarray], Any], np.ndarray]:
-    """The function IREE compiled for this CPU from `mlir()`, kept per process by (`digest`,
-    llvm-cpu, `toolchain`) and on disk by `source` (what the module is made from)."""
+    digest: str, toolchain: str, source: bytes, mlir: Callable[[], bytes], pending: list[CpuCompile]
+) -> CpuFunction:
+    """The function IREE compiles for this CPU from `mlir()`, kept per process by (`digest`,
+    llvm-cpu, `toolchain`) and on disk by `source` (what the module is made from). Where the disk
+    cache does not hold it, the MLIR is made now and its compilation added to `pending`; the module
+    is loaded at the first call."""
     from mgxir.targets.iree import IreeOptions, _module_key, _require_compiler
     from mgxir.targets.iree.cache import ModuleCache
-    from mgxir.targets.iree.compile import compile_module
     from mgxir.targets.iree.runtime import LoadedModule
 
     key = (digest, "llvm-cpu", toolchain)
@@ -189,17 +204,44 @@ def cpu_function(
         return found
     device, flags, module_key = _module_key(source, IreeOptions("local-task"))
     cache = ModuleCache(None)
-    path = cache.get(module_key)
-    if path is None:
+    compiled = cache.get(module_key) is not None
+    if not compiled:
         _require_compiler("finishing a kernel for the CPU")
-        path = cache.put(module_key, compile_module(mlir(), device, flags))
-    module = LoadedModule(path, device)
+        pending.append(CpuCompile(module_key, mlir(), device, flags))
+    loaded: list[Any] = []
 
     def run(inputs: list[np.ndarray], dtype: Any) -> np.ndarray:
-        return module(inputs, [dtype])[0]
+        if not loaded:
+            path = cache.get(module_key)
+            if path is None:
+                raise MgxError(f"IREE's cache at {cache.directory} lost a module compiled for this run")
+            loaded.append(LoadedModule(path, device))
+        return loaded[0](inputs, [dtype])[0]
 
-    FINISHED[key] = run
+    if compiled:  # kept once its module is on disk (a compilation that failed keeps nothing)
+        FINISHED[key] = run
     return run
+
+
+def compile_pending(pending: list[CpuCompile]) -> None:
+    """The modules `pending` names, compiled by IREE side by side (one compiler process per core)
+    into its disk cache."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mgxir.targets.iree.cache import ModuleCache
+    from mgxir.targets.iree.compile import compile_module
+
+    unique = list({job.key: job for job in pending}.values())
+    if not unique:
+        return
+    cache = ModuleCache(None)
+
+    def build(job: CpuCompile) -> None:
+        cache.put(job.key, compile_module(job.mlir, job.device, job.flags))
+
+    with ThreadPoolExecutor(max_workers=min(len(unique), os.cpu_count() or 1)) as pool:
+        list(pool.map(build, unique))
 
 
 # -- library calls on the CPU: a function IREE compiles from the call's own definition ---------------
@@ -280,7 +322,7 @@ def library_mlirbc(ins: Instruction) -> bytes | str:
         return str(e).splitlines()[0]
 
 
-def library_function(ins: Instruction, finished: Finished) -> str | None:
+def library_function(ins: Instruction, finished: Finished, pending: list[CpuCompile]) -> str | None:
     """Gives the library call `ins` a CPU function IREE compiled from its definition (on Vulkan and
     the CPU alike: a library call runs on the host there); the reason where it has none."""
     import hashlib
@@ -300,7 +342,8 @@ def library_function(ins: Instruction, finished: Finished) -> str | None:
         return found
 
     try:
-        finished.cpu[ins] = cpu_function(hashlib.sha256(described).hexdigest(), mlir_version(), described, mlir)
+        digest = hashlib.sha256(described).hexdigest()
+        finished.cpu[ins] = cpu_function(digest, mlir_version(), described, mlir, pending)
     except _NoMlir as e:
         return str(e)
     return None
@@ -336,7 +379,7 @@ class Finished:
     """Each code object's finished kernel on one device: a SPIR-V kernel (Vulkan) or a CPU function."""
 
     vulkan: dict[Instruction, Any]
-    cpu: dict[Instruction, Callable[[list[np.ndarray], Any], np.ndarray]]
+    cpu: dict[Instruction, CpuFunction]
     spirv: dict[str, bytes]  # a Vulkan kernel's name -> its SPIR-V module
 
 
@@ -347,10 +390,11 @@ def finish(program: Program, device: str, sink: DiagnosticSink) -> Finished:
     finished = Finished({}, {}, {})
     warned: set[str] = set()
     on_cpu: list[str] = []  # kernels that run from mlirbc on Vulkan's host
+    pending: list[CpuCompile] = []  # IREE modules to compile
     for ins in program.main:
         name = ins.op.defn.name
         if name in LIBRARY_OPS and name not in warned:
-            why = library_function(ins, finished)
+            why = library_function(ins, finished, pending)
             if why is not None:
                 warned.add(name)
                 sink.warn(f"{filename}: '{name}' runs on the host (its reference compute) on {device}: {why}")
@@ -358,7 +402,7 @@ def finish(program: Program, device: str, sink: DiagnosticSink) -> Finished:
                 warned.add(name)
                 sink.warn(f"{filename}: '{name}' runs on the CPU (IREE, from its definition): no Vulkan kernel for it")
         elif name in LIBRARY_OPS:
-            library_function(ins, finished)
+            library_function(ins, finished, pending)
         if name != "gpu::code_object":
             continue
         code: CodeObject = ins.op["code_object"]
@@ -370,7 +414,8 @@ def finish(program: Program, device: str, sink: DiagnosticSink) -> Finished:
         else:
             if device == "vulkan":
                 on_cpu.append(symbol)
-            finished.cpu[ins] = iree_cpu_kernel(payload)
+            finished.cpu[ins] = iree_cpu_kernel(payload, pending)
+    compile_pending(pending)
     if on_cpu:
         named = ", ".join(dict.fromkeys(on_cpu))
         sink.warn(

@@ -266,7 +266,8 @@ def test_finished_kernels_are_kept_by_payload_digest(
     from mgxir.targets.iree import compile as iree_compile
 
     program = load_mxr(mxr_bytes(portable_example), "p.mxr")
-    portable.finish(program, "cpu", DiagnosticSink())
+    portable.finish(program, "cpu", DiagnosticSink())  # compiled (or found in IREE's disk cache)
+    portable.finish(program, "cpu", DiagnosticSink())  # kept
     keys = [k for k in portable.FINISHED if k[1] == "llvm-cpu"]
     mlirbc = {p.digest for c in _codes(program) for p in c.payloads if p.format == "mlirbc"}
     assert mlirbc <= {k[0] for k in keys}
