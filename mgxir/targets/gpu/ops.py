@@ -36,7 +36,7 @@ PLATFORMS = {"sm_": ("cuda", 32), "gfx": ("hip", 64)}
 PAYLOAD_FORMATS = ("bin", "isa")
 # the payloads `--portable` keeps beside it (the gpu target entry's `payloads`): #gpu.object's
 # formats (`offload`: LLVM/NVVM IR, `isa`, `bin`, `fatbin`) and the portable ones: the kernel's
-# CUDA/HIP C++ `source`, a Vulkan `spirv` kernel and the fused module's MLIR as `mlirbc`
+# CUDA/HIP C++ `source`, a Vulkan `spirv` kernel and the kernel's operation as MLIR bytecode `mlirbc`
 PORTABLE_FORMATS = ("offload", "isa", "bin", "fatbin", "source", "spirv", "mlirbc")
 # the `targets` entry's text fields
 TEXT_FIELDS = ("architecture", "payload", "toolchain", "producer")
@@ -64,8 +64,8 @@ def producer() -> str:
 class Payload(FrozenRecord):
     """One more form of a code object's kernel (`--portable`, docs/compiled-programs.md): its
     `format` (PORTABLE_FORMATS), what it is for (`target`: the architecture of a `bin`, `vulkan1.1`
-    for `spirv`, the MLIR version that wrote an `mlirbc`), the bytes, and `meta`, JSON text of what
-    running it needs besides them (a SPIR-V kernel's bindings and push constants)."""
+    for `spirv`, the MLIR version that wrote an `mlirbc`), the bytes, and `meta`, what running it
+    needs besides them (a `bin`'s toolchain; a `spirv` kernel's launch, as JSON text)."""
 
     format: str
     target: str
