@@ -579,7 +579,7 @@ def auto_device(order: Sequence[str] = AUTO_ORDER) -> str:
 
 @dataclass(frozen=True)
 class AutoOptions:
-    device: str | None = None  # what auto found (filled in by `run`)
+    """auto has no options of its own: it picks the device (`--target=gpu|vulkan|cpu` pick one)."""
 
 
 class AutoTarget(Target):
