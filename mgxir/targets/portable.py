@@ -67,6 +67,11 @@ def choose_payload(code: CodeObject, symbol: str, device: str, filename: str, si
                 return payload
             sink.warn(f"{filename}: '{symbol}': {why}; trying its next payload")
             refused.append(why)
+    if not code.binary:
+        raise MgxError(
+            f"{filename}: its code objects hold no binaries (a compiled program read from text keeps only their "
+            "sizes): run the uncompiled program, or save the compiled one as .mxr"
+        )
     if not code.arch:
         raise MgxError(
             f"{filename}: compiled by MIGraphX (its code objects keep only a binary, for a GPU it does not name): "
