@@ -33,7 +33,9 @@ from mgxir.targets.gpu.compiled import is_compiled
 from mgxir.targets.gpu.ops import CodeObject, Payload
 from mgxir.targets.host import HostFallback
 from mgxir.targets.iree.target import CpuTarget
+from mgxir.targets.vulkan.runner import VulkanSession, shared_device
 from mgxir.targets.vulkan.target import VulkanTarget
+from mgxir.translate.spirv import Translation
 
 if TYPE_CHECKING:
     from mgxir.ir.program import Program
@@ -429,31 +431,50 @@ def finish(program: Program, device: str, sink: DiagnosticSink) -> Finished:
     return finished
 
 
+def cpu_kernel(finished: Finished, ins: Instruction) -> Callable[..., RuntimeValue] | None:
+    """`ins`'s CPU function as the interpreter calls a kernel (its arguments, the output among
+    them), or None where it has none."""
+    function = finished.cpu.get(ins)
+    if function is None:
+        return None
+    dtype = ins.shape.dtype
+
+    def run(*args: RuntimeValue) -> RuntimeValue:
+        return function([np.asarray(a) for a in _inputs_of(ins, args)], dtype).reshape(ins.shape.lens)
+
+    return run
+
+
 class PortableCpuRun:
     """A compiled program finished for the CPU: code objects through IREE, the rest on the host."""
 
     def __init__(self, program: Program, finished: Finished, sink: DiagnosticSink) -> None:
-        self.finished = finished
-        self.fallback = HostFallback(program, sink, self._kernel)
-
-    def _kernel(self, ins: Instruction) -> Callable[..., RuntimeValue] | None:
-        function = self.finished.cpu.get(ins)
-        if function is None:
-            return None
-        dtype = ins.shape.dtype
-
-        def run(*args: RuntimeValue) -> RuntimeValue:
-            return function([np.asarray(a) for a in _inputs_of(ins, args)], dtype).reshape(ins.shape.lens)
-
-        return run
+        self.fallback = HostFallback(program, sink, lambda ins: cpu_kernel(finished, ins))
 
     def run(self, params: Mapping[str, np.ndarray]) -> list[RuntimeValue]:
         return self.fallback.run(params)
 
 
+class _PortableSession(VulkanSession):
+    """One run of a compiled program on the Vulkan device: code objects with SPIR-V as device
+    kernels (their results stay there), CPU functions on host copies, the rest on the host."""
+
+    def __init__(self, program: Program, finished: Finished, sink: DiagnosticSink) -> None:
+        self.finished = finished
+        super().__init__(Translation(program), shared_device(), sink, finished.spirv)
+
+    def _device_kernel(self, ins: Instruction) -> Callable[..., RuntimeValue] | None:
+        kernel = self.finished.vulkan.get(ins)
+        if kernel is not None:
+            return lambda *args: self.launch(ins, kernel, _inputs_of(ins, args))
+        on_cpu = cpu_kernel(self.finished, ins)
+        if on_cpu is None:
+            return None
+        return lambda *args: on_cpu(*[self.to_host(a) for a in args])
+
+
 class PortableVulkanRun:
-    """A compiled program finished for Vulkan: code objects as the Vulkan runner's kernels (their
-    results stay on the device), CPU functions where a kernel has no SPIR-V, the rest on the host."""
+    """A compiled program finished for Vulkan; each run has its own device buffers, freed after it."""
 
     def __init__(self, program: Program, finished: Finished, sink: DiagnosticSink) -> None:
         self.program = program
@@ -461,24 +482,7 @@ class PortableVulkanRun:
         self.sink = sink
 
     def run(self, params: Mapping[str, np.ndarray]) -> list[RuntimeValue]:
-        from mgxir.targets.vulkan.runner import VulkanSession, shared_device
-        from mgxir.translate.spirv import Translation
-
-        finished = self.finished
-        cpu = PortableCpuRun.__new__(PortableCpuRun)
-        cpu.finished = finished
-
-        class Session(VulkanSession):
-            def _device_kernel(self, ins: Instruction) -> Callable[..., RuntimeValue] | None:
-                kernel = finished.vulkan.get(ins)
-                if kernel is not None:
-                    return lambda *args: self.launch(ins, kernel, _inputs_of(ins, args))
-                on_cpu = cpu._kernel(ins)
-                if on_cpu is None:
-                    return None
-                return lambda *args: on_cpu(*[self.to_host(a) for a in args])
-
-        session = Session(Translation(self.program), shared_device(), self.sink, finished.spirv)
+        session = _PortableSession(self.program, self.finished, self.sink)
         try:
             return [session.to_host(o) for o in session.run(params)]
         finally:
