@@ -498,9 +498,8 @@ PORTABLE = "portable"  # the artifact of a compiled program that the vulkan and 
 # -- the targets ----------------------------------------------------------------------------------
 
 
-class _FinishesCompiled(Target):
-    """A target that runs a compiled program by finishing its payloads (`load`), with no pass and
-    no compilation, and any other program as it always has."""
+class _ReadsCompiledText(Target):
+    """A target that reads a compiled program's text with its payload sidecar (`X.payloads`)."""
 
     def read(self, path: str, sink: DiagnosticSink, options: Any, from_log: bool, log_pass: str | None) -> Program:
         """Program text; a compiled program's text takes back its payload sidecar (`X.payloads`)."""
@@ -510,6 +509,11 @@ class _FinishesCompiled(Target):
         if not from_log and path != "-" and is_compiled(program):
             attach_payloads(program, path)
         return program
+
+
+class _FinishesCompiled(_ReadsCompiledText):
+    """A target that runs a compiled program by finishing its payloads (`load`), with no pass and
+    no compilation, and any other program as it always has."""
 
     def run(
         self, program: Program, params: Mapping[str, np.ndarray], options: Any, sink: DiagnosticSink
@@ -591,27 +595,15 @@ class AutoOptions:
     """auto has no options of its own: it picks the device (`--target=gpu|vulkan|cpu` pick one)."""
 
 
-class AutoTarget(Target):
+class AutoTarget(_ReadsCompiledText):
     """`--target=auto`: a compiled program runs on the first of CUDA, HIP, Vulkan and the CPU that
     is present (CUDA and HIP through the gpu target, the others finished here); any other program
     on the reference interpreter."""
 
     name = "auto"
     options_type = AutoOptions
-    reads_formats = frozenset({"mgx", "log", "mxr", "json"})
-
-    def read(self, path: str, sink: DiagnosticSink, options: Any, from_log: bool, log_pass: str | None) -> Program:
-        """A program file (`.mxr`, `.json`), or text with its payload sidecar: the GPU target's formats,
-        read without importing the GPU target."""
-        from mgxir.targets.gpu.compiled import attach_payloads, read_program_file
-
-        program = None if from_log else read_program_file(path, sink)
-        if program is None:
-            program = super().read(path, sink, options, from_log, log_pass)
-            if not from_log and path != "-" and is_compiled(program):
-                attach_payloads(program, path)
-        program.filename = path  # type: ignore[attr-defined]  # what a refusal names
-        return program
+    # program files (.mxr, JSON) are read by the driver, by their content; text here, with its sidecar
+    reads_formats = frozenset({"mgx", "log"})
 
     def run(
         self, program: Program, params: Mapping[str, np.ndarray], options: Any, sink: DiagnosticSink
