@@ -412,6 +412,8 @@ class GpuLowering(Pass):
         placement[allocation] = (allocation, 0)
         if op.defn.name == "gpu::code_object":  # the shapes it was compiled for, as MIGraphX keeps them
             op = op.replace(expected_inputs=[*(a.shape for a in args), allocation.shape], output=allocation.shape)
+            if list(args) == list(ins.args):  # the kernel computes `ins`: what --portable makes other payloads of
+                op = op.replace(code_object=op["code_object"].replace(body=(ins.op, tuple(ins.module_args))))
         module.replace(ins, op, [*args, allocation], [])
         placement[ins] = (allocation, 0)
 

@@ -546,7 +546,7 @@ def test_run_option_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
         ),
         (
             RunOptions(fill="random", input_file=path, target="no"),
-            "error: unknown target 'no' (available: ref, iree, cpu, vulkan, gpu)",
+            "error: unknown target 'no' (available: ref, iree, cpu, vulkan, gpu, auto)",
         ),
         (
             RunOptions(fill="random", input_file=path, output=str(tmp_path / "no" / "o.npz")),

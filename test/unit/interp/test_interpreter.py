@@ -166,16 +166,20 @@ def test_a_stride_zero_literal_reads_its_first_value_everywhere() -> None:
     assert out.tolist() == [[1.0] * 3] * 2
 
 
-def test_an_op_known_but_without_reference_compute_fails_when_reached() -> None:
-    import mgxir.targets.gpu.ops  # noqa: F401  (registers gpu::gemm)
+def test_an_op_whose_reference_compute_refuses_fails_when_reached() -> None:
+    import mgxir.targets.gpu.ops  # noqa: F401  (registers gpu::code_object: a compiled kernel has no reference)
 
     program = _program(
         'module: "main"\na = @param:a -> float_type, {2, 2}, {2, 1}\n'
-        "@1 = gpu::gemm[alpha=1,beta=0](a,a,a) -> float_type, {2, 2}, {2, 1}\n@2 = neg(@1)\n"
+        "@1 = gpu::code_object[code_object=8,symbol_name=k,global=4,local=4,](a,a) -> float_type, {2, 2}, {2, 1}\n"
+        "@2 = neg(@1)\n"
     )
     with pytest.raises(MgxError) as failed:
         run_program(program, {"a": np.ones((2, 2), np.float32)})
-    assert str(failed.value) == "error: 'gpu::gemm' (line 3): no reference implementation for 'gpu::gemm'"
+    assert str(failed.value) == (
+        "error: 'gpu::code_object' (line 3): 'k' is a compiled kernel: run the program with --target=auto, gpu, "
+        "vulkan or cpu"
+    )
 
 
 # the failing add reads the elided literal through @3 -> @4; @2 is reached twice on the way
