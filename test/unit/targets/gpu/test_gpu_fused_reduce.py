@@ -24,7 +24,7 @@ from mgxir.verifier import verify
 
 pytest.importorskip("cuda.core")
 
-SHARED = Path(os.environ.get("MGXIR_SHARED") or Path(__file__).resolve().parents[3] / "shared")
+SHARED = Path(os.environ.get("MGXIR_SHARED") or Path(__file__).resolve().parents[5] / "shared")
 MODELS = (
     "argmax_test",
     "argmin_test",

@@ -23,7 +23,7 @@ from mgxir.verifier import verify
 pytest.importorskip("cuda.core")
 
 # ../shared beside the checkout; MGXIR_SHARED where it lies elsewhere (a worktree's checkout)
-SHARED = Path(os.environ.get("MGXIR_SHARED") or Path(__file__).resolve().parents[3] / "shared")
+SHARED = Path(os.environ.get("MGXIR_SHARED") or Path(__file__).resolve().parents[5] / "shared")
 EXAMPLES = SHARED / "reference" / "migraphx-examples"
 GOLDEN = sorted(p.name.removesuffix(".read.txt") for p in EXAMPLES.glob("*.read.txt"))
 if not GOLDEN:

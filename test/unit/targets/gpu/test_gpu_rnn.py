@@ -23,7 +23,7 @@ from mgxir.verifier import verify
 pytest.importorskip("cuda.core")
 
 # ../shared beside the checkout; MGXIR_SHARED where it lies elsewhere (a worktree's checkout)
-SHARED = Path(os.environ.get("MGXIR_SHARED") or Path(__file__).resolve().parents[3] / "shared")
+SHARED = Path(os.environ.get("MGXIR_SHARED") or Path(__file__).resolve().parents[5] / "shared")
 MODELS = SHARED / "onnx-models"
 SEQUENCE = 5  # every model below runs over 5 steps
 # variable and constant lengths, each direction, clip-free input_forget LSTMs, 3 to 8 inputs, layouts

@@ -29,7 +29,7 @@ from mgxir.targets.gpu.driver import compile_for_gpu
 from mgxir.targets.gpu.ops import CodeObject
 from mgxir.translate.mlir.bytecode import mlir_version
 
-EXAMPLE = Path(__file__).parents[2] / "examples" / "conv_relu_pool.mgx"
+EXAMPLE = Path(__file__).parents[4] / "examples" / "conv_relu_pool.mgx"
 # a gemm with its bias and relu in the epilogue, a broadcast pointwise chain, a transposed input, a
 # layernorm-shaped reduction: what a transformer layer lowers to
 LAYER = """

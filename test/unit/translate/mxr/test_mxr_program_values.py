@@ -90,3 +90,15 @@ def test_an_instruction_without_a_shape_cannot_be_saved() -> None:
     text = 'module: "main"\nx = @param:x -> float_type, {2}, {1}\ny = relu(x)\n@2 = @return(y)\n'
     with pytest.raises(MgxError, match=r"cannot save '@1' \(relu\) in module 'main': its shape is unknown"):
         mxr_bytes(parse_program(text, "u.mgx"))
+
+
+@pytest.mark.parametrize("bad", ["f\nloat_type", "float\r_type", "fl\x00oat"])
+def test_a_name_from_the_file_with_control_characters_stays_one_line(bad: str) -> None:
+    """A damaged file's strings are quoted with their control characters escaped: the error is one
+    line (a hypothesis case of test_compiled_programs found a newline in a type name)."""
+    program = parse_program('module: "main"\nx = @param:x -> float_type, {2}, {1}\n@1 = @return(x)\n')
+    text = json_text(program).replace('"float_type"', json.dumps(bad), 1)
+    with pytest.raises(MgxError) as caught:
+        load_json(text, "bad.json")
+    assert len(str(caught.value).splitlines()) == 1
+    assert "unknown type" in str(caught.value)
