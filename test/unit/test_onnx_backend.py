@@ -15,8 +15,15 @@ from onnx import TensorProto, helper  # noqa: E402
 
 from mgxir.diagnostics import MgxError  # noqa: E402
 from mgxir.drivers.onnx_backend import check_node_case, node_test_cases, prepare  # noqa: E402
+from mgxir.translate.onnx import ImportOptions, import_model_proto  # noqa: E402
 
 EXPECTED = Path(__file__).parent / "data" / "onnx_node_passes.txt"
+
+
+def onnx_import(model: onnx.ModelProto) -> object:
+    from mgxir.diagnostics import DiagnosticSink
+
+    return import_model_proto(model, "<model>", ImportOptions(), DiagnosticSink())
 
 
 def _model(node: onnx.NodeProto, inputs: list, outputs: list, opset: int = 19) -> onnx.ModelProto:
@@ -51,9 +58,31 @@ def test_inputs_are_imported_for_the_shapes_given() -> None:
     (y,) = rep.run([np.array([[-1, 2, -3], [4, -5, 6]], np.float32)])
     assert y.tolist() == [[0, 2, 0], [4, 0, 6]]
     rep.run([np.zeros((0, 3), np.float32)])  # MIGraphX's parser makes an op of an empty input `undefined`
-    assert rep.programs[((0, 3),)].main.get_parameter("x").shape.lens == (0, 3)
+    assert rep.programs[(((0, 3),), ())].main.get_parameter("x").shape.lens == (0, 3)
     rep.run({"x": np.ones((2, 3), np.float32)})
     assert len(rep.programs) == 3  # prepare's own import, then (2, 3) once and (0, 3)
+
+
+def test_operands_migraphx_wants_constant_are_imported_for_the_values_given() -> None:
+    """MIGraphX's parser refuses TopK's k as a graph input; the backend imports k as a constant of
+    the value given, once per value (mgxir's addition)."""
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [5])
+    k = helper.make_tensor_value_info("k", TensorProto.INT64, [1])
+    outputs = [
+        helper.make_tensor_value_info(n, t, [None]) for n, t in (("v", TensorProto.FLOAT), ("i", TensorProto.INT64))
+    ]
+    model = _model(helper.make_node("TopK", ["x", "k"], ["v", "i"]), [x, k], outputs)
+    with pytest.raises(MgxError, match="k input must be constant"):
+        onnx_import(model)
+    rep = prepare(model)
+    values = np.array([3, 1, 4, 1, 5], np.float32)
+    for kept in (2, 3, 2):
+        v, i = rep.run([values, np.array([kept], np.int64)])
+        assert v.tolist() == sorted(values.tolist(), reverse=True)[:kept]
+        assert i.tolist() == [4, 2, 0][:kept]
+    assert len(rep.programs) == 2
+    with pytest.raises(MgxError, match="takes tensors"):
+        rep.run([[values], np.array([2], np.int64)])
 
 
 def test_only_the_cpu_device() -> None:
