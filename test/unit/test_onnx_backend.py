@@ -128,3 +128,21 @@ def test_attention_without_num_heads_is_onnx_attention_from_opset_23(opset: int,
     scores = qv @ kv.transpose(0, 1, 3, 2) / 2
     weights = np.exp(scores - scores.max(-1, keepdims=True))
     np.testing.assert_allclose(got, (weights / weights.sum(-1, keepdims=True)) @ vv, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dims", [(3,), (3, 2)])
+def test_softmax_cross_entropy_whose_rank_is_not_its_class_count(dims: tuple[int, ...]) -> None:
+    """MIGraphX sizes the class-last permutation by the class count and refuses these; mgxir
+    (its addition) permutes by the rank: loss = -log softmax(scores)[label] at every position."""
+    classes = 4
+    scores_info = helper.make_tensor_value_info("s", TensorProto.FLOAT, [2, classes, *dims])
+    labels_info = helper.make_tensor_value_info("l", TensorProto.INT64, [2, *dims])
+    loss_info = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, *dims])
+    node = helper.make_node("SoftmaxCrossEntropyLoss", ["s", "l"], ["y"], reduction="none")
+    rng = np.random.default_rng(5)
+    scores = rng.standard_normal((2, classes, *dims)).astype(np.float32)
+    labels = rng.integers(0, classes, (2, *dims))
+    (got,) = prepare(_model(node, [scores_info, labels_info], [loss_info], 13)).run([scores, labels])[:1]
+    log_softmax = scores - np.log(np.exp(scores).sum(axis=1, keepdims=True))
+    want = -np.take_along_axis(log_softmax, labels[:, None], axis=1)[:, 0]
+    np.testing.assert_allclose(got, want, rtol=1e-5)
