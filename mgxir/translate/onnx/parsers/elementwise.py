@@ -52,6 +52,7 @@ GENERIC = {
     "Tan": "tan",
     "Tanh": "tanh",
     "Not": "not",
+    "BitwiseNot": "bitwise_not",  # mgxir's addition (MIGraphX has no parser for it)
 }
 BINARY = {
     "Add": "add",
@@ -60,6 +61,8 @@ BINARY = {
     "Or": "logical_or",
     "Xor": "logical_xor",
     "BitwiseAnd": "bitwise_and",
+    "BitwiseOr": "bitwise_or",  # mgxir's additions (MIGraphX has no parser for these)
+    "BitwiseXor": "bitwise_xor",
     "Mul": "mul",
     "PRelu": "prelu",
     "Sub": "sub",
@@ -176,6 +179,15 @@ def parse_pow(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
     if compute is not base:
         out = info.add("convert", out, target_type=base)
     return out
+
+
+@onnx_op("BitShift")
+def parse_bitshift(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    """mgxir's addition (MIGraphX has no parser for it): shift_left or shift_right by `direction`."""
+    direction = info.attr_str("direction", "")
+    if direction not in ("LEFT", "RIGHT"):
+        raise ParseError(f"BitShift: direction must be LEFT or RIGHT, not '{direction}'")
+    return _binary("shift_left" if direction == "LEFT" else "shift_right")(parser, info, args)
 
 
 @onnx_op("Mod")
