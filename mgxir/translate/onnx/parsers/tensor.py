@@ -508,12 +508,16 @@ def parse_onehot(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
     return info.add("onehot", args[0], args[2], axis=axis, depth=int(np.asarray(depth).reshape(-1)[0]))
 
 
-@onnx_op("CumSum")
+# CumProd is mgxir's addition (MIGraphX has no parser for it)
+_PREFIX_SCANS = {"CumSum": "prefix_scan_sum", "CumProd": "prefix_scan_prod"}
+
+
+@onnx_op(*_PREFIX_SCANS)
 def parse_cumsum(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
     axis = constant_values(info, args[1], "PARSE_PREFIX_SCAN: axis - dynamic shape not supported")[0]
     exclusive = bool(info.attr_int("exclusive", 0))
     reverse = bool(info.attr_int("reverse", 0))
-    return info.add("prefix_scan_sum", args[0], axis=axis, exclusive=exclusive, reverse=reverse)
+    return info.add(_PREFIX_SCANS[info.op_type], args[0], axis=axis, exclusive=exclusive, reverse=reverse)
 
 
 @onnx_op("ReverseSequence")
