@@ -508,6 +508,36 @@ def parse_onehot(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
     return info.add("onehot", args[0], args[2], axis=axis, depth=int(np.asarray(depth).reshape(-1)[0]))
 
 
+@onnx_op("CenterCropPad")
+def parse_center_crop_pad(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    """mgxir's addition (MIGraphX has no parser for it): each axis is cropped about its centre
+    (a slice) or padded with zeros about it (a pad); the odd element goes to the end."""
+    x = args[0]
+    if x.shape.is_dynamic:
+        raise ParseError("CenterCropPad: dynamic input shapes are not supported")
+    target = constant_values(info, args[1], "CenterCropPad: `shape` input must be constant")
+    rank = x.shape.ndim
+    axes = [tune_axis(rank, a, "CenterCropPad") for a in info.attr_ints("axes", list(range(rank)))]
+    if len(target) != len(axes):
+        raise ParseError(f"CenterCropPad: {len(target)} sizes for {len(axes)} axes")
+    crop_axes, starts, ends = [], [], []
+    pads = [0] * (2 * rank)
+    for axis, size in zip(axes, target):
+        dim = x.shape.lens[axis]
+        if size < dim:
+            crop_axes.append(axis)
+            starts.append((dim - size) // 2)
+            ends.append((dim - size) // 2 + size)
+        elif size > dim:
+            pads[axis] = (size - dim) // 2
+            pads[rank + axis] = size - dim - pads[axis]
+    if crop_axes:
+        x = info.add("slice", x, axes=crop_axes, starts=starts, ends=ends)
+    if any(pads):
+        x = info.add("pad", x, pads=pads)
+    return x if crop_axes or any(pads) else info.add("identity", x)
+
+
 # CumProd is mgxir's addition (MIGraphX has no parser for it)
 _PREFIX_SCANS = {"CumSum": "prefix_scan_sum", "CumProd": "prefix_scan_prod"}
 
