@@ -205,6 +205,15 @@ def parse_cast(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
     return info.add("convert", *args, target_type=onnx_type(info.attr_int("to")))
 
 
+@onnx_op("BitCast")
+def parse_bitcast(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    """mgxir's addition (MIGraphX has no parser for it): MIGraphX's bit_cast, the same bits read
+    as the type `to` of the same size."""
+    if not info.has("to"):
+        raise ParseError("BitCast: missing to type attribute")
+    return info.add("bit_cast", args[0], target_type=onnx_type(info.attr_int("to")))
+
+
 @onnx_op("CastLike")
 def parse_castlike(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
     if len(args) != 2:
