@@ -345,6 +345,19 @@ def parse_softplus(parser: OnnxParser, info: NodeInfo, args: Args) -> Instructio
     return info.add("div", x, info.add("add", info.add("abs", x), ones))
 
 
+@onnx_op("Swish", "Mish")
+def parse_swish_mish(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    """mgxir's additions (MIGraphX has no parsers for them): Swish x * sigmoid(alpha x), Mish
+    x * tanh(softplus(x))."""
+    x = args[0]
+    if info.op_type == "Swish":
+        alpha = info.add_literal(np.asarray(info.attr_float("alpha", 1.0), x.shape.dtype.numpy), x.shape.dtype)
+        return info.add("mul", x, info.add("sigmoid", info.add_common_op("mul", x, alpha)))
+    ones = info.add("multibroadcast", info.add_literal(1, x.shape.dtype), out_lens=x.shape.lens)
+    softplus = info.add("log", info.add("add", info.add("exp", x), ones))
+    return info.add("mul", x, info.add("tanh", softplus))
+
+
 @onnx_op("Shrink")
 def parse_shrink(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
     bias = info.attr_float("bias", 0.0)

@@ -508,6 +508,30 @@ def parse_onehot(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
     return info.add("onehot", args[0], args[2], axis=axis, depth=int(np.asarray(depth).reshape(-1)[0]))
 
 
+# w[n] = a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N), N the size (periodic) or the size - 1
+_COSINE_WINDOWS = {
+    "HannWindow": (0.5, 0.5, 0.0),
+    "HammingWindow": (25 / 46, 21 / 46, 0.0),
+    "BlackmanWindow": (0.42, 0.5, 0.08),
+}
+
+
+@onnx_op(*_COSINE_WINDOWS)
+def parse_cosine_window(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    """mgxir's additions (MIGraphX has no parsers for them): the window as a literal of its size."""
+    (size,) = constant_values(info, args[0], f"{info.op_type}: `size` input must be constant")
+    if size < 0:
+        raise ParseError(f"{info.op_type}: size {size} is negative")
+    check_literal_size(Shape.make(DType.double, [size]))
+    a0, a1, a2 = _COSINE_WINDOWS[info.op_type]
+    period = size if info.attr_int("periodic", 1) else size - 1
+    with np.errstate(all="ignore"):  # a symmetric window of one: 0 / 0, NaN as in ONNX's reference
+        phase = 2 * np.pi * np.arange(size) / period
+    window = a0 - a1 * np.cos(phase) + a2 * np.cos(2 * phase)
+    dtype = onnx_type(info.attr_int("output_datatype", 1))
+    return info.add_literal(window.astype(dtype.numpy), dtype, [size])
+
+
 @onnx_op("CenterCropPad")
 def parse_center_crop_pad(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
     """mgxir's addition (MIGraphX has no parser for it): each axis is cropped about its centre
