@@ -329,8 +329,10 @@ def _resize_sizes_or_scales(
         value = info.eval(arg)
         if value is None or value.size == 0:
             break
+        given = arg.shape.lens[0]
         if axes and axes != list(range(len(in_lens))) and value.size == len(axes):
             value = _over_all_axes(value, axes, in_lens)
+            given = value.size
         dtype = arg.shape.dtype
         if dtype is DType.int64:
             by_sizes = True
@@ -339,7 +341,7 @@ def _resize_sizes_or_scales(
                 raise ParseError("PARSE_RESIZE: specified output size's rank does not match input size")
             scales = [float(np.float32(1.0 * o / i)) if i else float("inf") for i, o in zip(in_lens, out_lens)]
         elif dtype is DType.float:
-            if value.size == len(in_lens):
+            if given == len(in_lens):
                 scales = [float(f) for f in value.reshape(-1)]
         else:
             raise ParseError("PARSE_RESIZE: invalid shape type ")
