@@ -8,9 +8,10 @@ ONNX's shapes hold at the boundary, where MIGraphX's differ (mgxir's additions, 
 - a result MIGraphX gives as the scalar {1} where the model declares a 0-d output comes back 0-d;
 - where MIGraphX's parser refuses a model because an input it needs constant is a graph input
   (Pad's pads, TopK's k, Trilu's k, Unsqueeze's axes, Split's split, Slice's steps, Tile's repeats,
-  CumSum's axis, a Reduce's axes with keepdims, Pad's value), the small integer inputs and the
-  single values are imported as constants of the values given, once per distinct set of values:
-  the model as a user who knows those values would write it, which MIGraphX's parser takes.
+  CumSum's axis, a Reduce's axes with keepdims, Pad's value, Compress's condition), the small
+  integer and bool inputs and the single values are imported as constants of the values given,
+  once per distinct set of values: the model as a user who knows those values would write it,
+  which MIGraphX's parser takes.
 """
 
 from __future__ import annotations
@@ -27,11 +28,11 @@ from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
 from mgxir.translate.onnx import ImportOptions, import_model_proto
 
-# an integer input of at most this many elements may be an operator's constant operand (axes, pads,
-# k, split sizes, repeats), as may a single value (Pad's value): where MIGraphX's parser wants it
-# constant, it is imported as one
+# an integer or bool input of at most this many elements may be an operator's constant operand
+# (axes, pads, k, split sizes, repeats, Compress's condition), as may a single value (Pad's value):
+# where MIGraphX's parser wants it constant, it is imported as one
 CONSTANT_OPERAND_ELEMENTS = 64
-_INTEGER_ELEMENT_TYPES = frozenset({2, 3, 4, 5, 6, 7, 12, 13})  # TensorProto's (u)int8/16/32/64
+_INTEGER_ELEMENT_TYPES = frozenset({2, 3, 4, 5, 6, 7, 9, 12, 13})  # TensorProto's (u)int8/16/32/64, bool
 
 
 class OnnxBackendRep:
@@ -77,7 +78,7 @@ class OnnxBackendRep:
                 n: v
                 for n, v in feeds.items()
                 if n in self.input_names
-                and (v.size == 1 or (v.dtype.kind in "iu" and v.size <= CONSTANT_OPERAND_ELEMENTS))
+                and (v.size == 1 or (v.dtype.kind in "iub" and v.size <= CONSTANT_OPERAND_ELEMENTS))
             }
             if not constants:
                 raise

@@ -562,6 +562,24 @@ def parse_center_crop_pad(parser: OnnxParser, info: NodeInfo, args: Args) -> Ins
     return x if crop_axes or any(pads) else info.add("identity", x)
 
 
+@onnx_op("Compress")
+def parse_compress(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    """mgxir's addition (MIGraphX has no parser for it): a gather of the positions whose condition
+    holds, along `axis` (of the input flattened where there is none); a condition shorter than the
+    axis leaves the rest out."""
+    x, condition = args[0], args[1]
+    if x.shape.is_dynamic:
+        raise ParseError("Compress: dynamic input shapes are not supported")
+    keep = constant_values(info, condition, "Compress: `condition` input must be constant")
+    data = x if info.has("axis") else info.add("reshape", x, dims=[x.shape.elements])
+    axis = tune_axis(data.shape.ndim, info.attr_int("axis", 0), "Compress")
+    if len(keep) > data.shape.lens[axis]:
+        raise ParseError(f"Compress: {len(keep)} conditions for an axis of {data.shape.lens[axis]}")
+    picked = [i for i, c in enumerate(keep) if c]
+    indices = info.add_literal(np.array(picked, np.int64), DType.int64, [len(picked)])
+    return info.add("gather", data, indices, axis=axis)
+
+
 # CumProd is mgxir's addition (MIGraphX has no parser for it)
 _PREFIX_SCANS = {"CumSum": "prefix_scan_sum", "CumProd": "prefix_scan_prod"}
 
