@@ -52,7 +52,8 @@ GENERIC = {
     "Tan": "tan",
     "Tanh": "tanh",
     "Not": "not",
-    "BitwiseNot": "bitwise_not",  # mgxir's addition (MIGraphX has no parser for it)
+    "BitwiseNot": "bitwise_not",  # mgxir's additions (MIGraphX has no parsers for these)
+    "Det": "det",
 }
 BINARY = {
     "Add": "add",
