@@ -562,6 +562,29 @@ def parse_center_crop_pad(parser: OnnxParser, info: NodeInfo, args: Args) -> Ins
     return x if crop_axes or any(pads) else info.add("identity", x)
 
 
+@onnx_op("AffineGrid")
+def parse_affine_grid(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    """mgxir's addition (MIGraphX has no parser for it): theta (N, k, k+1) times the homogeneous
+    coordinates (x, y[, z], 1) of every output position, a literal of the size given."""
+    theta = args[0]
+    size = constant_values(info, args[1], "AffineGrid: `size` input must be constant")
+    spatial = size[2:]
+    k = len(spatial)
+    if k not in (2, 3) or theta.shape.is_dynamic or tuple(theta.shape.lens) != (size[0], k, k + 1):
+        raise ParseError(f"AffineGrid: theta {list(theta.shape.lens)} does not fit the size {size}")
+    align = info.attr_int("align_corners", 0)
+    with np.errstate(all="ignore"):  # an axis of 1 with align_corners: ONNX's 2 / 0 step
+        coordinates = [np.linspace(-1, 1, n) if align else (2 * np.arange(n) + 1) / n - 1 for n in spatial]
+    mesh = np.meshgrid(*coordinates, indexing="ij")
+    positions = math.prod(spatial)
+    homogeneous = np.stack([*reversed(mesh), np.ones(spatial)]).reshape(k + 1, positions)
+    dtype = theta.shape.dtype
+    base = info.add_literal(homogeneous.astype(dtype.numpy), dtype, [k + 1, positions])
+    base = info.add("multibroadcast", base, out_lens=[size[0], k + 1, positions])
+    grid = info.add("transpose", info.add("dot", theta, base), permutation=[0, 2, 1])
+    return info.add("reshape", info.add("contiguous", grid), dims=[size[0], *spatial, k])
+
+
 @onnx_op("Compress")
 def parse_compress(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
     """mgxir's addition (MIGraphX has no parser for it): a gather of the positions whose condition
