@@ -585,6 +585,42 @@ def parse_affine_grid(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruc
     return info.add("reshape", info.add("contiguous", grid), dims=[size[0], *spatial, k])
 
 
+@onnx_op("Col2Im")
+def parse_col2im(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    """mgxir's addition (MIGraphX has no parser for it): the columns (N, C x block, L) times a 0/1
+    literal that sends each (block offset, sliding position) to its image position, or nowhere in
+    the padding; overlapping blocks add up, as ONNX's Col2Im does."""
+    x = args[0]
+    image = constant_values(info, args[1], "Col2Im: `image_shape` input must be constant")
+    block = constant_values(info, args[2], "Col2Im: `block_shape` input must be constant")
+    k = len(image)
+    dilations = info.attr_ints("dilations", [1] * k) or [1] * k
+    strides = info.attr_ints("strides", [1] * k) or [1] * k
+    pads = info.attr_ints("pads", [0] * 2 * k) or [0] * 2 * k
+    blocks, pixels = math.prod(block), math.prod(image)
+    if x.shape.is_dynamic or x.shape.ndim != 3 or len(block) != k or x.shape.lens[1] % max(blocks, 1):
+        raise ParseError(f"Col2Im: input {list(x.shape.lens)} does not fit the block shape {block}")
+    slides = [
+        (image[d] + pads[d] + pads[k + d] - dilations[d] * (block[d] - 1) - 1) // strides[d] + 1 for d in range(k)
+    ]
+    positions = math.prod(slides)
+    if positions != x.shape.lens[2]:
+        raise ParseError(f"Col2Im: {x.shape.lens[2]} columns, the shapes given make {positions}")
+    check_literal_size(Shape.make(x.shape.dtype, [blocks * positions, pixels]))
+    offsets = np.indices(block).reshape(k, -1, 1)  # (k, blocks, 1)
+    starts = np.indices(slides).reshape(k, 1, -1)  # (k, 1, positions)
+    stride, dilation, before = (np.array(v).reshape(k, 1, 1) for v in (strides, dilations, pads[:k]))
+    where = starts * stride - before + offsets * dilation  # (k, blocks, positions)
+    inside = np.all((where >= 0) & (where < np.array(image).reshape(k, 1, 1)), axis=0)
+    scatter = np.zeros((blocks * positions, pixels), x.shape.dtype.numpy)
+    rows = np.flatnonzero(inside)
+    scatter[rows, np.ravel_multi_index(tuple(w.reshape(-1)[rows] for w in where), image)] = 1
+    batch, channels = x.shape.lens[0], x.shape.lens[1] // blocks
+    columns = info.add("reshape", x, dims=[batch * channels, blocks * positions])
+    literal = info.add_literal(scatter, x.shape.dtype, [blocks * positions, pixels])
+    return info.add("reshape", info.add("dot", columns, literal), dims=[batch, channels, *image])
+
+
 @onnx_op("Compress")
 def parse_compress(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
     """mgxir's addition (MIGraphX has no parser for it): a gather of the positions whose condition
