@@ -621,6 +621,40 @@ def parse_col2im(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
     return info.add("reshape", info.add("dot", columns, literal), dims=[batch, channels, *image])
 
 
+@onnx_op("TensorScatter")
+def parse_tensor_scatter(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    """mgxir's addition (MIGraphX has no parser for it), opset 24's cache update: each batch's
+    update written into the cache along `axis` from its write index (modulo the cache's length in
+    circular mode), as a scatternd with a literal of the positions."""
+    cache, update = args[0], args[1]
+    if cache.shape.is_dynamic or update.shape.is_dynamic:
+        raise ParseError("TensorScatter: dynamic shapes are not supported")
+    rank = cache.shape.ndim
+    axis = tune_axis(rank, info.attr_int("axis", -2), "TensorScatter")
+    lens, update_lens = list(cache.shape.lens), list(update.shape.lens)
+    if (
+        axis == 0
+        or len(update_lens) != rank
+        or any(u != c if d != axis else u > c for d, (u, c) in enumerate(zip(update_lens, lens)))
+    ):
+        raise ParseError(f"TensorScatter: update {update_lens} does not fit the cache {lens} at axis {axis}")
+    starts = [0] * lens[0]
+    if len(args) > 2 and args[2].op.name != "undefined":
+        starts = constant_values(info, args[2], "TensorScatter: `write_indices` input must be constant")
+    mode = info.attr_str("mode", "linear")
+    if mode not in ("linear", "circular"):
+        raise ParseError(f"TensorScatter: unknown mode '{mode}'")
+    where = np.indices(update_lens[: axis + 1])  # (axis + 1, *update_lens[: axis + 1])
+    where[axis] += np.asarray(starts).reshape([-1] + [1] * axis)
+    if mode == "circular":
+        where[axis] %= lens[axis]
+    elif where[axis].max(initial=0) >= lens[axis]:
+        raise ParseError(f"TensorScatter: a write index writes past the cache's {lens[axis]} positions")
+    positions = np.moveaxis(where, 0, -1)
+    indices = info.add_literal(positions.astype(np.int64), DType.int64, list(positions.shape))
+    return info.add("scatternd_none", cache, indices, update)
+
+
 @onnx_op("Compress")
 def parse_compress(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
     """mgxir's addition (MIGraphX has no parser for it): a gather of the positions whose condition
