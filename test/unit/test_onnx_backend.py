@@ -146,3 +146,19 @@ def test_softmax_cross_entropy_whose_rank_is_not_its_class_count(dims: tuple[int
     log_softmax = scores - np.log(np.exp(scores).sum(axis=1, keepdims=True))
     want = -np.take_along_axis(log_softmax, labels[:, None], axis=1)[:, 0]
     np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+@pytest.mark.parametrize("length", [6, 8, 11])
+@pytest.mark.parametrize("complex_input", [False, True])
+def test_dft_with_a_length_is_numpys_fft(length: int, complex_input: bool) -> None:
+    """DFT (mgxir's addition) truncates or zero-pads the signal to dft_length as numpy.fft.fft does."""
+    channels = 2 if complex_input else 1
+    x_info = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8, channels])
+    n_info = helper.make_tensor_value_info("n", TensorProto.INT64, [])
+    y_info = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    model = _model(helper.make_node("DFT", ["x", "n"], ["y"], axis=1), [x_info, n_info], [y_info], 19)
+    signal = np.random.default_rng(length).standard_normal((2, 8, channels)).astype(np.float32)
+    (got,) = prepare(model).run([signal, np.array(length, np.int64)])
+    values = signal[..., 0] + 1j * signal[..., 1] if complex_input else signal[..., 0]
+    want = np.fft.fft(values, n=length, axis=1)
+    np.testing.assert_allclose(got, np.stack([want.real, want.imag], axis=-1), rtol=1e-5, atol=1e-5)

@@ -783,3 +783,69 @@ def parse_aten(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
     mode = int(info.attributes["mode"].i) if info.has("mode") else 0
     reduction = _EMBEDDING_BAG_REDUCTIONS.get(mode)
     return rows if reduction is None else info.add(reduction, rows, axes=[0])
+
+
+def _dft_matrix(n_in: int, channels: int, length: int, inverse: bool, onesided: bool) -> tuple[np.ndarray, int, int]:
+    """The real matrix (n_in x channels, n_out x channels_out) that maps the signal's (real, imag)
+    pairs along one axis to its transform's: e^(-2 pi i jk / N), or e^(+2 pi i jk / N) / N inverse;
+    a onesided inverse reads the half spectrum (the other half its conjugate) and gives reals."""
+    if inverse and onesided:
+        n_out, channels_out = length, 1
+    else:
+        n_out, channels_out = (length // 2 + 1 if onesided else length), 2
+    j = np.arange(min(n_in, length)).reshape(-1, 1)
+    k = np.arange(n_out).reshape(1, -1)
+    theta = 2 * np.pi * j * k / length
+    cos, sin = np.cos(theta), np.sin(theta)
+    matrix = np.zeros((n_in, channels, n_out, channels_out))
+    rows = slice(0, min(n_in, length))
+    if inverse and onesided:  # input index j is the frequency, k the time
+        weight = np.where((j == 0) | (2 * j == length), 1.0, 2.0) / length
+        matrix[rows, 0, :, 0] = weight * cos
+        if channels == 2:
+            matrix[rows, 1, :, 0] = -weight * sin
+        return matrix.reshape(n_in * channels, n_out * channels_out), n_out, channels_out
+    sign, scale = (1.0, 1.0 / length) if inverse else (-1.0, 1.0)
+    matrix[rows, 0, :, 0] = scale * cos
+    matrix[rows, 0, :, 1] = scale * sign * sin
+    if channels == 2:
+        matrix[rows, 1, :, 0] = -scale * sign * sin
+        matrix[rows, 1, :, 1] = scale * cos
+    return matrix.reshape(n_in * channels, n_out * channels_out), n_out, channels_out
+
+
+@onnx_op("DFT")
+def parse_dft(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    """mgxir's addition (MIGraphX has no parser for it): the transform along `axis` as a product with
+    a literal matrix of cosines and sines, in double precision."""
+    x = args[0]
+    if x.shape.is_dynamic or x.shape.ndim < 2 or x.shape.lens[-1] not in (1, 2):
+        raise ParseError("DFT: the input must be static with a last dimension of 1 (real) or 2 (complex)")
+    rank = x.shape.ndim
+    if len(args) > 2 and args[2].op.name != "undefined":
+        (axis,) = constant_values(info, args[2], "DFT: `axis` input must be constant")
+    else:
+        axis = info.attr_int("axis", 1 if parser.opset_version < 20 else -2)
+    axis = tune_axis(rank, axis, "DFT")
+    if axis == rank - 1:
+        raise ParseError("DFT: the axis cannot be the last (real, imaginary) dimension")
+    inverse, onesided = bool(info.attr_int("inverse", 0)), bool(info.attr_int("onesided", 0))
+    n_in, channels = x.shape.lens[axis], x.shape.lens[-1]
+    length = 2 * (n_in - 1) if inverse and onesided else n_in
+    if len(args) > 1 and args[1].op.name != "undefined":
+        (length,) = constant_values(info, args[1], "DFT: `dft_length` input must be constant")
+    if length < 1:
+        raise ParseError(f"DFT: length {length} is not positive")
+    check_literal_size(Shape.make(DType.double, [n_in * channels, length * 2]))
+    matrix, n_out, channels_out = _dft_matrix(n_in, channels, length, inverse, onesided)
+    others = [d for d in range(rank - 1) if d != axis]
+    perm = [*others, axis, rank - 1]
+    lens = [x.shape.lens[d] for d in others]
+    moved = info.add("contiguous", info.add("transpose", x, permutation=perm))
+    rows = info.add("reshape", moved, dims=[math.prod(lens), n_in * channels])
+    wide = info.add("convert", rows, target_type=DType.double)
+    literal = info.add_literal(matrix, DType.double, list(matrix.shape))
+    product = info.add("convert", info.add("dot", wide, literal), target_type=x.shape.dtype)
+    out = info.add("reshape", product, dims=[*lens, n_out, channels_out])
+    inverse_perm = [perm.index(d) for d in range(rank)]
+    return info.add("transpose", out, permutation=inverse_perm)
