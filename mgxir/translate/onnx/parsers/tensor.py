@@ -849,3 +849,38 @@ def parse_dft(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
     out = info.add("reshape", product, dims=[*lens, n_out, channels_out])
     inverse_perm = [perm.index(d) for d in range(rank)]
     return info.add("transpose", out, permutation=inverse_perm)
+
+
+@onnx_op("STFT")
+def parse_stft(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    """mgxir's addition (MIGraphX has no parser for it): the frames gathered by a literal of their
+    positions, times the window, each transformed as DFT does (onesided by default)."""
+    signal = args[0]
+    if signal.shape.is_dynamic or signal.shape.ndim != 3 or signal.shape.lens[2] not in (1, 2):
+        raise ParseError("STFT: the signal must be static (batch, length, 1 or 2)")
+    (step,) = constant_values(info, args[1], "STFT: `frame_step` input must be constant")
+    window = args[2] if len(args) > 2 and args[2].op.name != "undefined" else None
+    if len(args) > 3 and args[3].op.name != "undefined":
+        (frame,) = constant_values(info, args[3], "STFT: `frame_length` input must be constant")
+    elif window is not None:
+        frame = window.shape.lens[0]
+    else:
+        raise ParseError("STFT: a window or a frame_length is needed")
+    batch, length, channels = signal.shape.lens
+    if step < 1 or not 1 <= frame <= length or (window is not None and window.shape.lens != (frame,)):
+        raise ParseError(f"STFT: frame_step {step} and frame_length {frame} do not fit a signal of {length}")
+    frames = 1 + (length - frame) // step
+    starts = np.arange(frames).reshape(-1, 1) * step + np.arange(frame).reshape(1, -1)
+    positions = info.add_literal(starts.astype(np.int64), DType.int64, [frames, frame])
+    framed = info.add("gather", signal, positions, axis=1)  # (batch, frames, frame, channels)
+    if window is not None:
+        shaped = info.add("reshape", window, dims=[1, 1, frame, 1])
+        framed = info.add("mul", framed, info.add("multibroadcast", shaped, out_lens=list(framed.shape.lens)))
+    onesided = bool(info.attr_int("onesided", 1))
+    check_literal_size(Shape.make(DType.double, [frame * channels, frame * 2]))
+    matrix, n_out, _ = _dft_matrix(frame, channels, frame, False, onesided)
+    rows = info.add("reshape", info.add("contiguous", framed), dims=[batch * frames, frame * channels])
+    literal = info.add_literal(matrix, DType.double, list(matrix.shape))
+    wide = info.add("dot", info.add("convert", rows, target_type=DType.double), literal)
+    product = info.add("convert", wide, target_type=signal.shape.dtype)
+    return info.add("reshape", product, dims=[batch, frames, n_out, 2])
