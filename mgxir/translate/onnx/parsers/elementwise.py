@@ -346,14 +346,22 @@ def parse_softplus(parser: OnnxParser, info: NodeInfo, args: Args) -> Instructio
     return info.add("div", x, info.add("add", info.add("abs", x), ones))
 
 
-@onnx_op("Swish", "Mish")
+def _swish(info: NodeInfo, x: Instruction) -> Instruction:
+    alpha = info.add_literal(np.asarray(info.attr_float("alpha", 1.0), x.shape.dtype.numpy), x.shape.dtype)
+    return info.add("mul", x, info.add("sigmoid", info.add_common_op("mul", x, alpha)))
+
+
+@onnx_op("Swish", "Mish", "SwiGLU")
 def parse_swish_mish(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
-    """mgxir's additions (MIGraphX has no parsers for them): Swish x * sigmoid(alpha x), Mish
-    x * tanh(softplus(x))."""
+    """mgxir's additions (MIGraphX has no parsers for them): Swish x * sigmoid(alpha x), SwiGLU
+    Swish(a) * b (a and b of one shape), Mish x * tanh(softplus(x))."""
     x = args[0]
     if info.op_type == "Swish":
-        alpha = info.add_literal(np.asarray(info.attr_float("alpha", 1.0), x.shape.dtype.numpy), x.shape.dtype)
-        return info.add("mul", x, info.add("sigmoid", info.add_common_op("mul", x, alpha)))
+        return _swish(info, x)
+    if info.op_type == "SwiGLU":
+        if len(args) != 2 or args[1].shape != x.shape:
+            raise ParseError("SwiGLU: inputs A and B of one shape and type are needed")
+        return info.add("mul", _swish(info, x), args[1])
     ones = info.add("multibroadcast", info.add_literal(1, x.shape.dtype), out_lens=x.shape.lens)
     softplus = info.add("log", info.add("add", info.add("exp", x), ones))
     return info.add("mul", x, info.add("tanh", softplus))
