@@ -162,3 +162,61 @@ def test_dft_with_a_length_is_numpys_fft(length: int, complex_input: bool) -> No
     values = signal[..., 0] + 1j * signal[..., 1] if complex_input else signal[..., 0]
     want = np.fft.fft(values, n=length, axis=1)
     np.testing.assert_allclose(got, np.stack([want.real, want.imag], axis=-1), rtol=1e-5, atol=1e-5)
+
+
+def _constant(name: str, values: list[int]) -> onnx.TensorProto:
+    return helper.make_tensor(name, TensorProto.INT64, [len(values)], values)
+
+
+HOSTILE = {
+    "affine grid of 10^12 positions": (
+        helper.make_node("AffineGrid", ["theta", "size"], ["y"]),
+        [("theta", [1, 2, 3])],
+        [_constant("size", [1, 1, 1000000, 1000000])],
+    ),
+    "affine grid of a negative size": (
+        helper.make_node("AffineGrid", ["theta", "size"], ["y"]),
+        [("theta", [1, 2, 3])],
+        [_constant("size", [1, 1, -2, -3])],
+    ),
+    "col2im with a zero block": (
+        helper.make_node("Col2Im", ["x", "image", "block"], ["y"]),
+        [("x", [1, 4, 4])],
+        [_constant("image", [4, 4]), _constant("block", [0, 2])],
+    ),
+    "col2im with one stride for two axes": (
+        helper.make_node("Col2Im", ["x", "image", "block"], ["y"], strides=[1]),
+        [("x", [1, 4, 9])],
+        [_constant("image", [4, 4]), _constant("block", [2, 2])],
+    ),
+    "dft of 10^9 points": (
+        helper.make_node("DFT", ["x", "n"], ["y"]),
+        [("x", [1, 8, 1])],
+        [helper.make_tensor("n", TensorProto.INT64, [], [1000000000])],
+    ),
+    "center crop to a negative size": (
+        helper.make_node("CenterCropPad", ["x", "shape"], ["y"]),
+        [("x", [4, 4])],
+        [_constant("shape", [-1, 2])],
+    ),
+    "window of 10^12": (
+        helper.make_node("HannWindow", ["n"], ["y"]),
+        [],
+        [helper.make_tensor("n", TensorProto.INT64, [], [1000000000000])],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_operands_of_mgxirs_own_parsers_are_one_line_refusals(case: str) -> None:
+    """The parsers mgxir adds check sizes before they build a literal and refuse bad operands in
+    one line (no exception of their own, no huge allocation)."""
+    node, inputs, initializers = HOSTILE[case]
+    values = [helper.make_tensor_value_info(n, TensorProto.FLOAT, lens) for n, lens in inputs]
+    graph = helper.make_graph([node], "g", values, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    graph.initializer.extend(initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 24)])
+    with pytest.raises(MgxError) as caught:
+        prepare(model)
+    message = caught.value.render()
+    assert "\n" not in message and "Error:" not in message, message

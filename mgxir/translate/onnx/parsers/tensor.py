@@ -542,8 +542,8 @@ def parse_center_crop_pad(parser: OnnxParser, info: NodeInfo, args: Args) -> Ins
     target = constant_values(info, args[1], "CenterCropPad: `shape` input must be constant")
     rank = x.shape.ndim
     axes = [tune_axis(rank, a, "CenterCropPad") for a in info.attr_ints("axes", list(range(rank)))]
-    if len(target) != len(axes):
-        raise ParseError(f"CenterCropPad: {len(target)} sizes for {len(axes)} axes")
+    if len(target) != len(axes) or any(n < 0 for n in target):
+        raise ParseError(f"CenterCropPad: sizes {target} for {len(axes)} axes")
     crop_axes, starts, ends = [], [], []
     pads = [0] * (2 * rank)
     for axis, size in zip(axes, target):
@@ -570,8 +570,11 @@ def parse_affine_grid(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruc
     size = constant_values(info, args[1], "AffineGrid: `size` input must be constant")
     spatial = size[2:]
     k = len(spatial)
+    if any(n < 0 for n in size):
+        raise ParseError(f"AffineGrid: size {size} has a negative dimension")
     if k not in (2, 3) or theta.shape.is_dynamic or tuple(theta.shape.lens) != (size[0], k, k + 1):
         raise ParseError(f"AffineGrid: theta {list(theta.shape.lens)} does not fit the size {size}")
+    check_literal_size(Shape.make(DType.double, [k + 1, math.prod(spatial)]))
     align = info.attr_int("align_corners", 0)
     with np.errstate(all="ignore"):  # an axis of 1 with align_corners: ONNX's 2 / 0 step
         coordinates = [np.linspace(-1, 1, n) if align else (2 * np.arange(n) + 1) / n - 1 for n in spatial]
@@ -597,6 +600,10 @@ def parse_col2im(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
     dilations = info.attr_ints("dilations", [1] * k) or [1] * k
     strides = info.attr_ints("strides", [1] * k) or [1] * k
     pads = info.attr_ints("pads", [0] * 2 * k) or [0] * 2 * k
+    if (len(dilations), len(strides), len(pads)) != (k, k, 2 * k):
+        raise ParseError(f"Col2Im: dilations, strides and pads must have {k}, {k} and {2 * k} values")
+    if any(n < 1 for n in (*image, *block, *dilations, *strides)) or any(p < 0 for p in pads):
+        raise ParseError("Col2Im: image and block shapes, dilations and strides must be positive, pads not negative")
     blocks, pixels = math.prod(block), math.prod(image)
     if x.shape.is_dynamic or x.shape.ndim != 3 or len(block) != k or x.shape.lens[1] % max(blocks, 1):
         raise ParseError(f"Col2Im: input {list(x.shape.lens)} does not fit the block shape {block}")
@@ -644,6 +651,7 @@ def parse_tensor_scatter(parser: OnnxParser, info: NodeInfo, args: Args) -> Inst
     mode = info.attr_str("mode", "linear")
     if mode not in ("linear", "circular"):
         raise ParseError(f"TensorScatter: unknown mode '{mode}'")
+    check_literal_size(Shape.make(DType.int64, [*update_lens[: axis + 1], axis + 1]))
     where = np.indices(update_lens[: axis + 1])  # (axis + 1, *update_lens[: axis + 1])
     where[axis] += np.asarray(starts).reshape([-1] + [1] * axis)
     if mode == "circular":
@@ -870,6 +878,7 @@ def parse_stft(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
     if step < 1 or not 1 <= frame <= length or (window is not None and window.shape.lens != (frame,)):
         raise ParseError(f"STFT: frame_step {step} and frame_length {frame} do not fit a signal of {length}")
     frames = 1 + (length - frame) // step
+    check_literal_size(Shape.make(DType.int64, [frames, frame]))
     starts = np.arange(frames).reshape(-1, 1) * step + np.arange(frame).reshape(1, -1)
     positions = info.add_literal(starts.astype(np.int64), DType.int64, [frames, frame])
     framed = info.add("gather", signal, positions, axis=1)  # (batch, frames, frame, channels)
