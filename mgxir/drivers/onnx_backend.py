@@ -5,7 +5,13 @@ ONNX's shapes hold at the boundary, where MIGraphX's differ (mgxir's additions, 
 - the program is imported for the shapes of the inputs given (as `--input-dim` does), so a model
   whose inputs are 0-d scalars or empty tensors, or whose dimensions are symbolic, runs on them;
   each distinct set of input shapes is imported once;
-- a result MIGraphX gives as the scalar {1} where the model declares a 0-d output comes back 0-d.
+- a result MIGraphX gives as the scalar {1} where the model declares a 0-d output comes back 0-d;
+- where MIGraphX's parser refuses a model because an input it needs constant is a graph input
+  (Pad's pads, TopK's k, Trilu's k, Unsqueeze's axes, Split's split, Slice's steps, Tile's repeats,
+  CumSum's axis, a Reduce's axes with keepdims, Pad's value, Compress's condition), the small
+  integer and bool inputs and the single values are imported as constants of the values given,
+  once per distinct set of values: the model as a user who knows those values would write it,
+  which MIGraphX's parser takes.
 """
 
 from __future__ import annotations
@@ -15,12 +21,18 @@ from typing import Any
 
 import numpy as np
 
-from mgxir.diagnostics import DiagnosticSink
+from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.interp import Interpreter
 from mgxir.ir.dtype import DType
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
 from mgxir.translate.onnx import ImportOptions, import_model_proto
+
+# an integer or bool input of at most this many elements may be an operator's constant operand
+# (axes, pads, k, split sizes, repeats, Compress's condition), as may a single value (Pad's value):
+# where MIGraphX's parser wants it constant, it is imported as one
+CONSTANT_OPERAND_ELEMENTS = 64
+_INTEGER_ELEMENT_TYPES = frozenset({2, 3, 4, 5, 6, 7, 9, 12, 13})  # TensorProto's (u)int8/16/32/64, bool
 
 
 class OnnxBackendRep:
@@ -30,28 +42,52 @@ class OnnxBackendRep:
         self.model = model
         self.path = path
         initializers = {i.name for i in model.graph.initializer}
-        self.input_names = [v.name for v in model.graph.input if v.name not in initializers]
+        inputs = [v for v in model.graph.input if v.name not in initializers]
+        self.input_names = [v.name for v in inputs]
+        foldable = [v for v in inputs if v.type.tensor_type.elem_type in _INTEGER_ELEMENT_TYPES or _one_value(v)]
         self.output_ranks = [_declared_rank(v) for v in model.graph.output]
         self.programs: dict[tuple, Program] = {}
-        self.program_for(None)  # refuse at prepare time what cannot be imported at all
+        try:
+            self.program_for(None)  # refuse at prepare time what cannot be imported at all
+        except MgxError:
+            if not foldable:
+                raise
 
-    def program_for(self, shapes: tuple[tuple[int, ...], ...] | None) -> Program:
-        program = self.programs.get(shapes)  # type: ignore[arg-type]
+    def program_for(
+        self, shapes: tuple[tuple[int, ...], ...] | None, constants: Mapping[str, np.ndarray] | None = None
+    ) -> Program:
+        key = (shapes, tuple((n, v.dtype.str, v.shape, v.tobytes()) for n, v in (constants or {}).items()))
+        program = self.programs.get(key)
         if program is None:
             options = ImportOptions()
             if shapes is not None:
-                options.input_dims = {n: list(s) for n, s in zip(self.input_names, shapes)}
-            program = import_model_proto(self.model, self.path, options, DiagnosticSink())
-            self.programs[shapes] = program  # type: ignore[index]
+                options.input_dims = {
+                    n: list(s) for n, s in zip(self.input_names, shapes) if n not in (constants or {})
+                }
+            model = _with_constant_inputs(self.model, constants) if constants else self.model
+            program = import_model_proto(model, self.path, options, DiagnosticSink())
+            self.programs[key] = program
         return program
 
-    def run(self, inputs: Sequence[np.ndarray] | Mapping[str, np.ndarray], **kwargs: Any) -> tuple[np.ndarray, ...]:
-        if isinstance(inputs, Mapping):
-            feeds = {name: np.asarray(value) for name, value in inputs.items()}
-        else:
-            feeds = {name: np.asarray(value) for name, value in zip(self.input_names, inputs)}
+    def _program_for_feeds(self, feeds: dict[str, np.ndarray]) -> Program:
         shapes = tuple(feeds[n].shape if n in feeds else () for n in self.input_names)
-        program = self.program_for(shapes)
+        try:
+            return self.program_for(shapes)
+        except MgxError:
+            constants = {
+                n: v
+                for n, v in feeds.items()
+                if n in self.input_names
+                and (v.size == 1 or (v.dtype.kind in "iub" and v.size <= CONSTANT_OPERAND_ELEMENTS))
+            }
+            if not constants:
+                raise
+            return self.program_for(shapes, constants)
+
+    def run(self, inputs: Sequence[np.ndarray] | Mapping[str, np.ndarray], **kwargs: Any) -> tuple[np.ndarray, ...]:
+        named = inputs.items() if isinstance(inputs, Mapping) else zip(self.input_names, inputs)
+        feeds = {name: _tensor(name, value) for name, value in named}
+        program = self._program_for_feeds(feeds)
         params = {p.param_name: p.shape for p in program.main.parameters()}
         values = {n: _as_parameter(v, params.get(n)) for n, v in feeds.items()}
         outputs = [np.asarray(o) for o in Interpreter(program, DiagnosticSink()).run(values)]
@@ -76,6 +112,29 @@ def _as_parameter(value: np.ndarray, shape: Shape | None) -> np.ndarray:
     return value
 
 
+def _tensor(name: str, value: Any) -> np.ndarray:
+    if isinstance(value, (list, tuple, dict)) or value is None:
+        raise MgxError(f"input '{name}': a sequence, map or optional value; mgxir's backend takes tensors")
+    return np.asarray(value)
+
+
+def _with_constant_inputs(model: Any, constants: Mapping[str, np.ndarray]) -> Any:
+    """A copy of the model whose inputs named in `constants` are initializers of those values."""
+    from onnx import numpy_helper
+
+    copy = type(model).FromString(model.SerializeToString())
+    kept = [v for v in copy.graph.input if v.name not in constants]
+    del copy.graph.input[:]
+    copy.graph.input.extend(kept)
+    copy.graph.initializer.extend(numpy_helper.from_array(v, n) for n, v in constants.items())
+    return copy
+
+
+def _one_value(value_info: Any) -> bool:
+    dims = value_info.type.tensor_type.shape.dim
+    return all(d.HasField("dim_value") and d.dim_value == 1 for d in dims)
+
+
 def _declared_rank(value_info: Any) -> int | None:
     tensor = value_info.type.tensor_type
     return len(tensor.shape.dim) if tensor.HasField("shape") else None
@@ -84,8 +143,6 @@ def _declared_rank(value_info: Any) -> int | None:
 def prepare(model: Any, device: str = "CPU", **kwargs: Any) -> OnnxBackendRep:
     """ONNX's backend entry: the model prepared for `run` (MgxError where mgxir refuses it)."""
     if device.upper() != "CPU":
-        from mgxir.diagnostics import MgxError
-
         raise MgxError(f"the ONNX backend runs on the reference interpreter (device CPU), not {device}")
     return OnnxBackendRep(model)
 
@@ -118,8 +175,6 @@ def check_node_case(case: Any, prepare_model: Any = prepare) -> tuple[str, str]:
     ("fail", why), ("refused", the one-line error) or ("error", an exception no user error explains)."""
     from onnx import TensorProto, numpy_helper
     from onnx.backend.test.runner import Runner
-
-    from mgxir.diagnostics import MgxError
 
     def arrays(values: Sequence[Any]) -> list[Any]:  # a case keeps some values as TensorProto
         return [numpy_helper.to_array(v) if isinstance(v, TensorProto) else v for v in values]

@@ -106,6 +106,25 @@ class Binary(_TableOp):
         return elementwise_result(self.name, inputs[0], inputs[1])
 
 
+def _require_integers(name: str, s: Shape) -> None:
+    if not s.dtype.is_integral or s.dtype is DType.bool:
+        raise fail(name, f"takes integers, not {s.dtype.type_name}")
+
+
+class IntegerBinary(Binary):
+    """A binary operator of integers (mgxir's additions for ONNX's bit operators)."""
+
+    def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
+        _require_integers(self.name, inputs[0])
+        return super().shape(op, inputs, modules)
+
+
+class IntegerUnary(Unary):
+    def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
+        _require_integers(self.name, inputs[0])
+        return super().shape(op, inputs, modules)
+
+
 def _define(base: type[OpDef], name: str, fn: Callable, point: Scalar, **flags: object) -> None:
     """Registers a table row: its reference compute `fn` and its scalar meaning `point`."""
 
@@ -411,6 +430,98 @@ def _bitwise_and_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out
     return em.bitwise_and(a, b)
 
 
+# -- integer bit operations MIGraphX lacks (mgxir's additions, ONNX's BitwiseOr/Xor/Not and
+# BitShift): their scalar meanings are built from the emitter's wrapping integer arithmetic, so
+# every code generator has them without a new emitter call
+
+
+def _integers(name: str, em: Emitter[Any], args: Sequence[Any]) -> DType:
+    t = em.dtype_of(args[0])
+    if not t.is_integral or t is DType.bool:
+        raise NoScalarMeaning(f"'{name}' of {t.type_name} has no scalar meaning (integers only)")
+    return t
+
+
+def _bitwise_or_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    _integers(op.name, em, args)
+    a, b = args
+    return em.arithmetic("sub", em.arithmetic("add", a, b), em.bitwise_and(a, b))  # exact modulo 2^bits
+
+
+def _bitwise_xor_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    _integers(op.name, em, args)
+    a, b = args
+    both = em.bitwise_and(a, b)
+    return em.arithmetic("sub", em.arithmetic("sub", em.arithmetic("add", a, b), both), both)
+
+
+def _bitwise_not_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    t = _integers(op.name, em, args)
+    all_ones = -1 if not t.is_unsigned else integer_limits(t)[1]
+    return em.arithmetic("sub", em.constant(all_ones, t), args[0])  # never borrows
+
+
+def _shift_bits(t: DType) -> range:
+    """The bits of a shift count below the type's width: 0, 1, 2 for 8 bits."""
+    return range((8 * t.itemsize).bit_length() - 1)
+
+
+def _shift_inside(em: Emitter[Any], count: Any, t: DType) -> Any:
+    width = em.constant(8 * t.itemsize, t)
+    return em.logic("and", em.compare("ge", count, em.constant(0, t)), em.compare("lt", count, width))
+
+
+def _count_has_bit(em: Emitter[Any], count: Any, t: DType, k: int) -> Any:
+    return em.compare("ne", em.bitwise_and(count, em.constant(1 << k, t)), em.constant(0, t))
+
+
+def _shift_left_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    t = _integers(op.name, em, args)
+    x, count = args
+    factor = em.constant(1, t)  # 2^count, a product of 2^(2^k) for the bits k of count
+    for k in _shift_bits(t):
+        scaled = em.arithmetic("mul", factor, em.constant(1 << (1 << k), t))
+        factor = em.select(_count_has_bit(em, count, t, k), scaled, factor)
+    return em.select(_shift_inside(em, count, t), em.arithmetic("mul", x, factor), em.constant(0, t))
+
+
+def _shift_right_point(em: Emitter[Any], op: Operation, args: Sequence[Any], out: DType) -> Any:
+    t = _integers(op.name, em, args)
+    x, count = args
+    value, zero = x, em.constant(0, t)
+    for k in _shift_bits(t):  # floor division by 2^(2^k) for each bit k of count
+        divisor = em.constant(1 << (1 << k), t)
+        quotient = em.arithmetic("div", value, divisor)
+        if not t.is_unsigned:  # C division truncates: one less where a negative value had a remainder
+            remainder = em.arithmetic("sub", value, em.arithmetic("mul", quotient, divisor))
+            less = em.arithmetic("sub", quotient, em.constant(1, t))
+            quotient = em.select(em.compare("lt", remainder, zero), less, quotient)
+        value = em.select(_count_has_bit(em, count, t, k), quotient, value)
+    outside = zero if t.is_unsigned else em.select(em.compare("lt", x, zero), em.constant(-1, t), zero)
+    return em.select(_shift_inside(em, count, t), value, outside)
+
+
+def _shift_left(x: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """ONNX's BitShift LEFT: bits shifted out are lost (signed values as their two's complement);
+    a count below 0 or at least the width gives 0."""
+    bits = 8 * x.dtype.itemsize
+    unsigned = np.dtype(f"u{x.dtype.itemsize}")
+    inside = (count >= 0) & (count < bits)
+    with np.errstate(all="ignore"):
+        shifted = np.left_shift(x.astype(unsigned), np.where(inside, count, 0).astype(unsigned))
+    return np.where(inside, shifted, 0).astype(unsigned).astype(x.dtype)
+
+
+def _shift_right(x: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """ONNX's BitShift RIGHT: arithmetic for signed types; a count below 0 or at least the width
+    gives the sign fill (-1 for a negative value, else 0)."""
+    bits = 8 * x.dtype.itemsize
+    inside = (count >= 0) & (count < bits)
+    shifted = np.right_shift(x, np.where(inside, count, 0).astype(x.dtype))
+    fill = np.where(x < 0, -1, 0) if x.dtype.kind == "i" else np.zeros_like(x)
+    return np.where(inside, shifted, fill).astype(x.dtype)
+
+
 UNARY: dict[str, tuple[Callable, Scalar]] = {
     # name: (reference compute, scalar meaning)
     "abs": (np.abs, _abs_point),
@@ -474,12 +585,23 @@ BINARY: dict[str, tuple[Callable, bool, Scalar]] = {
     "bitwise_and": (np.bitwise_and, True, _bitwise_and_point),
 }
 
+# integer-only binary operators MIGraphX lacks (mgxir's additions, for ONNX's operators)
+INTEGER_BINARY: dict[str, tuple[Callable, bool, Scalar]] = {
+    "bitwise_or": (np.bitwise_or, True, _bitwise_or_point),
+    "bitwise_xor": (np.bitwise_xor, True, _bitwise_xor_point),
+    "shift_left": (_shift_left, False, _shift_left_point),
+    "shift_right": (_shift_right, False, _shift_right_point),
+}
+
 for _name, (_fn, _point) in UNARY.items():
     _define(Unary, _name, _fn, _point)
 for _name, (_fn, _point) in UNARY_PREDICATES.items():
     _define(Unary, _name, _fn, _point, result_type=DType.bool)
 for _name, (_fn, _comm, _point) in BINARY.items():
     _define(Binary, _name, _fn, _point, commutative=_comm)
+for _name, (_fn, _comm, _point) in INTEGER_BINARY.items():
+    _define(IntegerBinary, _name, _fn, _point, commutative=_comm)
+_define(IntegerUnary, "bitwise_not", np.invert, _bitwise_not_point)
 
 
 @register

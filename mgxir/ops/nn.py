@@ -424,6 +424,29 @@ class Argmin(_ArgReduce):
 
 
 @register
+class Det(OpDef):
+    """mgxir's addition (MIGraphX has no determinant), for ONNX's Det: the determinant of each
+    square matrix of the last two dimensions (LU factorisation in double precision)."""
+
+    name = "det"
+    arity = (1, 1)
+
+    def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
+        x = inputs[0]
+        require_static(self.name, x)
+        if x.ndim < 2 or x.lens[-1] != x.lens[-2]:
+            raise fail(self.name, f"needs square matrices in the last two dimensions, not {lens_text(x.lens)}")
+        if not x.dtype.is_float:
+            raise fail(self.name, f"takes floats, not {x.dtype.type_name}")
+        return Shape.make(x.dtype, x.lens[:-2] or (1,))
+
+    def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
+        x = inputs[0]
+        out = np.linalg.det(x.astype(np.float64)).astype(x.dtype)
+        return out.reshape(x.shape[:-2] or (1,))
+
+
+@register
 class Gathernd(OpDef):
     name = "gathernd"
     attributes = (Attr("batch_dims", INT, 0),)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -110,9 +110,11 @@ class Topk(OpDef):
         return np.take_along_axis(x, index, axis=axis), index.astype(np.int64)
 
 
-@register
-class PrefixScanSum(OpDef):
-    name = "prefix_scan_sum"
+class _PrefixScan(OpDef):
+    """MIGraphX's prefix_scan_op: `accumulate` along `axis`; exclusive starts from `identity`."""
+
+    accumulate: ClassVar[Callable[..., np.ndarray]]
+    identity: ClassVar[int]
     attributes = (Attr("axis", INT, 0), Attr("exclusive", BOOL, False), Attr("reverse", BOOL, False))
     arity = (1, 1)
     axis_attributes = {"axis": "input"}
@@ -125,11 +127,27 @@ class PrefixScanSum(OpDef):
         x = inputs[0]
         axis = normalize_axis(self.name, op["axis"], x.ndim)
         data = np.flip(x, axis) if op["reverse"] else x
-        out = np.cumsum(data, axis=axis, dtype=x.dtype)
+        out = self.accumulate(data, axis=axis, dtype=x.dtype)
         if op["exclusive"]:
-            first = np.zeros_like(np.take(out, [0], axis=axis))
+            first = np.full_like(np.take(out, [0], axis=axis), self.identity)
             out = np.concatenate([first, np.delete(out, -1, axis=axis)], axis=axis)
         return np.flip(out, axis).copy() if op["reverse"] else out
+
+
+@register
+class PrefixScanSum(_PrefixScan):
+    name = "prefix_scan_sum"
+    accumulate = staticmethod(np.cumsum)
+    identity = 0
+
+
+@register
+class PrefixScanProd(_PrefixScan):
+    """mgxir's addition (MIGraphX has no prefix product), for ONNX's CumProd."""
+
+    name = "prefix_scan_prod"
+    accumulate = staticmethod(np.cumprod)
+    identity = 1
 
 
 @register

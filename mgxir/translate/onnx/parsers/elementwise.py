@@ -52,6 +52,8 @@ GENERIC = {
     "Tan": "tan",
     "Tanh": "tanh",
     "Not": "not",
+    "BitwiseNot": "bitwise_not",  # mgxir's additions (MIGraphX has no parsers for these)
+    "Det": "det",
 }
 BINARY = {
     "Add": "add",
@@ -60,6 +62,8 @@ BINARY = {
     "Or": "logical_or",
     "Xor": "logical_xor",
     "BitwiseAnd": "bitwise_and",
+    "BitwiseOr": "bitwise_or",  # mgxir's additions (MIGraphX has no parser for these)
+    "BitwiseXor": "bitwise_xor",
     "Mul": "mul",
     "PRelu": "prelu",
     "Sub": "sub",
@@ -178,6 +182,15 @@ def parse_pow(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
     return out
 
 
+@onnx_op("BitShift")
+def parse_bitshift(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    """mgxir's addition (MIGraphX has no parser for it): shift_left or shift_right by `direction`."""
+    direction = info.attr_str("direction", "")
+    if direction not in ("LEFT", "RIGHT"):
+        raise ParseError(f"BitShift: direction must be LEFT or RIGHT, not '{direction}'")
+    return _binary("shift_left" if direction == "LEFT" else "shift_right")(parser, info, args)
+
+
 @onnx_op("Mod")
 def parse_mod(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
     if (args[0].shape.dtype.is_float or args[1].shape.dtype.is_float) and not info.has("fmod"):
@@ -191,6 +204,15 @@ def parse_cast(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
     if not info.has("to"):
         raise ParseError("PARSE_CAST: missing to type attribute!")
     return info.add("convert", *args, target_type=onnx_type(info.attr_int("to")))
+
+
+@onnx_op("BitCast")
+def parse_bitcast(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    """mgxir's addition (MIGraphX has no parser for it): MIGraphX's bit_cast, the same bits read
+    as the type `to` of the same size."""
+    if not info.has("to"):
+        raise ParseError("BitCast: missing to type attribute")
+    return info.add("bit_cast", args[0], target_type=onnx_type(info.attr_int("to")))
 
 
 @onnx_op("CastLike")
@@ -322,6 +344,27 @@ def parse_softplus(parser: OnnxParser, info: NodeInfo, args: Args) -> Instructio
     if info.op_type == "Softplus":
         return info.add("log", info.add("add", info.add("exp", x), ones))
     return info.add("div", x, info.add("add", info.add("abs", x), ones))
+
+
+def _swish(info: NodeInfo, x: Instruction) -> Instruction:
+    alpha = info.add_literal(np.asarray(info.attr_float("alpha", 1.0), x.shape.dtype.numpy), x.shape.dtype)
+    return info.add("mul", x, info.add("sigmoid", info.add_common_op("mul", x, alpha)))
+
+
+@onnx_op("Swish", "Mish", "SwiGLU")
+def parse_swish_mish(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    """mgxir's additions (MIGraphX has no parsers for them): Swish x * sigmoid(alpha x), SwiGLU
+    Swish(a) * b (a and b of one shape), Mish x * tanh(softplus(x))."""
+    x = args[0]
+    if info.op_type == "Swish":
+        return _swish(info, x)
+    if info.op_type == "SwiGLU":
+        if len(args) != 2 or args[1].shape != x.shape:
+            raise ParseError("SwiGLU: inputs A and B of one shape and type are needed")
+        return info.add("mul", _swish(info, x), args[1])
+    ones = info.add("multibroadcast", info.add_literal(1, x.shape.dtype), out_lens=x.shape.lens)
+    softplus = info.add("log", info.add("add", info.add("exp", x), ones))
+    return info.add("mul", x, info.add("tanh", softplus))
 
 
 @onnx_op("Shrink")

@@ -99,10 +99,11 @@ def parse_softmaxcrossentropyloss(parser: OnnxParser, info: NodeInfo, args: Args
     if softmax:
         scores = info.add("softmax", scores, axis=1)
     indices = _gather_indices(info, labels)
-    perm = [0] * class_size
+    # the class axis moved last; MIGraphX sizes this permutation by the class count, so it refuses
+    # every model whose rank is not its class count (mgxir's addition: the same program where
+    # MIGraphX takes the model, the rank's permutation elsewhere)
+    perm = [0, *range(2, ndims), 1]
     if k_dim:
-        perm[1:] = range(2, class_size + 1)
-        perm[class_size - 1] = 1
         scores = info.add("transpose", scores, permutation=perm)
     scores = info.add("gathernd", scores, indices)
     weights = info.add("unsqueeze", weights, axes=[0, *range(2, ndims)])

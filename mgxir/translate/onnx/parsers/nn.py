@@ -639,3 +639,37 @@ def parse_roialign(parser: OnnxParser, info: NodeInfo, args: Args) -> Instructio
         sampling_ratio=info.attr_int("sampling_ratio", 0),
         spatial_scale=float(np.float32(info.attr_float("spatial_scale", 1.0))),
     )
+
+
+# CausalConvWithState's fused activations
+_CAUSAL_ACTIVATIONS = ("none", "silu", "swish")
+
+
+@onnx_op("CausalConvWithState")
+def parse_causal_conv_with_state(parser: OnnxParser, info: NodeInfo, args: Args) -> list[Instruction]:
+    """mgxir's addition (MIGraphX has no parser for it): the input after its past state (zeros
+    without one), a depthwise convolution without padding, the bias, SiLU where asked; the present
+    state is the last kernel - 1 positions of the padded input."""
+
+    def given(k: int) -> Instruction | None:
+        return args[k] if len(args) > k and args[k].op.name != "undefined" else None
+
+    x, w, bias, state = args[0], args[1], given(2), given(3)
+    if x.shape.is_dynamic or x.shape.ndim != 3 or w.shape.ndim != 3 or w.shape.lens[:2] != (x.shape.lens[1], 1):
+        raise ParseError("CausalConvWithState: input (batch, channels, length) and weight (channels, 1, k) needed")
+    activation = info.attr_str("activation", "none") or "none"
+    if activation not in _CAUSAL_ACTIVATIONS:
+        raise ParseError(f"CausalConvWithState: unknown activation '{activation}'")
+    batch, channels, length = x.shape.lens
+    kernel = w.shape.lens[2]
+    if state is None:
+        zeros = np.zeros((batch, channels, kernel - 1), x.shape.dtype.numpy)
+        state = info.add_literal(zeros, x.shape.dtype, [batch, channels, kernel - 1])
+    padded = info.add("concat", state, x, axis=2)
+    out = info.add("convolution", padded, w, padding=[0, 0], stride=[1], dilation=[1], group=channels)
+    if bias is not None:
+        out = info.add("add", out, info.add("broadcast", bias, axis=1, out_lens=list(out.shape.lens)))
+    if activation != "none":
+        out = info.add("mul", out, info.add("sigmoid", out))
+    total = length + kernel - 1
+    return [out, info.add("slice", padded, axes=[2], starts=[length], ends=[total])]

@@ -302,8 +302,19 @@ def parse_gridsample(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruct
 _RESIZE_MODES = ("nearest", "linear", "cubic")
 
 
+def _over_all_axes(value: np.ndarray, axes: list[int], in_lens: list[int]) -> np.ndarray:
+    """Sizes or scales given for `axes` (opset 18), made one per axis of the input: the other axes
+    keep their size (scale 1). mgxir's addition: MIGraphX's parser refuses `axes`."""
+    rank = len(in_lens)
+    if any(not -rank <= a < rank for a in axes):
+        raise ParseError(f"PARSE_RESIZE: axes {axes} out of range for rank {rank}")
+    full = np.array(in_lens if value.dtype.kind in "iu" else [1.0] * rank, value.dtype)
+    full[[a % rank for a in axes]] = value.reshape(-1)
+    return full
+
+
 def _resize_sizes_or_scales(
-    info: NodeInfo, args: Args, in_lens: list[int]
+    info: NodeInfo, args: Args, in_lens: list[int], axes: list[int] | None = None
 ) -> tuple[Instruction, list[float], list[int], bool]:
     """The scales/sizes input MIGraphX's Resize takes: the first defined, non-empty input after x
     (and roi); its constant value where it has one. Returns (input, scales, output lens, sizes given)."""
@@ -318,6 +329,10 @@ def _resize_sizes_or_scales(
         value = info.eval(arg)
         if value is None or value.size == 0:
             break
+        given = arg.shape.lens[0]
+        if axes and axes != list(range(len(in_lens))) and value.size == len(axes):
+            value = _over_all_axes(value, axes, in_lens)
+            given = value.size
         dtype = arg.shape.dtype
         if dtype is DType.int64:
             by_sizes = True
@@ -326,7 +341,7 @@ def _resize_sizes_or_scales(
                 raise ParseError("PARSE_RESIZE: specified output size's rank does not match input size")
             scales = [float(np.float32(1.0 * o / i)) if i else float("inf") for i, o in zip(in_lens, out_lens)]
         elif dtype is DType.float:
-            if arg.shape.lens[0] == len(in_lens):
+            if given == len(in_lens):
                 scales = [float(f) for f in value.reshape(-1)]
         else:
             raise ParseError("PARSE_RESIZE: invalid shape type ")
@@ -381,7 +396,7 @@ def parse_resize(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
                     f'PARSE_RESIZE: keep_aspect_ratio_policy="{policy}" is not supported (only "stretch" is accepted)'
                 )
         nearest_mode = info.attr_str("nearest_mode", nearest_mode) or ""
-        chosen, scales, out_lens, by_sizes = _resize_sizes_or_scales(info, args, in_lens)
+        chosen, scales, out_lens, by_sizes = _resize_sizes_or_scales(info, args, in_lens, axes)
     attrs: dict = {"coordinate_transformation_mode": coord_mode}
     if mode == "nearest":
         attrs["nearest_mode"] = nearest_mode

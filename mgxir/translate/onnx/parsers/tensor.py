@@ -508,12 +508,189 @@ def parse_onehot(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
     return info.add("onehot", args[0], args[2], axis=axis, depth=int(np.asarray(depth).reshape(-1)[0]))
 
 
-@onnx_op("CumSum")
+# w[n] = a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N), N the size (periodic) or the size - 1
+_COSINE_WINDOWS = {
+    "HannWindow": (0.5, 0.5, 0.0),
+    "HammingWindow": (25 / 46, 21 / 46, 0.0),
+    "BlackmanWindow": (0.42, 0.5, 0.08),
+}
+
+
+@onnx_op(*_COSINE_WINDOWS)
+def parse_cosine_window(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    """mgxir's additions (MIGraphX has no parsers for them): the window as a literal of its size."""
+    (size,) = constant_values(info, args[0], f"{info.op_type}: `size` input must be constant")
+    if size < 0:
+        raise ParseError(f"{info.op_type}: size {size} is negative")
+    check_literal_size(Shape.make(DType.double, [size]))
+    a0, a1, a2 = _COSINE_WINDOWS[info.op_type]
+    period = size if info.attr_int("periodic", 1) else size - 1
+    with np.errstate(all="ignore"):  # a symmetric window of one: 0 / 0, NaN as in ONNX's reference
+        phase = 2 * np.pi * np.arange(size) / period
+    window = a0 - a1 * np.cos(phase) + a2 * np.cos(2 * phase)
+    dtype = onnx_type(info.attr_int("output_datatype", 1))
+    return info.add_literal(window.astype(dtype.numpy), dtype, [size])
+
+
+@onnx_op("CenterCropPad")
+def parse_center_crop_pad(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    """mgxir's addition (MIGraphX has no parser for it): each axis is cropped about its centre
+    (a slice) or padded with zeros about it (a pad); the odd element goes to the end."""
+    x = args[0]
+    if x.shape.is_dynamic:
+        raise ParseError("CenterCropPad: dynamic input shapes are not supported")
+    target = constant_values(info, args[1], "CenterCropPad: `shape` input must be constant")
+    rank = x.shape.ndim
+    axes = [tune_axis(rank, a, "CenterCropPad") for a in info.attr_ints("axes", list(range(rank)))]
+    if len(target) != len(axes) or any(n < 0 for n in target):
+        raise ParseError(f"CenterCropPad: sizes {target} for {len(axes)} axes")
+    crop_axes, starts, ends = [], [], []
+    pads = [0] * (2 * rank)
+    for axis, size in zip(axes, target):
+        dim = x.shape.lens[axis]
+        if size < dim:
+            crop_axes.append(axis)
+            starts.append((dim - size) // 2)
+            ends.append((dim - size) // 2 + size)
+        elif size > dim:
+            pads[axis] = (size - dim) // 2
+            pads[rank + axis] = size - dim - pads[axis]
+    if crop_axes:
+        x = info.add("slice", x, axes=crop_axes, starts=starts, ends=ends)
+    if any(pads):
+        x = info.add("pad", x, pads=pads)
+    return x if crop_axes or any(pads) else info.add("identity", x)
+
+
+@onnx_op("AffineGrid")
+def parse_affine_grid(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    """mgxir's addition (MIGraphX has no parser for it): theta (N, k, k+1) times the homogeneous
+    coordinates (x, y[, z], 1) of every output position, a literal of the size given."""
+    theta = args[0]
+    size = constant_values(info, args[1], "AffineGrid: `size` input must be constant")
+    spatial = size[2:]
+    k = len(spatial)
+    if any(n < 0 for n in size):
+        raise ParseError(f"AffineGrid: size {size} has a negative dimension")
+    if k not in (2, 3) or theta.shape.is_dynamic or tuple(theta.shape.lens) != (size[0], k, k + 1):
+        raise ParseError(f"AffineGrid: theta {list(theta.shape.lens)} does not fit the size {size}")
+    check_literal_size(Shape.make(DType.double, [k + 1, math.prod(spatial)]))
+    align = info.attr_int("align_corners", 0)
+    with np.errstate(all="ignore"):  # an axis of 1 with align_corners: ONNX's 2 / 0 step
+        coordinates = [np.linspace(-1, 1, n) if align else (2 * np.arange(n) + 1) / n - 1 for n in spatial]
+    mesh = np.meshgrid(*coordinates, indexing="ij")
+    positions = math.prod(spatial)
+    homogeneous = np.stack([*reversed(mesh), np.ones(spatial)]).reshape(k + 1, positions)
+    dtype = theta.shape.dtype
+    base = info.add_literal(homogeneous.astype(dtype.numpy), dtype, [k + 1, positions])
+    base = info.add("multibroadcast", base, out_lens=[size[0], k + 1, positions])
+    grid = info.add("transpose", info.add("dot", theta, base), permutation=[0, 2, 1])
+    return info.add("reshape", info.add("contiguous", grid), dims=[size[0], *spatial, k])
+
+
+@onnx_op("Col2Im")
+def parse_col2im(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    """mgxir's addition (MIGraphX has no parser for it): the columns (N, C x block, L) times a 0/1
+    literal that sends each (block offset, sliding position) to its image position, or nowhere in
+    the padding; overlapping blocks add up, as ONNX's Col2Im does."""
+    x = args[0]
+    image = constant_values(info, args[1], "Col2Im: `image_shape` input must be constant")
+    block = constant_values(info, args[2], "Col2Im: `block_shape` input must be constant")
+    k = len(image)
+    dilations = info.attr_ints("dilations", [1] * k) or [1] * k
+    strides = info.attr_ints("strides", [1] * k) or [1] * k
+    pads = info.attr_ints("pads", [0] * 2 * k) or [0] * 2 * k
+    if (len(dilations), len(strides), len(pads)) != (k, k, 2 * k):
+        raise ParseError(f"Col2Im: dilations, strides and pads must have {k}, {k} and {2 * k} values")
+    if any(n < 1 for n in (*image, *block, *dilations, *strides)) or any(p < 0 for p in pads):
+        raise ParseError("Col2Im: image and block shapes, dilations and strides must be positive, pads not negative")
+    blocks, pixels = math.prod(block), math.prod(image)
+    if x.shape.is_dynamic or x.shape.ndim != 3 or len(block) != k or x.shape.lens[1] % max(blocks, 1):
+        raise ParseError(f"Col2Im: input {list(x.shape.lens)} does not fit the block shape {block}")
+    slides = [
+        (image[d] + pads[d] + pads[k + d] - dilations[d] * (block[d] - 1) - 1) // strides[d] + 1 for d in range(k)
+    ]
+    positions = math.prod(slides)
+    if positions != x.shape.lens[2]:
+        raise ParseError(f"Col2Im: {x.shape.lens[2]} columns, the shapes given make {positions}")
+    check_literal_size(Shape.make(x.shape.dtype, [blocks * positions, pixels]))
+    offsets = np.indices(block).reshape(k, -1, 1)  # (k, blocks, 1)
+    starts = np.indices(slides).reshape(k, 1, -1)  # (k, 1, positions)
+    stride, dilation, before = (np.array(v).reshape(k, 1, 1) for v in (strides, dilations, pads[:k]))
+    where = starts * stride - before + offsets * dilation  # (k, blocks, positions)
+    inside = np.all((where >= 0) & (where < np.array(image).reshape(k, 1, 1)), axis=0)
+    scatter = np.zeros((blocks * positions, pixels), x.shape.dtype.numpy)
+    rows = np.flatnonzero(inside)
+    scatter[rows, np.ravel_multi_index(tuple(w.reshape(-1)[rows] for w in where), image)] = 1
+    batch, channels = x.shape.lens[0], x.shape.lens[1] // blocks
+    columns = info.add("reshape", x, dims=[batch * channels, blocks * positions])
+    literal = info.add_literal(scatter, x.shape.dtype, [blocks * positions, pixels])
+    return info.add("reshape", info.add("dot", columns, literal), dims=[batch, channels, *image])
+
+
+@onnx_op("TensorScatter")
+def parse_tensor_scatter(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    """mgxir's addition (MIGraphX has no parser for it), opset 24's cache update: each batch's
+    update written into the cache along `axis` from its write index (modulo the cache's length in
+    circular mode), as a scatternd with a literal of the positions."""
+    cache, update = args[0], args[1]
+    if cache.shape.is_dynamic or update.shape.is_dynamic:
+        raise ParseError("TensorScatter: dynamic shapes are not supported")
+    rank = cache.shape.ndim
+    axis = tune_axis(rank, info.attr_int("axis", -2), "TensorScatter")
+    lens, update_lens = list(cache.shape.lens), list(update.shape.lens)
+    if (
+        axis == 0
+        or len(update_lens) != rank
+        or any(u != c if d != axis else u > c for d, (u, c) in enumerate(zip(update_lens, lens)))
+    ):
+        raise ParseError(f"TensorScatter: update {update_lens} does not fit the cache {lens} at axis {axis}")
+    starts = [0] * lens[0]
+    if len(args) > 2 and args[2].op.name != "undefined":
+        starts = constant_values(info, args[2], "TensorScatter: `write_indices` input must be constant")
+    mode = info.attr_str("mode", "linear")
+    if mode not in ("linear", "circular"):
+        raise ParseError(f"TensorScatter: unknown mode '{mode}'")
+    check_literal_size(Shape.make(DType.int64, [*update_lens[: axis + 1], axis + 1]))
+    where = np.indices(update_lens[: axis + 1])  # (axis + 1, *update_lens[: axis + 1])
+    where[axis] += np.asarray(starts).reshape([-1] + [1] * axis)
+    if mode == "circular":
+        where[axis] %= lens[axis]
+    elif where[axis].max(initial=0) >= lens[axis]:
+        raise ParseError(f"TensorScatter: a write index writes past the cache's {lens[axis]} positions")
+    positions = np.moveaxis(where, 0, -1)
+    indices = info.add_literal(positions.astype(np.int64), DType.int64, list(positions.shape))
+    return info.add("scatternd_none", cache, indices, update)
+
+
+@onnx_op("Compress")
+def parse_compress(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    """mgxir's addition (MIGraphX has no parser for it): a gather of the positions whose condition
+    holds, along `axis` (of the input flattened where there is none); a condition shorter than the
+    axis leaves the rest out."""
+    x, condition = args[0], args[1]
+    if x.shape.is_dynamic:
+        raise ParseError("Compress: dynamic input shapes are not supported")
+    keep = constant_values(info, condition, "Compress: `condition` input must be constant")
+    data = x if info.has("axis") else info.add("reshape", x, dims=[x.shape.elements])
+    axis = tune_axis(data.shape.ndim, info.attr_int("axis", 0), "Compress")
+    if len(keep) > data.shape.lens[axis]:
+        raise ParseError(f"Compress: {len(keep)} conditions for an axis of {data.shape.lens[axis]}")
+    picked = [i for i, c in enumerate(keep) if c]
+    indices = info.add_literal(np.array(picked, np.int64), DType.int64, [len(picked)])
+    return info.add("gather", data, indices, axis=axis)
+
+
+# CumProd is mgxir's addition (MIGraphX has no parser for it)
+_PREFIX_SCANS = {"CumSum": "prefix_scan_sum", "CumProd": "prefix_scan_prod"}
+
+
+@onnx_op(*_PREFIX_SCANS)
 def parse_cumsum(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
     axis = constant_values(info, args[1], "PARSE_PREFIX_SCAN: axis - dynamic shape not supported")[0]
     exclusive = bool(info.attr_int("exclusive", 0))
     reverse = bool(info.attr_int("reverse", 0))
-    return info.add("prefix_scan_sum", args[0], axis=axis, exclusive=exclusive, reverse=reverse)
+    return info.add(_PREFIX_SCANS[info.op_type], args[0], axis=axis, exclusive=exclusive, reverse=reverse)
 
 
 @onnx_op("ReverseSequence")
@@ -614,3 +791,105 @@ def parse_aten(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
     mode = int(info.attributes["mode"].i) if info.has("mode") else 0
     reduction = _EMBEDDING_BAG_REDUCTIONS.get(mode)
     return rows if reduction is None else info.add(reduction, rows, axes=[0])
+
+
+def _dft_matrix(n_in: int, channels: int, length: int, inverse: bool, onesided: bool) -> tuple[np.ndarray, int, int]:
+    """The real matrix (n_in x channels, n_out x channels_out) that maps the signal's (real, imag)
+    pairs along one axis to its transform's: e^(-2 pi i jk / N), or e^(+2 pi i jk / N) / N inverse;
+    a onesided inverse reads the half spectrum (the other half its conjugate) and gives reals."""
+    if inverse and onesided:
+        n_out, channels_out = length, 1
+    else:
+        n_out, channels_out = (length // 2 + 1 if onesided else length), 2
+    j = np.arange(min(n_in, length)).reshape(-1, 1)
+    k = np.arange(n_out).reshape(1, -1)
+    theta = 2 * np.pi * j * k / length
+    cos, sin = np.cos(theta), np.sin(theta)
+    matrix = np.zeros((n_in, channels, n_out, channels_out))
+    rows = slice(0, min(n_in, length))
+    if inverse and onesided:  # input index j is the frequency, k the time
+        weight = np.where((j == 0) | (2 * j == length), 1.0, 2.0) / length
+        matrix[rows, 0, :, 0] = weight * cos
+        if channels == 2:
+            matrix[rows, 1, :, 0] = -weight * sin
+        return matrix.reshape(n_in * channels, n_out * channels_out), n_out, channels_out
+    sign, scale = (1.0, 1.0 / length) if inverse else (-1.0, 1.0)
+    matrix[rows, 0, :, 0] = scale * cos
+    matrix[rows, 0, :, 1] = scale * sign * sin
+    if channels == 2:
+        matrix[rows, 1, :, 0] = -scale * sign * sin
+        matrix[rows, 1, :, 1] = scale * cos
+    return matrix.reshape(n_in * channels, n_out * channels_out), n_out, channels_out
+
+
+@onnx_op("DFT")
+def parse_dft(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    """mgxir's addition (MIGraphX has no parser for it): the transform along `axis` as a product with
+    a literal matrix of cosines and sines, in double precision."""
+    x = args[0]
+    if x.shape.is_dynamic or x.shape.ndim < 2 or x.shape.lens[-1] not in (1, 2):
+        raise ParseError("DFT: the input must be static with a last dimension of 1 (real) or 2 (complex)")
+    rank = x.shape.ndim
+    if len(args) > 2 and args[2].op.name != "undefined":
+        (axis,) = constant_values(info, args[2], "DFT: `axis` input must be constant")
+    else:
+        axis = info.attr_int("axis", 1 if parser.opset_version < 20 else -2)
+    axis = tune_axis(rank, axis, "DFT")
+    if axis == rank - 1:
+        raise ParseError("DFT: the axis cannot be the last (real, imaginary) dimension")
+    inverse, onesided = bool(info.attr_int("inverse", 0)), bool(info.attr_int("onesided", 0))
+    n_in, channels = x.shape.lens[axis], x.shape.lens[-1]
+    length = 2 * (n_in - 1) if inverse and onesided else n_in
+    if len(args) > 1 and args[1].op.name != "undefined":
+        (length,) = constant_values(info, args[1], "DFT: `dft_length` input must be constant")
+    if length < 1:
+        raise ParseError(f"DFT: length {length} is not positive")
+    check_literal_size(Shape.make(DType.double, [n_in * channels, length * 2]))
+    matrix, n_out, channels_out = _dft_matrix(n_in, channels, length, inverse, onesided)
+    others = [d for d in range(rank - 1) if d != axis]
+    perm = [*others, axis, rank - 1]
+    lens = [x.shape.lens[d] for d in others]
+    moved = info.add("contiguous", info.add("transpose", x, permutation=perm))
+    rows = info.add("reshape", moved, dims=[math.prod(lens), n_in * channels])
+    wide = info.add("convert", rows, target_type=DType.double)
+    literal = info.add_literal(matrix, DType.double, list(matrix.shape))
+    product = info.add("convert", info.add("dot", wide, literal), target_type=x.shape.dtype)
+    out = info.add("reshape", product, dims=[*lens, n_out, channels_out])
+    inverse_perm = [perm.index(d) for d in range(rank)]
+    return info.add("transpose", out, permutation=inverse_perm)
+
+
+@onnx_op("STFT")
+def parse_stft(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    """mgxir's addition (MIGraphX has no parser for it): the frames gathered by a literal of their
+    positions, times the window, each transformed as DFT does (onesided by default)."""
+    signal = args[0]
+    if signal.shape.is_dynamic or signal.shape.ndim != 3 or signal.shape.lens[2] not in (1, 2):
+        raise ParseError("STFT: the signal must be static (batch, length, 1 or 2)")
+    (step,) = constant_values(info, args[1], "STFT: `frame_step` input must be constant")
+    window = args[2] if len(args) > 2 and args[2].op.name != "undefined" else None
+    if len(args) > 3 and args[3].op.name != "undefined":
+        (frame,) = constant_values(info, args[3], "STFT: `frame_length` input must be constant")
+    elif window is not None:
+        frame = window.shape.lens[0]
+    else:
+        raise ParseError("STFT: a window or a frame_length is needed")
+    batch, length, channels = signal.shape.lens
+    if step < 1 or not 1 <= frame <= length or (window is not None and window.shape.lens != (frame,)):
+        raise ParseError(f"STFT: frame_step {step} and frame_length {frame} do not fit a signal of {length}")
+    frames = 1 + (length - frame) // step
+    check_literal_size(Shape.make(DType.int64, [frames, frame]))
+    starts = np.arange(frames).reshape(-1, 1) * step + np.arange(frame).reshape(1, -1)
+    positions = info.add_literal(starts.astype(np.int64), DType.int64, [frames, frame])
+    framed = info.add("gather", signal, positions, axis=1)  # (batch, frames, frame, channels)
+    if window is not None:
+        shaped = info.add("reshape", window, dims=[1, 1, frame, 1])
+        framed = info.add("mul", framed, info.add("multibroadcast", shaped, out_lens=list(framed.shape.lens)))
+    onesided = bool(info.attr_int("onesided", 1))
+    check_literal_size(Shape.make(DType.double, [frame * channels, frame * 2]))
+    matrix, n_out, _ = _dft_matrix(frame, channels, frame, False, onesided)
+    rows = info.add("reshape", info.add("contiguous", framed), dims=[batch * frames, frame * channels])
+    literal = info.add_literal(matrix, DType.double, list(matrix.shape))
+    wide = info.add("dot", info.add("convert", rows, target_type=DType.double), literal)
+    product = info.add("convert", wide, target_type=signal.shape.dtype)
+    return info.add("reshape", product, dims=[batch, frames, n_out, 2])

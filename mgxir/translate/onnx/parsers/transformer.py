@@ -632,8 +632,60 @@ def _check_rotary_cache_width(width: int, p: _RotaryParams) -> None:
         raise ParseError(f"{_ROTARY}: rotary_embedding must be the same between sin & cos caches!")
 
 
+def _onnx_rotary_embedding(info: NodeInfo, args: Args) -> Instruction:
+    """ONNX's RotaryEmbedding (opset 23; mgxir's own: MIGraphX parses only the contrib op, whose
+    second input is position_ids): X (batch, heads, sequence, size) or (batch, sequence, hidden)
+    with num_heads, cos and sin caches (batch, sequence, rotary / 2) or (positions, rotary / 2) read
+    at position_ids; halves or interleaved pairs rotated, the rest of each head kept."""
+    x, cos, sin = args[0], args[1], args[2]
+    if x.shape.is_dynamic or x.shape.ndim not in (3, 4):
+        raise ParseError(f"{_ROTARY}: X must be static of rank 3 or 4")
+    lens = list(x.shape.lens)
+    heads = info.attr_int("num_heads", 0)
+    if x.shape.ndim == 3:
+        if not heads or lens[2] % heads:
+            raise ParseError(f"{_ROTARY}: a 3-d X needs num_heads dividing its hidden size {lens[2]}")
+        x = info.add("reshape", x, dims=[lens[0], lens[1], heads, lens[2] // heads])
+    else:
+        x = info.add("transpose", x, permutation=[0, 2, 1, 3])
+    batch, seq, heads, size = x.shape.lens
+    rotary = info.attr_int("rotary_embedding_dim", 0) or size
+    half = rotary // 2
+    if len(args) > 3 and args[3].op.name != "undefined":
+        cos, sin = (info.add("gather", cache, args[3], axis=0) for cache in (cos, sin))
+    if any(tuple(c.shape.lens) != (batch, seq, half) for c in (cos, sin)) or rotary > size or rotary % 2:
+        raise ParseError(f"{_ROTARY}: caches must be ({batch}, {seq}, {half}) for rotary dimension {rotary}")
+    cos, sin = (
+        info.add("multibroadcast", info.add("unsqueeze", c, axes=[2]), out_lens=[batch, seq, heads, half])
+        for c in (cos, sin)
+    )
+    rotated = info.add("slice", x, axes=[3], starts=[0], ends=[rotary]) if rotary < size else x
+    interleaved = bool(info.attr_int("interleaved", 0))
+    if interleaved:
+        pairs = info.add("reshape", info.add("contiguous", rotated), dims=[batch, seq, heads, half, 2])
+        x1, x2 = (
+            info.add("squeeze", info.add("slice", pairs, axes=[4], starts=[k], ends=[k + 1]), axes=[4]) for k in (0, 1)
+        )
+    else:
+        x1, x2 = (info.add("slice", rotated, axes=[3], starts=[k * half], ends=[(k + 1) * half]) for k in (0, 1))
+    real = info.add("sub", info.add("mul", cos, x1), info.add("mul", sin, x2))
+    imag = info.add("add", info.add("mul", sin, x1), info.add("mul", cos, x2))
+    if interleaved:
+        pairs = info.add("concat", *(info.add("unsqueeze", v, axes=[4]) for v in (real, imag)), axis=4)
+        out = info.add("reshape", pairs, dims=[batch, seq, heads, rotary])
+    else:
+        out = info.add("concat", real, imag, axis=3)
+    if rotary < size:
+        out = info.add("concat", out, info.add("slice", x, axes=[3], starts=[rotary], ends=[size]), axis=3)
+    if len(lens) == 3:
+        return info.add("reshape", out, dims=lens)
+    return info.add("transpose", out, permutation=[0, 2, 1, 3])
+
+
 @onnx_op("RotaryEmbedding")
 def parse_rotary_embedding(parser: OnnxParser, info: NodeInfo, args: Args) -> Instruction:
+    if len(args) > 1 and args[1].shape.dtype.is_float:  # ONNX's own: cos_cache second, not position_ids
+        return _onnx_rotary_embedding(info, args)
     if len(args) != 4:
         raise ParseError(f"{_ROTARY}: Wrong number of inputs provided require 4")
     p = _rotary_attributes(info)

@@ -1,5 +1,5 @@
 """ONNX import: hostile models give one clear error (no traceback, no hang, no huge allocation),
-import options, and a sampled check against onnxruntime (bench/onnx_oracle.py runs all models)."""
+and import options (test_onnx_models checks every model's numbers against onnxruntime)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,6 @@ from mgxir.diagnostics import MgxError  # noqa: E402
 from mgxir.ir.shape import DynamicDimension  # noqa: E402
 from mgxir.text.printer import print_program  # noqa: E402
 from mgxir.translate.onnx import ImportOptions, import_model, options_from_text  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[4]
-MODELS = ROOT.parent / "shared" / "onnx-models"
 
 
 def _model(nodes, inputs, outputs, initializers=(), opset=13) -> onnx.ModelProto:
@@ -228,116 +225,7 @@ def test_bad_options(kwargs: dict, message: str) -> None:
         options_from_text(**kwargs)
 
 
-# -- sampled check against onnxruntime ------------------------------------------------------------
-
-sys.path.insert(0, str(ROOT / "bench"))
-
-# models that import, run on ref, and give onnxruntime's numbers (one or two per parser family)
-MATCHING = [
-    "averagepool_same_lower_test",
-    "batch_norm_3d_test",
-    "cast_test",
-    "celu_alpha_test",
-    "clip_test_op13_min_only",
-    "conv_bn_relu_maxpool_test",
-    "conv_transpose_auto_pad_same_upper_asymmetric_test",
-    "conv_transpose_output_shape_test",
-    "depthtospace_crd_test",
-    "einsum_ellipsis_multidim_test",
-    "eyelike_k_test",
-    "gather_elements_axis1_test",
-    "gemm_test",
-    "gridsample_reflection_padding_test",
-    "layer_norm_3d_scale_bias_test",
-    "instance_norm_test",
-    "hardmax_default_test",
-    "if_then_test",
-    "lpnormalization_l2_test",
-    "matmul_bmbm_test",
-    "matmulinteger_uns_zp_test",
-    "mean_broadcast_test",
-    "onnx_gru_forward",
-    "onnx_lstm_bi",
-    "pow_bcast_test",
-    "range_float_test",
-    "reducel2_test",
-    "rnn_f_default_af_test",
-    "scatter_max_test",
-    "shrink_soft_test",
-    "slice_5arg_reverse_test",
-    "softmaxcrossentropyloss_2d_no_reduction_weighted_ignore_idx_test",
-    "softplus_test",
-    "split_minus_axis_test",
-    "topk_test",
-    "triu_test",
-    "where_test",
-]
-
-# where MIGraphX's program computes something else than ONNX (and onnxruntime): the importer does
-# what MIGraphX does, and the oracle reports a mismatch
-MIGRAPHX_DIFFERS = {
-    # Loop's scan outputs have max_iterations rows in MIGraphX, however early the loop stops
-    "loop_default_test": "output 1: shape [10, 1], onnxruntime gives [2]",
-    # ConvInteger without zero points on uint8 data: MIGraphX subtracts 128 (a symmetric zero
-    # point) where ONNX's default zero point is 0
-    "convinteger_no_bias_uint8_test": "output 0: rms error",
-    # MatMulInteger likewise: uint8 data without a zero point is shifted by -128 (bias_uint8)
-    "matmulinteger_uns_test": "output 0: rms error",
-    "matmulinteger_int8_uint8_one_zp_test": "output 0: rms error",
-    # LogSoftmax before opset 13 works on the input flattened to 2-D at `axis`; MIGraphX takes
-    # `axis` as the one axis to normalise
-    "logsoftmax_test": "output 0: rms error",
-    # ConstantOfShape of a shape with a 0: MIGraphX gives an undefined instruction, not {2, 0, 4}
-    "const_of_shape_zero_dim_test": "output 0: shape [], onnxruntime gives [2, 0, 4]",
-    # NonZero's MIGraphX shape is static: {rank, elements}, padded past the nonzero count
-    "nonzero_dynamic_test": "output 0: shape [2, 4], onnxruntime gives [2, 3]",
-    # TopK with sorted=0 leaves the order open: onnxruntime's order is not MIGraphX's sorted one
-    "topk_neg_axis_test": "output 0: rms error",
-    # SkipSimplifiedLayerNormalization: MIGraphX normalises x + skip and adds the bias afterwards;
-    # onnxruntime normalises x + skip + bias
-    "skip_simplified_layer_normalization_bias_test": "output 0: rms error",
-    # ... and its second output is MIGraphX's mean of squares, where onnxruntime gives the mean
-    "skip_simplified_layer_normalization_test": "output 1: rms error",
-    # MeanVarianceNormalization in half: MIGraphX takes E[x^2] - E[x]^2 in half precision
-    "mvn_rank_2_fp16_test": "output 0: rms error",
-    # RandomUniform: MIGraphX's literal holds std::mt19937's draws, onnxruntime draws its own
-    "randomuniform_test": "output 0: rms error",
-    # Multinomial samples with MIGraphX's own uniform draws, onnxruntime with its generator
-    "multinomial_int64_test": "output 0: rms error",
-    # MultiHeadAttention with attention_bias: MIGraphX scales (QK^T + bias), onnxruntime adds the
-    # bias to the scaled QK^T
-    "mha_attention_bias_test": "output 0: rms error",
-    # ... and with past_key/past_value and past_sequence_length MIGraphX writes the new keys into
-    # the past buffer at that position (concat_past_present), where onnxruntime appends them
-    "mha_past_key_value_seq_len_test": "output 0: rms error",
-    # NegativeLogLikelihoodLoss in half: MIGraphX sums the weighted losses in half precision
-    "negativeloglikelihoodloss_kd_mean_reduction_half_weighted_test": "output 0: rms error",
-}
-
-
-def _models_present() -> bool:
-    return MODELS.is_dir()
-
-
-@pytest.mark.skipif(not _models_present(), reason="needs ../shared/onnx-models")
-@pytest.mark.parametrize("name", MATCHING)
-def test_sampled_models_match_onnxruntime(name: str) -> None:
-    pytest.importorskip("onnxruntime")
-    from onnx_oracle import check_model
-
-    result = check_model(str(MODELS / f"{name}.onnx"))
-    assert result.status == "match", result.message
-
-
-@pytest.mark.skipif(not _models_present(), reason="needs ../shared/onnx-models")
-@pytest.mark.parametrize("name", sorted(MIGRAPHX_DIFFERS))
-def test_where_migraphx_differs_from_onnx(name: str) -> None:
-    pytest.importorskip("onnxruntime")
-    from onnx_oracle import check_model
-
-    result = check_model(str(MODELS / f"{name}.onnx"))
-    assert result.status == "mismatch"
-    assert MIGRAPHX_DIFFERS[name] in result.message
+# -- random literals ------------------------------------------------------------------------------
 
 
 def test_random_literals_are_the_draws_of_migraphx_mt19937() -> None:
