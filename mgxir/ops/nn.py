@@ -374,6 +374,18 @@ class Reducer(NamedTuple):
     truthy: bool = False
 
 
+def _mean(x: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.ndarray:
+    """MIGraphX's mean: of integers (and bools) the 64-bit sum (wrapping) divided by the count,
+    truncated toward zero as C++ divides; of floats numpy's (in the float64 `x` it is given)."""
+    if x.dtype.kind == "f":
+        return np.mean(x, axis=axis, keepdims=keepdims)
+    wide = np.uint64 if x.dtype.kind in "ub" else np.int64
+    with np.errstate(over="ignore"):
+        total = np.sum(x, axis=axis, keepdims=keepdims, dtype=wide)
+    count = wide(math.prod(x.shape[a] for a in axis))
+    return (total - np.fmod(total, count)) // count
+
+
 def _lowest(t: DType) -> float | int:
     return -math.inf if t.is_float else (0 if t is DType.bool else int(np.iinfo(t.numpy).min))
 
@@ -384,7 +396,7 @@ def _highest(t: DType) -> float | int:
 
 REDUCTIONS = {
     "reduce_sum": Reducer(np.sum, "sum", lambda t: 0),
-    "reduce_mean": Reducer(np.mean, "sum", lambda t: 0, mean=True),
+    "reduce_mean": Reducer(_mean, "sum", lambda t: 0, mean=True),
     "reduce_max": Reducer(np.max, "max", _lowest),
     "reduce_min": Reducer(np.min, "min", _highest),
     "reduce_prod": Reducer(np.prod, "product", lambda t: 1),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gpu_emulator import COMPILER, run_emulated
+from gpu_host import COMPILER, run_emulated
 from test_gpu_target import _inputs, _program
 
 from mgxir.diagnostics import MgxError
@@ -260,7 +260,7 @@ def test_perf_batch_size_is_the_first_inputs_leading_dimension() -> None:
 )
 def test_generated_convolutions_emulated_on_the_cpu_match_reference(lowered: dict, name: str) -> None:
     """The generated depthwise, transposed and int8 convolution and int8 product kernels (programs
-    with no library call) run on the CPU (gpu_emulator.py) against the reference."""
+    with no library call) run on the CPU (gpu_host.py) against the reference."""
     program = _program(PROGRAMS[name])
     params = _inputs(program, seed=3)
     got = run_emulated(lowered[name], params)

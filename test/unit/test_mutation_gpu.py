@@ -1,11 +1,11 @@
 """The GPU target's generated kernels at corners that hand-made mutants showed untested (issues 20
-and 23), run on the CPU through gpu_emulator.py (no GPU needed) against the reference interpreter."""
+and 23), run on the CPU through gpu_host.py (no GPU needed) against the reference interpreter."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from gpu_emulator import COMPILER, run_emulated
+from gpu_host import COMPILER, run_emulated
 from test_gpu_target import _program
 
 from mgxir.interp import Interpreter

@@ -8,6 +8,10 @@ functions, which may differ by ULP_BOUND ulp of the result type.
 - spirv: the SPIR-V generator's kernels (mgxir/translate/spirv/) on the Vulkan device (lavapipe
   here); the cases of one operand signature share kernels (ten results each: lavapipe compiles a
   kernel in about 0.2 s whatever its size).
+
+Reductions likewise: every reduce op x every type x rows of edge values (scalar_cases.py), one
+fused_reduce kernel each, compared by `reduce_disagreement` (float sums within the rounding of
+their accumulation order).
 """
 
 from __future__ import annotations
@@ -17,12 +21,25 @@ from collections import defaultdict
 import numpy as np
 import pytest
 from gpu_host import HostKernels, have_clang
-from scalar_cases import Case, cases, disagreement, is_inexact, numpy_meaning, reference
+from scalar_cases import (
+    Case,
+    ReduceCase,
+    cases,
+    disagreement,
+    is_inexact,
+    numpy_meaning,
+    reduce_cases,
+    reduce_disagreement,
+    reduce_reference,
+    reference,
+)
 from spirv_support import program, require_vulkan, run_vulkan, translate
 
+from mgxir.analysis.kernel_plan import accumulator_type
+from mgxir.ir.dtype import DType
 from mgxir.ir.module import Module
 from mgxir.ir.shape import Shape
-from mgxir.targets.gpu.kernels import Kernel, Tensor, Unsupported, pointwise_kernel
+from mgxir.targets.gpu.kernels import Kernel, Tensor, Unsupported, pointwise_kernel, reduce_kernel
 
 CASES = [c for c in cases() if reference(c) is not None and numpy_meaning(c) is not None]
 
@@ -169,3 +186,88 @@ def test_gpu_kernel_rounds_every_step(dtype: type) -> None:
     with np.errstate(all="ignore"):
         want = (z < (x + y)).astype(dtype)
     assert got.tolist() == want.tolist()
+
+
+# -- reductions ------------------------------------------------------------------------------------
+
+REDUCE_CASES = list(reduce_cases())
+
+
+def _accumulator(case: ReduceCase) -> DType:
+    return accumulator_type(case.dtype, case.reducer)
+
+
+def _reduce_gpu_kernel(case: ReduceCase) -> tuple[Kernel, list[Tensor], Tensor] | None:
+    """The case as the fused_reduce module fuse_reduce makes: one parameter, the reduce op."""
+    module = Module("fused_reduce")
+    shape = Shape.make(case.dtype, case.rows.shape)
+    module.add_return([module.insert(None, case.op, [module.add_parameter("x0", shape)])])
+    inputs = [Tensor.of(shape)]
+    output = Tensor.of(Shape.make(case.dtype, (case.rows.shape[0], 1)))
+    try:
+        return reduce_kernel(module, [1], inputs, output), inputs, output
+    except Unsupported:
+        return None
+
+
+@pytest.fixture(scope="module")
+def host_reduce_kernels() -> tuple[HostKernels, dict[str, int]]:
+    if not have_clang():
+        pytest.skip("no clang++ to compile the GPU kernels for the host")
+    built = {c.name: _reduce_gpu_kernel(c) for c in REDUCE_CASES}
+    generated = [(name, k) for name, k in built.items() if k is not None]
+    return HostKernels([k for _, k in generated]), {name: i for i, (name, _) in enumerate(generated)}
+
+
+@pytest.mark.parametrize("case", REDUCE_CASES, ids=[c.name for c in REDUCE_CASES])
+def test_gpu_reduce_kernel_on_host_agrees(case: ReduceCase, host_reduce_kernels: tuple[HostKernels, dict]) -> None:
+    library, index = host_reduce_kernels
+    if case.name not in index:
+        pytest.skip("the GPU generator leaves these types to the host")
+    out = np.empty(case.rows.shape[0], case.dtype.numpy)
+    got = library.run(index[case.name], [case.rows], out)
+    problem = reduce_disagreement(case, got, reduce_reference(case), _accumulator(case))
+    assert problem is None, problem
+
+
+def _reduce_text(batch: list[ReduceCase]) -> str:
+    """`main` with one fused_reduce per case over the same parameter (no fusion pass needed)."""
+    t, (rows, n) = batch[0].dtype, batch[0].rows.shape
+    lines = ['module: "main"', f"x = @param:x -> {t.type_name}, {{{rows}, {n}}}"]
+    lines += [f"@{k} = fused_reduce[axes={{1}}](x), [m{k}]" for k in range(len(batch))]
+    lines.append(f"@ret = @return({','.join(f'@{k}' for k in range(len(batch)))})")
+    for k, case in enumerate(batch):
+        lines += ["", f'module: "m{k}"', f"m{k}:x0 = @param:x0 -> {t.type_name}, {{{rows}, {n}}}"]
+        lines += [f"m{k}:@1 = {case.op.text}(m{k}:x0)", f"m{k}:@2 = @return(m{k}:@1)"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def spirv_reduce_results() -> dict[str, np.ndarray]:
+    """Each reduction case's result on the Vulkan device, by case name (those without a kernel
+    left out): the cases of one type and row length in one program."""
+    require_vulkan()
+    groups: dict[tuple, list[ReduceCase]] = defaultdict(list)
+    for case in REDUCE_CASES:
+        groups[(case.dtype, case.rows.shape)].append(case)
+    results: dict[str, np.ndarray] = {}
+    for batch in groups.values():
+        translation = translate(program(_reduce_text(batch)), fuse=False)
+        outputs = translation.program.main.return_instruction.args
+        with_kernels = [k for k, ins in enumerate(outputs) if ins in translation.kernels]
+        if not with_kernels:
+            continue
+        got = run_vulkan(translation, {"x": batch[0].rows})
+        for k in with_kernels:
+            results[batch[k].name] = got[k]
+    return results
+
+
+@pytest.mark.parametrize("case", REDUCE_CASES, ids=[c.name for c in REDUCE_CASES])
+def test_spirv_reduce_kernel_agrees(case: ReduceCase, spirv_reduce_results: dict[str, np.ndarray]) -> None:
+    if case.name not in spirv_reduce_results:
+        pytest.skip("the SPIR-V generator leaves these types to the host")
+    want = reduce_reference(case)
+    got = spirv_reduce_results[case.name]
+    problem = reduce_disagreement(case, got, want, _accumulator(case))
+    assert problem is None, problem

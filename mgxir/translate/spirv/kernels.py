@@ -479,6 +479,10 @@ class ReduceKernelBuilder:
             raise Unsupported(str(e)) from None
         for p in plan.parameters:
             element_type(p.shape.dtype)
+        for r in plan.reductions:
+            if r.reducer.mean and element_type(r.source.shape.dtype).kind == "i":
+                # the mean divides the 64-bit sum (MIGraphX's); 32-bit partials wrap before it
+                raise Unsupported(f"a mean of {r.source.shape.dtype.type_name} (its reductions run on the host)")
         self.axes, self.lens, self.params = plan.axes, plan.lens, list(plan.parameters)
         outer_rank = len(plan.collapsed(plan.kept)[0])
         inner_rank = len(plan.collapsed(plan.axes)[0])
@@ -646,9 +650,10 @@ class ReduceKernelBuilder:
                     self.row_values[ins] = self.value(ins, ctx)
 
     def _partial_kind(self, r: Instruction) -> Kind:
-        """Partials are of the input's compute kind; truthy folds (any/all) fold 0/1 ints (bool
-        cannot live in workgroup memory portably)."""
-        return "i" if self.reducers[r].truthy else element_type(r.args[0].shape.dtype).kind
+        """Partials are of the input's compute kind; truthy folds (any/all) and folds of bools
+        fold 0/1 ints (bool cannot live in workgroup memory portably)."""
+        kind = element_type(r.args[0].shape.dtype).kind
+        return "i" if self.reducers[r].truthy or kind == "b" else kind
 
     def _identity(self, r: Instruction) -> Value:
         kind = self._partial_kind(r)

@@ -97,6 +97,8 @@ class ScalarEmitter:
             return self.select(v, self.const(kind, 1), self.const(kind, 0))
         if kind == "f":
             return self.to_float(v)
+        if kind == "d":
+            return self.op("OpFConvert" if v.kind == "f" else "OpConvertSToF", "d", v)
         # numpy's cast (x86's cvttss2si): NaN and out-of-range values become INT32_MIN, which
         # SPIR-V leaves undefined (NVIDIA gives 0)
         inside = self.op(
