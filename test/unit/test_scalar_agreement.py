@@ -39,7 +39,15 @@ from mgxir.analysis.kernel_plan import accumulator_type
 from mgxir.ir.dtype import DType
 from mgxir.ir.module import Module
 from mgxir.ir.shape import Shape
-from mgxir.targets.gpu.kernels import Kernel, Tensor, Unsupported, pointwise_kernel, reduce_kernel
+from mgxir.targets.gpu.kernels import (
+    PRELUDE,
+    Kernel,
+    Tensor,
+    Unsupported,
+    pointwise_kernel,
+    reduce_kernel,
+    storage_type,
+)
 
 CASES = [c for c in cases() if reference(c) is not None and numpy_meaning(c) is not None]
 
@@ -271,3 +279,51 @@ def test_spirv_reduce_kernel_agrees(case: ReduceCase, spirv_reduce_results: dict
     got = spirv_reduce_results[case.name]
     problem = reduce_disagreement(case, got, want, _accumulator(case))
     assert problem is None, problem
+
+
+FP8_TYPES = [t for t in DType if t.is_fp8]
+
+
+def _fp8_probe_values(t: DType) -> np.ndarray:
+    """float32 values around every value of fp8 type `t`: the values, the midpoints between
+    neighbours (ties round to even) and a float ulp either side, past the largest, infinities,
+    NaN, zeros and values below the smallest subnormal."""
+    every = np.arange(256, dtype=np.uint8).view(t.numpy).astype(np.float32)
+    finite = np.unique(every[np.isfinite(every)])
+    middles = ((finite[:-1].astype(np.float64) + finite[1:]) / 2).astype(np.float32)
+    largest = float(finite.max())
+    beyond = np.array([largest * 1.03, largest * 1.07, largest * 2, 1e6, 3e38, np.inf, np.nan], np.float32)
+    tiny = np.array([0.0, -0.0, 1e-30, -1e-30, float(finite[finite > 0].min()) / 2], np.float32)
+    values = np.concatenate([finite, middles, np.nextafter(middles, np.inf), np.nextafter(middles, -np.inf), beyond])
+    return np.concatenate([values, -values, tiny]).astype(np.float32)
+
+
+def _conversion_kernel(source: DType, target: DType, n: int) -> tuple[Kernel, list[Tensor], Tensor]:
+    """out[i] = x0[i] through the prelude's mgx_load and mgx_store alone (no operator's meaning)."""
+    symbol = f"convert_{source.name}_{target.name}"
+    code = (
+        f'extern "C" __global__ void {symbol}(const {storage_type(source)}* __restrict__ x0, '
+        f"{storage_type(target)}* __restrict__ out) {{\n"
+        f"  const long long i = (long long)blockIdx.x * 256 + threadIdx.x;\n"
+        f"  if (i < {n}LL) mgx_store(out + i, mgx_load(x0 + i));\n}}\n"
+    )
+    tensors = [Tensor.of(Shape.make(source, (n,))), Tensor.of(Shape.make(target, (n,)))]
+    return Kernel(symbol, PRELUDE + code, -(-n // 256) * 256, 256), tensors[:1], tensors[1]
+
+
+@pytest.mark.parametrize("t", FP8_TYPES, ids=lambda t: t.name)
+def test_gpu_fp8_conversions(t: DType) -> None:
+    """Every fp8 bit pattern into float, and float values around every fp8 value into fp8, as the
+    GPU kernels load and store them (the prelude's mgx_load/mgx_store), against ml_dtypes."""
+    if not have_clang():
+        pytest.skip("no clang++ to compile the GPU kernels for the host")
+    probes = _fp8_probe_values(t)
+    library = HostKernels([_conversion_kernel(t, DType.float, 256), _conversion_kernel(DType.float, t, probes.size)])
+    patterns = np.arange(256, dtype=np.uint8).view(t.numpy)
+    decoded = library.run(0, [patterns], np.empty(256, np.float32))
+    want = patterns.astype(np.float32)
+    assert np.array_equal(decoded, want, equal_nan=True), np.flatnonzero(~((decoded == want) | np.isnan(want)))
+    encoded = library.run(1, [probes], np.empty(probes.size, t.numpy)).view(np.uint8)
+    want_bits = probes.astype(t.numpy).view(np.uint8)
+    wrong = np.flatnonzero(encoded != want_bits)
+    assert wrong.size == 0, [(float(probes[k]), hex(encoded[k]), hex(want_bits[k])) for k in wrong[:8]]

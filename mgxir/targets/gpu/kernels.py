@@ -80,6 +80,7 @@ C_TYPES: dict[DType, tuple[str, str]] = {
     DType.half: ("mgx_half", "float"),
     DType.bf16: ("mgx_bf16", "float"),
     DType.double: ("double", "double"),
+    **{t: (f"mgx_{t.name}", "float") for t in DType if t.is_fp8},
     DType.bool: ("bool", "bool"),
     DType.int8: ("signed char", "int"),
     DType.uint8: ("unsigned char", "unsigned int"),
@@ -154,6 +155,54 @@ __device__ inline float mgx_round_to_odd(double x) {
 }
 __device__ inline float mgx_round_half(double x) { return mgx_round_half(mgx_round_to_odd(x)); }
 __device__ inline float mgx_round_bf16(double x) { return mgx_round_bf16(mgx_round_to_odd(x)); }
+// fp8 with E exponent bits, M mantissa bits, bias B, and kind K (as ml_dtypes, rounding to nearest
+// even): 0 IEEE-like (infinities; e5m2), 1 "fn" (no infinities, S.1111.111 is NaN, overflow is
+// NaN), 2 "fnuz" (no infinities, no -0, 0x80 is NaN and what overflows)
+template <int E, int M, int B, int K> struct mgx_fp8 { unsigned char bits; };
+typedef mgx_fp8<4, 3, 7, 1> mgx_fp8e4m3fn;
+typedef mgx_fp8<4, 3, 8, 2> mgx_fp8e4m3fnuz;
+typedef mgx_fp8<5, 2, 15, 0> mgx_fp8e5m2;
+typedef mgx_fp8<5, 2, 16, 2> mgx_fp8e5m2fnuz;
+template <int E, int M, int B, int K> __device__ inline float mgx_load(const mgx_fp8<E, M, B, K>* p) {
+  const unsigned int b = p->bits, top = (1u << E) - 1u, e = (b >> M) & top, m = b & ((1u << M) - 1u);
+  const float nan = __uint_as_float(0x7fc00000u), inf = __uint_as_float(0x7f800000u);
+  if ((K == 2 && b == 0x80u) || (K == 1 && e == top && m == (1u << M) - 1u) || (K == 0 && e == top && m != 0))
+    return (b & 0x80u) ? -nan : nan;
+  const float magnitude = K == 0 && e == top ? inf
+                        : e == 0 ? ldexpf((float)m, 1 - B - M) : ldexpf((float)(m | (1u << M)), (int)e - B - M);
+  return (b & 0x80u) ? -magnitude : magnitude;
+}
+template <int E, int M, int B, int K> __device__ inline void mgx_store(mgx_fp8<E, M, B, K>* p, float x) {
+  const unsigned int top = (1u << E) - 1u, mantissas = 1u << M, sign = (__float_as_uint(x) >> 24) & 0x80u;
+  const unsigned int nan = K == 2 ? 0x80u : K == 1 ? (sign | 0x7fu) : (sign | (top << M) | (mantissas >> 1));
+  const unsigned int overflow = K == 0 ? (sign | (top << M)) : nan;
+  const float a = fabsf(x);
+  if (x != x || a == __uint_as_float(0x7f800000u)) { p->bits = (unsigned char)(x != x ? nan : overflow); return; }
+  unsigned int field = 0, m;
+  if (a < ldexpf(1.0f, 1 - B)) {  // subnormal: m may round up to the smallest normal (field 1, m 0)
+    m = (unsigned int)rintf(ldexpf(a, B - 1 + M));
+  } else {
+    int ex;
+    frexpf(a, &ex);
+    field = (unsigned int)(ex - 1 + B);
+    m = (unsigned int)rintf(ldexpf(a, M - (ex - 1))) - mantissas;
+    if (m == mantissas) { m = 0; ++field; }
+  }
+  const bool over = field > (K == 0 ? top - 1u : top) || (K == 1 && field == top && m == mantissas - 1u);
+  unsigned int bits = over ? overflow : (sign | (field << M) | m);
+  if (K == 2 && !over && (bits & 0x7fu) == 0u) bits = 0u;
+  p->bits = (unsigned char)bits;
+}
+template <class T> __device__ inline float mgx_round(float x) { T h; mgx_store(&h, x); return mgx_load(&h); }
+// a value of storage type From seen as storage type To (of its size), byte by byte
+template <class To, class From, class C> __device__ inline auto mgx_bit_cast(C x) -> decltype(mgx_load((const To*)0)) {
+  From from;
+  mgx_store(&from, x);
+  To to;
+  for (int i = 0; i < (int)sizeof(To); ++i) ((unsigned char*)&to)[i] = ((const unsigned char*)&from)[i];
+  return mgx_load(&to);
+}
+template <class T> __device__ inline float mgx_round(double x) { return mgx_round<T>(mgx_round_to_odd(x)); }
 struct mgx_op_sum { template <class T> __device__ T operator()(T a, T b) const { return a + b; } };
 struct mgx_op_prod { template <class T> __device__ T operator()(T a, T b) const { return a * b; } };
 struct mgx_op_max { template <class T> __device__ T operator()(T a, T b) const { return (b > a || b != b) ? b : a; } };
@@ -179,7 +228,11 @@ _C_COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">
 _C_ARITHMETIC = {"add": "+", "sub": "-", "mul": "*", "div": "/", "rem": "%"}
 _C_LOGIC = {"and": "&&", "or": "||", "xor": "!="}
 # types whose values a kernel holds in float, rounded after every operation: the helper that rounds
-_ROUNDED_IN_FLOAT = {DType.half: "mgx_round_half", DType.bf16: "mgx_round_bf16"}
+_ROUNDED_IN_FLOAT = {
+    DType.half: "mgx_round_half",
+    DType.bf16: "mgx_round_bf16",
+    **{t: f"mgx_round<mgx_{t.name}>" for t in DType if t.is_fp8},
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -287,9 +340,11 @@ class CppEmitter:
 
     def reinterpret(self, v: CValue, t: DType) -> CValue:
         intrinsic = _REINTERPRET.get((v.dtype, t))
-        if intrinsic is None:
+        if intrinsic is not None:
+            return self._bind(f"{intrinsic}({v.expr})", t)
+        if DType.bool in (v.dtype, t) or v.dtype.itemsize != t.itemsize:  # a bool's bytes are 0 or 1
             raise NoScalarMeaning(f"no bit cast from {v.dtype.type_name} to {t.type_name} in GPU kernels")
-        return self._bind(f"{intrinsic}({v.expr})", t)
+        return self._bind(f"mgx_bit_cast<{storage_type(t)}, {storage_type(v.dtype)}>({v.expr})", t)
 
     def extremum(self, a: CValue, b: CValue, largest: bool) -> CValue:
         order = (">" if largest else "<") + ("=" if a.dtype is DType.half else "")
