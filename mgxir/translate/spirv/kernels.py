@@ -31,9 +31,6 @@ from mgxir.translate.spirv.scalar import ScalarEmitter, Value, literal_value, lo
 from mgxir.translate.spirv.types import ElementType, Kind, Unsupported, element_type
 
 POINTWISE = lookup("pointwise")
-# types whose fused reductions stay on the host: those computed in a wider type and wrapped or
-# rounded after every operation, and int64 (the reduction tree holds 32-bit partials)
-_HOST_REDUCED = frozenset({DType.int8, DType.uint8, DType.int16, DType.uint16, DType.bf16, DType.int64, DType.uint32})
 FUSED_REDUCE = lookup("fused_reduce")
 
 
@@ -470,9 +467,6 @@ class ReduceKernelBuilder:
         self.bindings = _bindings(ins)
         if len(self.bindings) != len(ins.args) + 1:
             raise Unsupported("a fused_reduce with more than one result")
-        narrow = [b.etype.name for b in self.bindings if b.etype.dtype in _HOST_REDUCED]
-        if narrow:  # partials would need wrapping (rounding) as the reference's sums do
-            raise Unsupported(f"a fused_reduce of {narrow[0]} (its reductions run on the host)")
         try:
             self.plan = plan = plan_reduce(self.module, ins.op["axes"], [a.shape for a in ins.args], ins.shape)
         except Unplannable as e:
@@ -480,9 +474,14 @@ class ReduceKernelBuilder:
         for p in plan.parameters:
             element_type(p.shape.dtype)
         for r in plan.reductions:
-            if r.reducer.mean and element_type(r.source.shape.dtype).kind == "i":
-                # the mean divides the 64-bit sum (MIGraphX's); 32-bit partials wrap before it
-                raise Unsupported(f"a mean of {r.source.shape.dtype.type_name} (its reductions run on the host)")
+            source = r.source.shape.dtype
+            if (
+                r.reducer.mean
+                and element_type(source).kind == "i"
+                and plan.row_length >= 2 ** (32 - 8 * source.itemsize)
+            ):
+                # the mean divides the 64-bit sum (MIGraphX's); 32-bit partials would wrap before it
+                raise Unsupported(f"a mean of {source.type_name} over {plan.row_length} elements (on the host)")
         self.axes, self.lens, self.params = plan.axes, plan.lens, list(plan.parameters)
         outer_rank = len(plan.collapsed(plan.kept)[0])
         inner_rank = len(plan.collapsed(plan.axes)[0])
@@ -568,7 +567,7 @@ class ReduceKernelBuilder:
                 w.b.variable(w.b.pointer("Workgroup", array), "Workgroup", "partials"),
                 w.b.pointer("Workgroup", em.type_of(kind)),
             )
-        layout.shared_bytes = 4 * size * len(reductions)
+        layout.shared_bytes = size * sum(8 if self._partial_kind(r) in ("d", "l") else 4 for r in reductions)
 
         def group_body(group: str, carried: list[Value]) -> list[Value]:
             row_offsets = w.offsets(group, outer_lens, outer_strides, bases)
@@ -698,7 +697,7 @@ class ReduceKernelBuilder:
             if kind in ("f", "d"):
                 total = em.op("OpFDiv", kind, total, em.op("OpConvertUToF", kind, count))
             else:
-                total = em.op("OpSDiv", "i", total, Value(count, "i"))
+                total = em.op("OpSDiv", kind, total, em.astype(Value(count, "i"), kind))
         result = element_type(r.shape.dtype)
         return em.round_to(em.astype(total, result.kind), result)
 

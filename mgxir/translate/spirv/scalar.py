@@ -95,19 +95,23 @@ class ScalarEmitter:
             return self.truthy(v)
         if v.kind == "b":
             return self.select(v, self.const(kind, 1), self.const(kind, 0))
-        if kind == "f":
-            return self.to_float(v)
-        if kind == "d":
-            return self.op("OpFConvert" if v.kind == "f" else "OpConvertSToF", "d", v)
-        # numpy's cast (x86's cvttss2si): NaN and out-of-range values become INT32_MIN, which
-        # SPIR-V leaves undefined (NVIDIA gives 0)
+        integers = ("i", "l")
+        if v.kind in integers and kind in integers:  # widened by sign, narrowed to the low bits
+            return self.op("OpSConvert", kind, v)
+        if v.kind in integers:
+            return self.op("OpConvertSToF", kind, v)
+        if kind in ("f", "d"):
+            return self.op("OpFConvert", kind, v)
+        # numpy's cast (x86's cvttss2si): NaN and out-of-range values become the type's minimum,
+        # which SPIR-V leaves undefined (NVIDIA gives 0)
+        bits = 31 if kind == "i" else 63
         inside = self.op(
             "OpLogicalAnd",
             "b",
-            self.compare("GreaterThanEqual", v, self.const("f", -(2.0**31))),
-            self.compare("LessThan", v, self.const("f", 2.0**31)),
+            self.compare("GreaterThanEqual", v, self.const(v.kind, -(2.0**bits))),
+            self.compare("LessThan", v, self.const(v.kind, 2.0**bits)),
         )
-        return self.select(inside, self.op("OpConvertFToS", "i", v), self.const("i", INT32_MIN))
+        return self.select(inside, self.op("OpConvertFToS", kind, v), self.const(kind, -(2**bits)))
 
     def round_to(self, v: Value, t: ElementType) -> Value:
         """A float value rounded to the storage width of `t` (half, bf16), so later ops see what
@@ -158,8 +162,8 @@ class ScalarEmitter:
 
     def extremum(self, a: Value, b: Value, largest: bool) -> Value:
         """numpy's maximum/minimum: a NaN on either side is the result."""
-        if a.kind == "i":
-            return self.glsl("SMax" if largest else "SMin", "i", a, b)
+        if a.kind in ("i", "l"):
+            return self.glsl("SMax" if largest else "SMin", a.kind, a, b)
         if a.kind == "b":
             return self.op("OpLogicalOr" if largest else "OpLogicalAnd", "b", a, b)
         picked = self.glsl("FMax" if largest else "FMin", a.kind, a, b)
