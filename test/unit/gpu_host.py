@@ -260,3 +260,31 @@ def run_emulated(program: Program, params: dict[str, np.ndarray]) -> list[np.nda
         staged = np.frombuffer(bytes(raw), shape.dtype.numpy)
         results.append(np.array(as_strided(staged, shape.lens, [s * staged.itemsize for s in shape.strides])))
     return results
+
+
+class DeviceKernels:
+    """The same batch on the GPU (tests marked gpu): one source, every kernel renamed, compiled
+    once by NVRTC, each kernel launched on copies of its arrays."""
+
+    def __init__(self, kernels: Sequence[tuple[Kernel, Sequence[Tensor], Tensor]]) -> None:
+        from mgxir.targets.gpu.compiler import compile_source
+        from mgxir.targets.gpu.platforms import open_platform
+
+        self.platform = open_platform("cuda", 0)
+        parts = [PRELUDE]
+        self.kernels = [kernel for kernel, _, _ in kernels]
+        for index, kernel in enumerate(self.kernels):
+            parts.append(kernel.source.replace(PRELUDE, "").replace(f"{kernel.symbol}(", f"k{index}(", 1))
+        self.binary = compile_source("\n".join(parts), "agreement", self.platform.arch())
+
+    def run(self, index: int, inputs: Sequence[np.ndarray], out: np.ndarray) -> np.ndarray:
+        kernel, platform = self.kernels[index], self.platform
+        pointers = []
+        for array in [*inputs, out]:
+            pointers.append(platform.allocate(max(array.nbytes, 1)))
+            platform.copy_to_device(pointers[-1], np.ascontiguousarray(array))
+        blocks = max(1, kernel.global_size // kernel.local_size)
+        platform.launcher(self.binary, f"k{index}", blocks, kernel.local_size, pointers)()
+        platform.synchronize()
+        platform.copy_to_host(out, pointers[-1])
+        return out

@@ -20,7 +20,7 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
-from gpu_host import HostKernels, have_clang
+from gpu_host import DeviceKernels, HostKernels, have_clang
 from scalar_cases import (
     Case,
     ReduceCase,
@@ -39,6 +39,7 @@ from mgxir.analysis.kernel_plan import accumulator_type
 from mgxir.ir.dtype import DType
 from mgxir.ir.module import Module
 from mgxir.ir.shape import Shape
+from mgxir.targets.gpu.compiler import device_arch
 from mgxir.targets.gpu.kernels import (
     PRELUDE,
     Kernel,
@@ -73,18 +74,42 @@ def _gpu_kernel(case: Case) -> tuple[Kernel, list[Tensor], Tensor] | None:
         return None
 
 
+gpu = pytest.mark.gpu
+needs_gpu = pytest.mark.skipif(device_arch() is None, reason="no GPU")
+
+
+def _batch(kind: type, kernels: dict[str, tuple[Kernel, list[Tensor], Tensor] | None]) -> tuple[object, dict[str, int]]:
+    """The generated kernels (by case name; None: no kernel) in one library of `kind` (HostKernels
+    or DeviceKernels), with each case's index in it."""
+    generated = [(name, k) for name, k in kernels.items() if k is not None]
+    return kind([k for _, k in generated]), {name: i for i, (name, _) in enumerate(generated)}
+
+
 @pytest.fixture(scope="module")
 def host_kernels() -> tuple[HostKernels, dict[str, int]]:
     if not have_clang():
         pytest.skip("no clang++ to compile the GPU kernels for the host")
-    built = {c.name: _gpu_kernel(c) for c in CASES}
-    generated = [(c.name, k) for c, k in zip(CASES, built.values()) if k is not None]
-    return HostKernels([k for _, k in generated]), {name: i for i, (name, _) in enumerate(generated)}
+    return _batch(HostKernels, {c.name: _gpu_kernel(c) for c in CASES})
+
+
+@pytest.fixture(scope="module")
+def device_kernels() -> tuple[DeviceKernels, dict[str, int]]:
+    return _batch(DeviceKernels, {c.name: _gpu_kernel(c) for c in CASES})
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_gpu_kernel_on_host_agrees(case: Case, host_kernels: tuple[HostKernels, dict[str, int]]) -> None:
-    library, index = host_kernels
+    _check_gpu_kernel(case, *host_kernels)
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_gpu_kernel_on_device_agrees(case: Case, device_kernels: tuple[DeviceKernels, dict[str, int]]) -> None:
+    _check_gpu_kernel(case, *device_kernels)
+
+
+def _check_gpu_kernel(case: Case, library: HostKernels | DeviceKernels, index: dict[str, int]) -> None:
     if case.name not in index:
         pytest.skip("the GPU generator leaves these types to the host")
     want = reference(case)
@@ -222,14 +247,29 @@ def _reduce_gpu_kernel(case: ReduceCase) -> tuple[Kernel, list[Tensor], Tensor] 
 def host_reduce_kernels() -> tuple[HostKernels, dict[str, int]]:
     if not have_clang():
         pytest.skip("no clang++ to compile the GPU kernels for the host")
-    built = {c.name: _reduce_gpu_kernel(c) for c in REDUCE_CASES}
-    generated = [(name, k) for name, k in built.items() if k is not None]
-    return HostKernels([k for _, k in generated]), {name: i for i, (name, _) in enumerate(generated)}
+    return _batch(HostKernels, {c.name: _reduce_gpu_kernel(c) for c in REDUCE_CASES})
+
+
+@pytest.fixture(scope="module")
+def device_reduce_kernels() -> tuple[DeviceKernels, dict[str, int]]:
+    return _batch(DeviceKernels, {c.name: _reduce_gpu_kernel(c) for c in REDUCE_CASES})
 
 
 @pytest.mark.parametrize("case", REDUCE_CASES, ids=[c.name for c in REDUCE_CASES])
 def test_gpu_reduce_kernel_on_host_agrees(case: ReduceCase, host_reduce_kernels: tuple[HostKernels, dict]) -> None:
-    library, index = host_reduce_kernels
+    _check_gpu_reduce_kernel(case, *host_reduce_kernels)
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("case", REDUCE_CASES, ids=[c.name for c in REDUCE_CASES])
+def test_gpu_reduce_kernel_on_device_agrees(
+    case: ReduceCase, device_reduce_kernels: tuple[DeviceKernels, dict]
+) -> None:
+    _check_gpu_reduce_kernel(case, *device_reduce_kernels)
+
+
+def _check_gpu_reduce_kernel(case: ReduceCase, library: HostKernels | DeviceKernels, index: dict[str, int]) -> None:
     if case.name not in index:
         pytest.skip("the GPU generator leaves these types to the host")
     out = np.empty(case.rows.shape[0], case.dtype.numpy)
