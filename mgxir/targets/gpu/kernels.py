@@ -135,7 +135,9 @@ __device__ inline void mgx_store(mgx_half* p, float x) {
 #if defined(__HIPCC_RTC__) || defined(__HIP__)
   _Float16 f = (_Float16)x; __builtin_memcpy(&p->bits, &f, 2);
 #else
-  unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x)); p->bits = h;
+  unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
+  // NaN as numpy stores it (PTX gives 0x7fff): the same bits for a bit_cast to see
+  p->bits = (x != x) ? (unsigned short)(((__float_as_uint(x) >> 16) & 0x8000u) | 0x7e00u) : h;
 #endif
 }
 __device__ inline void mgx_store(mgx_bf16* p, float x) {
