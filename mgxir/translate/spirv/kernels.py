@@ -286,6 +286,8 @@ def _storage_type(b: ModuleBuilder, t: ElementType) -> str:
 
 
 def _from_storage(em: ScalarEmitter, raw: str, t: ElementType) -> Value:
+    if t.dtype.is_fp8:
+        return em.fp8_to_float(em.b.emit("OpUConvert", raw, type=em.b.int_type(32, False), name="w"), t.dtype)
     if t.dtype is DType.bf16:  # the upper half of a float
         u32 = em.b.int_type(32, False)
         wide = em.b.emit("OpUConvert", raw, type=u32, name="w")
@@ -307,6 +309,8 @@ def _from_storage(em: ScalarEmitter, raw: str, t: ElementType) -> Value:
 
 
 def _to_storage(em: ScalarEmitter, value: Value, t: ElementType, storage: str) -> str:
+    if t.dtype.is_fp8:
+        return em.b.emit("OpUConvert", em.float_to_fp8(value, t.dtype), type=storage, name="narrow")
     if t.dtype is DType.bf16:  # values are already rounded to bf16: their upper 16 bits
         u32 = em.b.int_type(32, False)
         bits = em.b.emit("OpBitcast", value.id, type=u32, name="bits")

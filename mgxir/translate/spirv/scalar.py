@@ -19,7 +19,7 @@ from mgxir.ir.dtype import DType
 from mgxir.ir.operation import Operation
 from mgxir.ops.scalar import NoScalarMeaning, emit
 from mgxir.translate.spirv.builder import ModuleBuilder
-from mgxir.translate.spirv.types import ElementType, Kind, Unsupported, element_type
+from mgxir.translate.spirv.types import FP8_FORMATS, ElementType, Kind, Unsupported, element_type
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
@@ -114,12 +114,14 @@ class ScalarEmitter:
         return self.select(inside, self.op("OpConvertFToS", kind, v), self.const(kind, -(2**bits)))
 
     def round_to(self, v: Value, t: ElementType) -> Value:
-        """A float value rounded to the storage width of `t` (half, bf16), so later ops see what
-        numpy sees."""
+        """A float value rounded to the storage width of `t` (half, bf16, fp8), so later ops see
+        what numpy sees."""
         if v.kind != "f" or t.width == 32:
             return v
         if t.dtype is DType.bf16:
             return self.round_to_bf16(v)
+        if t.dtype.is_fp8:
+            return self.fp8_to_float(self.float_to_fp8(v, t.dtype), t.dtype)
         if t.capability and t.extension:  # a half value where no binding is half
             self.b.capability(t.capability)
             self.b.extension(t.extension)
@@ -143,6 +145,79 @@ class ScalarEmitter:
             "OpBitwiseAnd", self.b.emit("OpIAdd", bits, bias, type=u32), self.b.const_uint(0xFFFF0000), type=u32
         )
         return self.select(self.is_nan(v), v, self.op("OpBitcast", "f", rounded))
+
+    def _u32(self, opname: str, *args: str) -> str:
+        return self.b.emit(opname, *args, type=self.b.int_type(32, False), name="u")
+
+    def _test(self, opname: str, *args: str) -> str:
+        return self.b.emit(opname, *args, type=self.b.boolean(), name="c")
+
+    def fp8_to_float(self, bits: str, t: DType) -> Value:
+        """The float value of fp8 bits (a uint32 id holding the byte) of type `t`."""
+        e_bits, m_bits, bias, kind = FP8_FORMATS[t]
+        u, test, k = self._u32, self._test, self.b.const_uint
+        top = (1 << e_bits) - 1
+        field = u("OpBitwiseAnd", u("OpShiftRightLogical", bits, k(m_bits)), k(top))
+        mantissa = u("OpBitwiseAnd", bits, k((1 << m_bits) - 1))
+        normal = test("OpINotEqual", field, k(0))
+        significand = u("OpSelect", normal, u("OpBitwiseOr", mantissa, k(1 << m_bits)), mantissa)
+        # 2^(max(field, 1) - bias - m_bits) built from its float bits: in float's normal range
+        exponent = u("OpSelect", normal, field, k(1))
+        scale = u("OpShiftLeftLogical", u("OpIAdd", exponent, k(127 - bias - m_bits)), k(23))
+        magnitude = self.op("OpFMul", "f", self.op("OpConvertUToF", "f", significand), self.op("OpBitcast", "f", scale))
+        if kind == 0:  # the top field: infinities
+            infinite = test("OpIEqual", field, k(top))
+            magnitude = self.select(Value(infinite, "b"), self.const("f", math.inf), magnitude)
+        negative = Value(test("OpINotEqual", u("OpBitwiseAnd", bits, k(0x80)), k(0)), "b")
+        value = self.select(negative, self.op("OpFNegate", "f", magnitude), magnitude)
+        if kind == 2:
+            nan = test("OpIEqual", bits, k(0x80))
+        elif kind == 1:
+            nan = test("OpIEqual", u("OpBitwiseAnd", bits, k(0x7F)), k(0x7F))
+        else:
+            nan = test("OpLogicalAnd", test("OpIEqual", field, k(top)), test("OpINotEqual", mantissa, k(0)))
+        quiet = self.select(negative, self.const("f", -math.nan), self.const("f", math.nan))
+        return self.select(Value(nan, "b"), quiet, value)
+
+    def float_to_fp8(self, v: Value, t: DType) -> str:
+        """The fp8 bits (a uint32 id) of float `v` rounded to type `t` as ml_dtypes rounds: to
+        nearest, ties to even; NaN, infinities and what overflows as the format has them."""
+        e_bits, m_bits, bias, kind = FP8_FORMATS[t]
+        u, test, k = self._u32, self._test, self.b.const_uint
+        top, mantissas, drop = (1 << e_bits) - 1, 1 << m_bits, 23 - m_bits
+        bits = u("OpBitcast", v.id)
+        sign = u("OpBitwiseAnd", u("OpShiftRightLogical", bits, k(24)), k(0x80))
+        magnitude_bits = u("OpBitwiseAnd", bits, k(0x7FFFFFFF))
+        magnitude = self.op("OpBitcast", "f", magnitude_bits)
+        # below the smallest normal: multiples of the smallest subnormal, rounded to even (may
+        # round up to the smallest normal, whose bits follow the subnormals')
+        subnormal = self.compare("LessThan", magnitude, self.const("f", 2.0 ** (1 - bias)))
+        scaled = self.op("OpFMul", "f", magnitude, self.const("f", 2.0 ** (bias - 1 + m_bits)))
+        small = u("OpConvertFToU", self.glsl("RoundEven", "f", scaled).id)
+        # normal: round the float's bits at the format's last mantissa bit (a carry moves the field)
+        odd = u("OpBitwiseAnd", u("OpShiftRightLogical", magnitude_bits, k(drop)), k(1))
+        rounded = u("OpIAdd", magnitude_bits, u("OpIAdd", k((1 << (drop - 1)) - 1), odd))
+        field = u("OpISub", u("OpShiftRightLogical", rounded, k(23)), k(127 - bias))
+        mantissa = u("OpBitwiseAnd", u("OpShiftRightLogical", rounded, k(drop)), k(mantissas - 1))
+        large = u("OpBitwiseOr", u("OpShiftLeftLogical", field, k(m_bits)), mantissa)
+        over = test("OpUGreaterThan", field, k(top - 1 if kind == 0 else top))
+        if kind == 1:
+            at_nan = test("OpIEqual", u("OpBitwiseAnd", large, k(0x7F)), k(0x7F))
+            over = test("OpLogicalOr", over, at_nan)
+        over = test("OpLogicalAnd", over, test("OpLogicalNot", subnormal.id))
+        infinite = test("OpIEqual", magnitude_bits, k(0x7F800000))
+        nan_bits = (
+            k(0x80)
+            if kind == 2
+            else u("OpBitwiseOr", sign, k(0x7F if kind == 1 else (top << m_bits) | (mantissas >> 1)))
+        )
+        overflow_bits = u("OpBitwiseOr", sign, k(top << m_bits)) if kind == 0 else nan_bits
+        result = u("OpBitwiseOr", sign, u("OpSelect", subnormal.id, small, large))
+        if kind == 2:  # no negative zero
+            zero = test("OpIEqual", u("OpBitwiseAnd", result, k(0x7F)), k(0))
+            result = u("OpSelect", zero, k(0), result)
+        result = u("OpSelect", test("OpLogicalOr", over, infinite), overflow_bits, result)
+        return u("OpSelect", self.is_nan(v).id, nan_bits, result)
 
     # -- helpers ------------------------------------------------------------------------------
 
@@ -187,6 +262,7 @@ KINDS: dict[DType, Kind] = {
     DType.int16: "i",
     DType.uint16: "i",
     DType.bool: "b",
+    **{t: "f" for t in DType if t.is_fp8},
 }
 _ORDERED = {"eq": "Equal", "lt": "LessThan", "le": "LessThanEqual", "gt": "GreaterThan", "ge": "GreaterThanEqual"}
 _FLOAT_ARITHMETIC = {"add": "OpFAdd", "sub": "OpFSub", "mul": "OpFMul", "div": "OpFDiv"}
@@ -245,7 +321,7 @@ class SpirvEmitter:
     def _typed(self, v: Value, t: DType) -> Typed:
         """`v` as a value of `t`: half rounded, 8- and 16-bit integers wrapped to their width."""
         em = self.em
-        if t in (DType.half, DType.bf16) and v.kind == "f":
+        if (t in (DType.half, DType.bf16) or t.is_fp8) and v.kind == "f":
             v = em.round_to(v, element_type(t))
         elif v.kind in ("i", "l") and t.itemsize < (4 if v.kind == "i" else 8):
             bits, width = 8 * t.itemsize, (32 if v.kind == "i" else 64)
