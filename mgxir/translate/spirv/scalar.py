@@ -176,7 +176,7 @@ class ScalarEmitter:
             nan = test("OpIEqual", u("OpBitwiseAnd", bits, k(0x7F)), k(0x7F))
         else:
             nan = test("OpLogicalAnd", test("OpIEqual", field, k(top)), test("OpINotEqual", mantissa, k(0)))
-        quiet = self.select(negative, self.const("f", -math.nan), self.const("f", math.nan))
+        quiet = self.op("OpBitcast", "f", u("OpSelect", negative.id, k(0xFFC00000), k(0x7FC00000)))  # signed
         return self.select(Value(nan, "b"), quiet, value)
 
     def float_to_fp8(self, v: Value, t: DType) -> str:
@@ -434,10 +434,45 @@ class SpirvEmitter:
         return Typed(self.em.op("OpIsInf", "b", x).id, "b", DType.bool)
 
     def reinterpret(self, v: Typed, t: DType) -> Typed:
-        kind = _kind(t)
-        if {v.kind, kind} != {"f", "i"} or v.dtype.itemsize != 4 or t.itemsize != 4:
-            raise NoScalarMeaning(f"no bit cast from {v.dtype.type_name} to {t.type_name} in SPIR-V")
-        return Typed(self.em.op("OpBitcast", kind, v).id, kind, t)
+        """The bits of `v` as a value of `t` (of its size): 64-bit values directly, narrower ones
+        through a uint32 holding their bits. Not between half and integers (16-bit integer types
+        need the Int16 capability) nor to or from bool (a bool's bytes are 0 or 1)."""
+        kind, source = _kind(t), v.dtype
+        unsupported = {DType.half, DType.bool}
+        if source.itemsize != t.itemsize or source in unsupported or t in unsupported:
+            raise NoScalarMeaning(f"no bit cast from {source.type_name} to {t.type_name} in SPIR-V")
+        if t.itemsize == 8:
+            return Typed(self.em.op("OpBitcast", kind, v).id, kind, t)
+        return self._from_bits(self._bits(v), t)
+
+    def _bits(self, v: Typed) -> str:
+        """A uint32 holding the bits of `v` (of a type up to 32 bits but half) in its low bytes."""
+        em, t = self.em, v.dtype
+        u, k = em._u32, em.b.const_uint
+        if t.is_fp8:
+            return em.float_to_fp8(v, t)
+        if t is DType.bf16:  # held in float, rounded: its upper half
+            return u("OpShiftRightLogical", u("OpBitcast", v.id), k(16))
+        if v.kind == "l":  # uint32 in 64-bit int: the low word
+            return u("OpUConvert", v.id)
+        bits = u("OpBitcast", v.id)
+        return bits if t.itemsize == 4 else u("OpBitwiseAnd", bits, k((1 << (8 * t.itemsize)) - 1))
+
+    def _from_bits(self, bits: str, t: DType) -> Typed:
+        """The value of type `t` whose bits a uint32 holds in its low bytes."""
+        em, kind = self.em, _kind(t)
+        if t.is_fp8:
+            return Typed(em.fp8_to_float(bits, t).id, "f", t)
+        if t is DType.bf16:
+            return Typed(em.op("OpBitcast", "f", em._u32("OpShiftLeftLogical", bits, em.b.const_uint(16))).id, "f", t)
+        if kind == "l":
+            wide = em.b.emit("OpUConvert", bits, type=em.b.int_type(64, False), name="w")
+            return Typed(em.op("OpBitcast", "l", wide).id, "l", t)
+        value = em.op("OpBitcast", kind, bits)
+        if kind == "i" and t.itemsize < 4 and not t.is_unsigned:  # sign-extend the low bytes
+            shift = em.const("i", 32 - 8 * t.itemsize)
+            value = em.op("OpShiftRightArithmetic", "i", em.op("OpShiftLeftLogical", "i", value, shift), shift)
+        return Typed(value.id, kind, t)
 
     def extremum(self, a: Typed, b: Typed, largest: bool) -> Typed:
         em = self.em
