@@ -120,7 +120,7 @@ d = @param:d -> int8_type, {3, 4}, {4, 1}
 @5 = quant_dot(d,c)
 @6 = @return(@4,@5)
 """,
-    # a channels-last convolution result whose consumer has no kernel (fp8 has no GPU type) and
+    # a channels-last convolution result whose consumer has no kernel (a bit cast into bool) and
     # runs on the host: it reads a standard copy (the float16 ShuffleNet failure:
     # `pass 'gpu_lowering' left invalid IR`)
     "channels_last_into_host_step": """
@@ -128,9 +128,10 @@ x = @param:x -> half_type, {1, 8, 6, 6}, {288, 36, 6, 1}
 w = @param:w -> half_type, {8, 8, 3, 3}, {72, 9, 3, 1}
 @2 = convolution[padding={1, 1},stride={1, 1},dilation={1, 1},group=1](x,w)
 @3 = pooling[mode=max,padding={0, 0},stride={2, 2},lengths={2, 2}](@2)
-@4 = convert[target_type=12](@3)
-@5 = convert[target_type=1](@4)
-@6 = @return(@5)
+@4 = convert[target_type=5](@3)
+@5 = bit_cast[target_type=0](@4)
+@6 = convert[target_type=1](@5)
+@7 = @return(@6)
 """,
 }
 
