@@ -67,11 +67,6 @@ class Step:
     per_element: bool = True
     level: int = 0
 
-    @property
-    def body(self) -> BodyPlan:
-        """The plan of a POINTWISE step's module."""
-        return plan_body(self.instruction.module_args[0])
-
 
 @dataclass(frozen=True)
 class Reduction:
