@@ -477,15 +477,6 @@ class ReduceKernelBuilder:
             raise Unsupported(str(e)) from None
         for p in plan.parameters:
             element_type(p.shape.dtype)
-        for r in plan.reductions:
-            source = r.source.shape.dtype
-            if (
-                r.reducer.mean
-                and element_type(source).kind == "i"
-                and plan.row_length >= 2 ** (32 - 8 * source.itemsize)
-            ):
-                # the mean divides the 64-bit sum (MIGraphX's); 32-bit partials would wrap before it
-                raise Unsupported(f"a mean of {source.type_name} over {plan.row_length} elements (on the host)")
         self.axes, self.lens, self.params = plan.axes, plan.lens, list(plan.parameters)
         outer_rank = len(plan.collapsed(plan.kept)[0])
         inner_rank = len(plan.collapsed(plan.axes)[0])
@@ -654,9 +645,16 @@ class ReduceKernelBuilder:
 
     def _partial_kind(self, r: Instruction) -> Kind:
         """Partials are of the input's compute kind; truthy folds (any/all) and folds of bools
-        fold 0/1 ints (bool cannot live in workgroup memory portably)."""
-        kind = element_type(r.args[0].shape.dtype).kind
-        return "i" if self.reducers[r].truthy or kind == "b" else kind
+        fold 0/1 ints (bool cannot live in workgroup memory portably); integer means fold 64-bit
+        partials where 32-bit ones could wrap before the division (MIGraphX divides the 64-bit
+        sum; sums and products need not: they wrap modulo the type anyway)."""
+        reducer, source = self.reducers[r], r.args[0].shape.dtype
+        kind = element_type(source).kind
+        if reducer.truthy or kind == "b":
+            return "i"
+        if reducer.mean and kind == "i" and self.plan.row_length >= 2 ** (32 - 8 * source.itemsize):
+            return "l"
+        return kind
 
     def _identity(self, r: Instruction) -> Value:
         kind = self._partial_kind(r)
