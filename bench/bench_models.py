@@ -1,7 +1,8 @@
 """ResNet-50, BERT-base (sequence 128) and torchvision's models with grouped and depthwise
 convolutions (MobileNetV3-Large, EfficientNet-B0, ConvNeXt-T, RegNetY-400MF, ResNeXt-50 32x4d,
-ShuffleNetV2 x1.0; random weights) on mgxir's GPU target against PyTorch eager and
-torch.compile, measured in the same run on the same GPU.
+ShuffleNetV2 x1.0; random weights), and the families in bench/model_zoo.py (DeepLabV3, Swin-T,
+ViT-B/16, DenseNet, GoogLeNet, GPT-2, DistilBERT, T5/BART/Whisper encoders, wav2vec2) on mgxir's GPU
+target against PyTorch eager and torch.compile, measured in the same run on the same GPU.
 
 ResNet-50 and BERT are written in plain torch code here (the others need torchvision); each is exported
 to ONNX on this machine (opset 14), imported with mgxir's ONNX importer, compiled with the `gpu`
@@ -40,6 +41,9 @@ from mgxir.diagnostics import DiagnosticSink
 from mgxir.drivers.run import rms_error
 from mgxir.targets.gpu.driver import load_on_gpu
 from mgxir.translate.onnx import import_model
+
+sys.path.insert(0, str(Path(__file__).parent))
+from model_zoo import ZOO
 
 # -- the models, in plain torch ---------------------------------------------------------------
 
@@ -178,6 +182,7 @@ MODELS: dict[str, Callable[[], tuple[object, Callable[[int], object]]]] = {
     "resnet50": resnet50,
     "bert": bert_base,
     **{name: torchvision_model(constructor) for name, constructor in TORCHVISION.items()},
+    **ZOO,
 }
 PEERS = ("eager", "compile", "reduce-overhead")
 DTYPES = {"f32": "float32", "f16": "float16"}
@@ -205,10 +210,15 @@ def export(model, example, path: Path) -> None:
     import torch
 
     kwargs = dict(input_names=["input"], output_names=["output"], opset_version=14, do_constant_folding=True)
+    # nn.MultiheadAttention's inference fast path is one aten op ONNX has no export for (torchvision's ViT)
+    fastpath = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(False)
     try:
         torch.onnx.export(model, (example,), str(path), dynamo=False, **kwargs)
     except TypeError:  # a torch without the dynamo switch
         torch.onnx.export(model, (example,), str(path), **kwargs)
+    finally:
+        torch.backends.mha.set_fastpath_enabled(fastpath)
 
 
 def exact_float32(run: Callable[[], object]) -> object:

@@ -5,16 +5,19 @@ mgx-verify with each executor in one run of this script:
 - `process` again with nothing changed: the second run's time as a share of the first;
 - `ray` (a local cluster started for the run): its verdicts against `process`'s.
 
-With `--gpus 0,1` (issue 28, on a machine with two GPUs) the runs are on `--targets=gpu` with the
-`process` executor, one worker per GPU (`--gpus`): one GPU against two (verdicts and time), the
-second run from the cache, two GPUs with one worker killed mid-run (nothing lost), and `--tune` on
-two GPUs writing one problem cache that a later one-GPU `--tune` run finds filled.
+With `--gpus 0,1` (issue 28, on a machine with two GPUs) the runs are on `--targets=gpu`: one GPU
+against two (verdicts and time), the second run from the cache, two GPUs with one worker killed
+mid-run (nothing lost), and `--tune` on two GPUs writing one problem cache that a later one-GPU
+`--tune` run finds filled. With `--executor process` (the default) one worker per GPU
+(`--workers`, `--gpus`); with `--executor ray` a local Ray cluster that each run starts, given the
+GPUs by `CUDA_VISIBLE_DEVICES` (Ray gives each task one: `num_gpus=1`), and the worker killed is
+a Ray worker running a task.
 
 Each run is the command itself (`python -m mgxir.tools.mgx_verify`), with its own result cache
 folder; wall seconds and the machine's load average are printed with each figure.
 
     nice python bench/bench_verify.py [--models DIR] [--targets ref] [--every K] [--skip-ray] [--json out.json]
-    python bench/bench_verify.py --gpus 0,1 --every 16 --json out.json
+    python bench/bench_verify.py --gpus 0,1 --every 12 [--executor ray] --json out.json
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT.parent / "shared" / "onnx-models"
@@ -42,6 +46,7 @@ def run_verify(
     args: argparse.Namespace,
     flags: tuple[str, ...] = (),
     kill_worker_after: float | None = None,
+    environment: dict[str, str] | None = None,
 ) -> dict:
     out = folder / f"{name.replace(' ', '_').replace(',', '')}.json"
     command = [
@@ -59,11 +64,12 @@ def run_verify(
     ]
     load = os.getloadavg()[0]
     start = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    env = {**os.environ, **(environment or {})}
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     killed = None
     if kill_worker_after is not None:
         time.sleep(kill_worker_after)
-        killed = kill_a_worker(process.pid)
+        killed = kill_a_ray_worker() if executor == "ray" else kill_a_worker(process.pid)
     stdout, stderr = process.communicate()
     seconds = time.perf_counter() - start
     if process.returncode not in (0, 1):
@@ -104,6 +110,23 @@ def kill_a_worker(pid: int) -> int | None:
     return None
 
 
+def kill_a_ray_worker(wait_s: float = 30.0) -> int | None:
+    """SIGKILLs the first Ray worker seen running a task (Ray names the process after the function
+    it runs: `ray::_on_ray_worker`), waiting up to `wait_s` for one."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if f.read().startswith(b"ray::_on_ray_worker"):
+                        os.kill(int(pid), signal.SIGKILL)
+                        return int(pid)
+            except OSError:
+                continue
+        time.sleep(0.05)
+    return None
+
+
 def problem_entries(folder: Path) -> int:
     path = folder / "problems.json"
     return len(json.loads(path.read_text())) if path.exists() else 0
@@ -117,6 +140,7 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--skip-ray", action="store_true")
     parser.add_argument("--gpus", help="GPU numbers (0,1): the GPU runs of issue 28 instead")
+    parser.add_argument("--executor", default="process", choices=("process", "ray"), help="with --gpus")
     parser.add_argument(
         "--leave-out",
         help="a report of an earlier run: models stopped there (timeout, memory limit) are left out, as "
@@ -164,34 +188,34 @@ def cpu_runs(models: list[str], folder: Path, args: argparse.Namespace) -> list[
 def gpu_runs(models: list[str], folder: Path, args: argparse.Namespace) -> list[dict]:
     gpus = args.gpus.split(",")
     args.targets = "gpu"
-    one = ("--workers=1", f"--gpus={gpus[0]}")
-    both = (f"--workers={len(gpus)}", f"--gpus={args.gpus}")
-    runs = [run_verify(models, folder, "1 GPU", "process", "cache-1", args, one)]
-    runs.append(run_verify(models, folder, f"{len(gpus)} GPUs", "process", "cache-2", args, both))
+    executor = args.executor
+    if executor == "ray":  # the local cluster finds the GPUs it is shown
+        one, both = (), ()
+        see_one, see_both = {"CUDA_VISIBLE_DEVICES": gpus[0]}, {"CUDA_VISIBLE_DEVICES": args.gpus}
+    else:
+        one, both = ("--workers=1", f"--gpus={gpus[0]}"), (f"--workers={len(gpus)}", f"--gpus={args.gpus}")
+        see_one = see_both = {}
+    print(f"executor: {executor}", flush=True)
+
+    def run(inputs: list[str], name: str, cache: str, flags: tuple[str, ...], see: dict, **more: Any) -> dict:
+        return run_verify(inputs, folder, name, executor, cache, args, flags, environment=see, **more)
+
+    runs = [run(models, "1 GPU", "cache-1", one, see_one)]
+    runs.append(run(models, f"{len(gpus)} GPUs", "cache-2", both, see_both))
     table(runs, runs[0])
-    runs.append(run_verify(models, folder, "1 GPU, second run", "process", "cache-1", args, one))
+    runs.append(run(models, "1 GPU, second run", "cache-1", one, see_one))
     killed_at = runs[1]["seconds"] * 0.4
-    runs.append(
-        run_verify(
-            models,
-            folder,
-            f"{len(gpus)} GPUs, a worker killed",
-            "process",
-            "cache-k",
-            args,
-            both,
-            kill_worker_after=killed_at,
-        )
-    )
+    killed_name = f"{len(gpus)} GPUs, a worker killed"
+    runs.append(run(models, killed_name, "cache-k", both, see_both, kill_worker_after=killed_at))
     table(runs, runs[0])
     print(f"{len(gpus)} GPUs / 1 GPU speed-up: {runs[0]['seconds'] / runs[1]['seconds']:.2f}x")
     print(f"second run: {100 * runs[2]['seconds'] / runs[0]['seconds']:.1f}% of the first")
     print(f"killed worker {runs[3]['killed']} at {killed_at:.1f} s: {runs[3]['records']} of {len(models)} records")
     tuned = models[: max(1, len(models) // 4)]
     tune = ("--tune", "--no-cache")
-    runs.append(run_verify(tuned, folder, f"--tune on {len(gpus)} GPUs", "process", "cache-t", args, both + tune))
+    runs.append(run(tuned, f"--tune on {len(gpus)} GPUs", "cache-t", both + tune, see_both))
     entries = problem_entries(folder / "cache-t")
-    runs.append(run_verify(tuned, folder, "--tune on 1 GPU, problems cached", "process", "cache-t", args, one + tune))
+    runs.append(run(tuned, "--tune on 1 GPU, problems cached", "cache-t", one + tune, see_one))
     table(runs[4:], runs[4])
     print(
         f"problem cache after the {len(gpus)}-GPU tuning: {entries} entries; after the 1-GPU run: "

@@ -68,6 +68,15 @@ class MgxError(Exception):
         return self.render()
 
 
+_CONTROL_ESCAPES = {c: repr(chr(c))[1:-1] for c in (*range(0x20), 0x7F)}
+
+
+def one_line(text: str) -> str:
+    """`text` with its control characters written as Python escapes (a newline as \\n): for a
+    message that quotes what a file holds, which must stay one line."""
+    return text.translate(_CONTROL_ESCAPES)
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """`; did you mean 'relu'?` for the closest of `choices` to a misspelt `word` (difflib's ratio of
     at least 0.7: foo_op is not taken for loop), or an empty string when none is close."""

@@ -86,23 +86,23 @@ class Selection:
 
 U = "test/unit/"
 # the passes package's tests: every pass module's row starts with them, so a row of its own keeps their kills
-PASS_TESTS = (U + "test_pass_differential.py", U + "test_mutation_passes.py")
+PASS_TESTS = (U + "passes/test_pass_differential.py", U + "passes/test_dce_and_cse_exactly.py")
 TEXT_TESTS = (
-    U + "test_text_roundtrip.py",
-    U + "test_parser_line_reader.py",
-    U + "test_text_literals_and_files.py",
-    U + "test_mutation_text.py",
+    U + "text/test_text_roundtrip.py",
+    U + "text/test_parser_line_reader.py",
+    U + "text/test_text_literals_and_files.py",
+    U + "text/test_text_reader_errors.py",
 )
 ONNX_TESTS = (
-    U + "test_onnx_import.py",
-    U + "test_onnx_import_edges.py",
-    U + "test_onnx_parser_refusals.py",
-    U + "test_onnx_quantized.py",
-    U + "test_onnx_attention_scan.py",
-    U + "test_mutation_onnx.py",
+    U + "translate/onnx/test_onnx_import.py",
+    U + "translate/onnx/test_onnx_import_edges.py",
+    U + "translate/onnx/test_onnx_parser_refusals.py",
+    U + "translate/onnx/test_onnx_quantized.py",
+    U + "translate/onnx/test_onnx_attention_scan.py",
+    U + "translate/onnx/test_onnx_parser_numerics.py",
 )
 GPU_TESTS = tuple(
-    f"{U}test_{name}.py"
+    f"{U}targets/gpu/test_{name}.py"
     for name in (
         "gpu_target",
         "gpu_data_kernels",
@@ -111,157 +111,207 @@ GPU_TESTS = tuple(
         "gpu_kernel_cache",
         "gpu_compiler_errors",
         "gpu_amdgpu",
-        "mutation_gpu",
     )
 )
 MLIR_TESTS = tuple(
-    f"{U}test_mlir_{name}.py" for name in ("translate", "control", "dynamic", "ops_refusals", "scalar_lowerings")
+    f"{U}translate/mlir/test_mlir_{name}.py"
+    for name in ("translate", "control", "dynamic", "ops_refusals", "scalar_lowerings")
 )
-SPIRV_TESTS = (U + "test_spirv_pointwise.py", U + "test_spirv_reduce.py", U + "test_spirv_corners.py")
+SPIRV_TESTS = (
+    U + "translate/spirv/test_spirv_pointwise.py",
+    U + "translate/spirv/test_spirv_reduce.py",
+    U + "translate/spirv/test_spirv_corners.py",
+)
 # module (or package directory, for every module under it without its own row) -> its tests
 TEST_SELECTIONS: dict[str, Selection] = {
-    "mgxir/passes/eliminate_identity.py": Selection((U + "test_eliminate_identity.py",), "eliminate_identity"),
+    "mgxir/passes/eliminate_identity.py": Selection((U + "passes/test_eliminate_identity.py",), "eliminate_identity"),
     "mgxir/passes/simplify_algebra/elementwise.py": Selection(
-        (U + "test_simplify_algebra_elementwise.py", U + "test_simplify_dispatch.py", U + "test_mutation_passes.py"),
+        (
+            U + "passes/test_simplify_algebra_elementwise.py",
+            U + "passes/test_simplify_dispatch.py",
+            U + "passes/test_dce_and_cse_exactly.py",
+        ),
         "simplify_algebra",
     ),
     "mgxir/ops/common.py": Selection(
-        (U + "test_ops_common.py", U + "test_ops_shapes.py", U + "test_shape.py", U + "test_text_roundtrip.py"),
+        (
+            U + "ops/test_ops_common.py",
+            U + "ops/test_ops_shapes.py",
+            U + "ir/test_shape.py",
+            U + "text/test_text_roundtrip.py",
+        ),
         "text/shape-rules or run/elementwise or run/layout",
     ),
-    "mgxir/interp/interpreter.py": Selection((U + "test_ops_compute_last.py", U + "test_mutation_interp.py"), "run/"),
-    "mgxir/text/printer.py": Selection((U + "test_text_printer.py", U + "test_text_roundtrip.py"), "text/"),
+    "mgxir/interp/interpreter.py": Selection(
+        (U + "ops/test_ops_compute_last.py", U + "interp/test_interpreter.py"), "run/"
+    ),
+    "mgxir/text/printer.py": Selection((U + "text/test_text_printer.py", U + "text/test_text_roundtrip.py"), "text/"),
     # whole packages (a module without its own row takes its package's)
     "mgxir/passes/": Selection(PASS_TESTS, "opt/"),
     "mgxir/ops/": Selection(
-        tuple(
-            f"{U}test_{name}.py"
-            for name in (
-                "ops_shapes",
-                "ops_compute",
-                "ops_compute_more",
-                "ops_compute_last",
-                "ops_compute_edges",
-                "ops_rarely_used",
-                "ops_dynamic_shapes",
-                "ops_common",
-                "shape_rule_edges",
-                "shape_rule_refusals",
-                "shape_properties",
-                "interpreter_edges",
-                "pass_memory_coloring",
-                "mxr_operation_values",
-                "onnx_conformance",
-                "onnx_import",
-                "onnx_import_edges",
-                "onnx_quantized",
-                "onnx_attention_scan",
-                "pass_differential",
-                "fuse",
-            )
+        (
+            U + "ops/test_ops_shapes.py",
+            U + "ops/test_ops_compute.py",
+            U + "ops/test_ops_compute_more.py",
+            U + "ops/test_ops_compute_last.py",
+            U + "ops/test_ops_compute_edges.py",
+            U + "ops/test_ops_rarely_used.py",
+            U + "ops/test_ops_dynamic_shapes.py",
+            U + "ops/test_ops_common.py",
+            U + "ops/test_shape_rule_edges.py",
+            U + "ops/test_shape_rule_refusals.py",
+            U + "ir/test_shape_properties.py",
+            U + "interp/test_interpreter_edges.py",
+            U + "passes/test_pass_memory_coloring.py",
+            U + "translate/mxr/test_mxr_operation_values.py",
+            U + "translate/onnx/test_onnx_conformance.py",
+            U + "translate/onnx/test_onnx_import.py",
+            U + "translate/onnx/test_onnx_import_edges.py",
+            U + "translate/onnx/test_onnx_quantized.py",
+            U + "translate/onnx/test_onnx_attention_scan.py",
+            U + "passes/test_pass_differential.py",
+            U + "passes/test_fuse.py",
         ),
         "run/ or text/",
     ),
     "mgxir/text/": Selection(TEXT_TESTS, "text/"),
     # the LALR tables: built fresh into a scratch cache folder and compared with lark (the session's
     # parsers come from a cache written before mutmut runs, so only these tests reach lalr.py's writer)
-    "mgxir/text/lalr.py": Selection((*TEXT_TESTS, U + "test_lalr_runtime.py"), "text/"),
-    "mgxir/text/lalr_runtime.py": Selection((*TEXT_TESTS, U + "test_lalr_runtime.py"), "text/"),
-    "mgxir/interp/": Selection((U + "test_ops_compute_last.py", U + "test_mutation_interp.py"), "run/"),
+    "mgxir/text/lalr.py": Selection((*TEXT_TESTS, U + "text/test_lalr_runtime.py"), "text/"),
+    "mgxir/text/lalr_runtime.py": Selection((*TEXT_TESTS, U + "text/test_lalr_runtime.py"), "text/"),
+    "mgxir/interp/": Selection((U + "ops/test_ops_compute_last.py", U + "interp/test_interpreter.py"), "run/"),
     "mgxir/drivers/": Selection(
         (
-            U + "test_mutation_drivers.py",
-            U + "test_tools_cli.py",
-            U + "test_run_guarded.py",
-            U + "test_compiled_for_ref.py",
+            U + "drivers/test_drivers_in_process.py",
+            U + "tools/test_tools_cli.py",
+            U + "drivers/test_run_guarded.py",
+            U + "drivers/test_compiled_for_ref.py",
         ),
         "opt/ or run/ or text/ or translate/",
     ),
-    "mgxir/passes/dead_code_elimination.py": Selection((U + "test_mutation_passes.py",), "dce or opt/flags"),
-    "mgxir/passes/eliminate_common_subexpression.py": Selection((U + "test_mutation_passes.py",), "cse"),
+    "mgxir/passes/dead_code_elimination.py": Selection((U + "passes/test_dce_and_cse_exactly.py",), "dce or opt/flags"),
+    "mgxir/passes/eliminate_common_subexpression.py": Selection((U + "passes/test_dce_and_cse_exactly.py",), "cse"),
     "mgxir/passes/fuse_pointwise.py": Selection(
-        (*PASS_TESTS, U + "test_fuse.py", U + "test_mutation_fuse.py"), "fuse_pointwise"
+        (*PASS_TESTS, U + "passes/test_fuse.py", U + "passes/test_fuse_helpers.py"), "fuse_pointwise"
     ),
-    "mgxir/passes/fuse_reduce.py": Selection((*PASS_TESTS, U + "test_fuse.py", U + "test_mutation_fuse.py"), "opt/"),
+    "mgxir/passes/fuse_reduce.py": Selection(
+        (*PASS_TESTS, U + "passes/test_fuse.py", U + "passes/test_fuse_helpers.py"), "opt/"
+    ),
     "mgxir/passes/rewrite_reshapes.py": Selection(
-        (*PASS_TESTS, U + "test_fuse.py", U + "test_mutation_fuse.py"), "opt/"
+        (*PASS_TESTS, U + "passes/test_fuse.py", U + "passes/test_fuse_helpers.py"), "opt/"
     ),
-    "mgxir/passes/module_fusion.py": Selection((*PASS_TESTS, U + "test_fuse.py", U + "test_mutation_fuse.py"), "opt/"),
+    "mgxir/passes/module_fusion.py": Selection(
+        (*PASS_TESTS, U + "passes/test_fuse.py", U + "passes/test_fuse_helpers.py"), "opt/"
+    ),
     "mgxir/passes/manager.py": Selection(
-        (U + "test_pass_manager.py", U + "test_pass_manager_unchanged.py", U + "test_mutation_pass_manager.py"),
-        "opt/",
-    ),
-    "mgxir/passes/base.py": Selection((U + "test_mutation_pass_manager.py", U + "test_pass_manager.py"), "opt/"),
-    "mgxir/passes/testing.py": Selection((U + "test_mutation_pass_manager.py", U + "test_pass_manager.py")),
-    "mgxir/passes/registry.py": Selection(
-        (U + "test_pass_registry.py", U + "test_mutation_pass_manager.py", U + "test_pass_differential.py"), "opt/"
-    ),
-    "mgxir/passes/eliminate_concat.py": Selection(
-        (U + "test_new_passes.py", U + "test_mutation_eliminate_concat.py"), "eliminate_concat"
-    ),
-    "mgxir/passes/memory_coloring.py": Selection((*PASS_TESTS, U + "test_mutation_memory_coloring.py"), "opt/"),
-    "mgxir/passes/eliminate_contiguous.py": Selection(
-        (*PASS_TESTS, U + "test_mutation_eliminate_contiguous.py"),
-        "opt/",
-    ),
-    "mgxir/passes/optimize_module.py": Selection(
-        (*PASS_TESTS, U + "test_mutation_optimize_module.py"),
-        "opt/",
-    ),
-    "mgxir/passes/matchers.py": Selection((*PASS_TESTS, U + "test_mutation_matchers.py"), "opt/"),
-    "mgxir/passes/auto_contiguous.py": Selection((*PASS_TESTS, U + "test_mutation_ref_passes.py"), "opt/"),
-    "mgxir/passes/normalize_ops.py": Selection((*PASS_TESTS, U + "test_mutation_ref_passes.py"), "opt/"),
-    "mgxir/passes/ref_lowering.py": Selection((*PASS_TESTS, U + "test_mutation_ref_passes.py"), "opt/"),
-    "mgxir/passes/propagate_constant.py": Selection(
-        (*PASS_TESTS, U + "test_mutation_propagate_constant.py"),
-        "opt/",
-    ),
-    "mgxir/passes/rewrite.py": Selection((*PASS_TESTS, U + "test_mutation_rewrite.py"), "opt/"),
-    # pass modules with tests of their own: those and the package's
-    "mgxir/passes/rewrite_rnn.py": Selection((*PASS_TESTS, U + "test_rewrite_rnn.py"), "opt/"),
-    "mgxir/passes/split_reduce.py": Selection(
         (
-            *PASS_TESTS,
-            U + "test_mutation_split_reduce.py",
-            U + "test_new_passes.py",
+            U + "passes/test_pass_manager.py",
+            U + "passes/test_pass_manager_unchanged.py",
+            U + "passes/test_pass_manager_reports.py",
         ),
         "opt/",
     ),
-    "mgxir/passes/rewrite_gelu.py": Selection((*PASS_TESTS, U + "test_rewrite_gelu_forms.py"), "opt/"),
-    "mgxir/passes/rewrite_reduce.py": Selection((*PASS_TESTS, U + "test_mutation_rewrite_reduce.py"), "opt/"),
-    "mgxir/passes/rewrite_pooling.py": Selection((*PASS_TESTS, U + "test_mutation_rewrite_pooling.py"), "opt/"),
-    "mgxir/passes/eliminate_pad.py": Selection((*PASS_TESTS, U + "test_mutation_pads.py"), "opt/"),
-    "mgxir/passes/insert_pad.py": Selection((*PASS_TESTS, U + "test_mutation_pads.py"), "opt/"),
-    "mgxir/passes/inline_module.py": Selection((*PASS_TESTS, U + "test_mutation_inline_convert.py"), "opt/"),
-    "mgxir/passes/eliminate_convert.py": Selection((*PASS_TESTS, U + "test_mutation_inline_convert.py"), "opt/"),
+    "mgxir/passes/base.py": Selection(
+        (U + "passes/test_pass_manager_reports.py", U + "passes/test_pass_manager.py"), "opt/"
+    ),
+    "mgxir/passes/testing.py": Selection(
+        (U + "passes/test_pass_manager_reports.py", U + "passes/test_pass_manager.py")
+    ),
+    "mgxir/passes/registry.py": Selection(
+        (
+            U + "passes/test_pass_registry.py",
+            U + "passes/test_pass_manager_reports.py",
+            U + "passes/test_pass_differential.py",
+        ),
+        "opt/",
+    ),
+    "mgxir/passes/eliminate_concat.py": Selection(
+        (U + "passes/test_new_passes.py", U + "passes/test_eliminate_concat.py"), "eliminate_concat"
+    ),
+    "mgxir/passes/memory_coloring.py": Selection((*PASS_TESTS, U + "passes/test_pass_memory_coloring.py"), "opt/"),
+    "mgxir/passes/eliminate_contiguous.py": Selection(
+        (*PASS_TESTS, U + "passes/test_eliminate_contiguous.py"),
+        "opt/",
+    ),
+    "mgxir/passes/optimize_module.py": Selection(
+        (*PASS_TESTS, U + "passes/test_optimize_module.py"),
+        "opt/",
+    ),
+    "mgxir/passes/matchers.py": Selection((*PASS_TESTS, U + "passes/test_matchers.py"), "opt/"),
+    "mgxir/passes/auto_contiguous.py": Selection((*PASS_TESTS, U + "passes/test_ref_passes.py"), "opt/"),
+    "mgxir/passes/normalize_ops.py": Selection((*PASS_TESTS, U + "passes/test_ref_passes.py"), "opt/"),
+    "mgxir/passes/ref_lowering.py": Selection((*PASS_TESTS, U + "passes/test_ref_passes.py"), "opt/"),
+    "mgxir/passes/propagate_constant.py": Selection(
+        (*PASS_TESTS, U + "passes/test_propagate_constant.py"),
+        "opt/",
+    ),
+    "mgxir/passes/rewrite.py": Selection((*PASS_TESTS, U + "passes/test_rewrite.py"), "opt/"),
+    # pass modules with tests of their own: those and the package's
+    "mgxir/passes/rewrite_rnn.py": Selection((*PASS_TESTS, U + "passes/test_rewrite_rnn.py"), "opt/"),
+    "mgxir/passes/split_reduce.py": Selection(
+        (
+            *PASS_TESTS,
+            U + "passes/test_split_reduce.py",
+            U + "passes/test_new_passes.py",
+        ),
+        "opt/",
+    ),
+    "mgxir/passes/rewrite_gelu.py": Selection((*PASS_TESTS, U + "passes/test_rewrite_gelu_forms.py"), "opt/"),
+    "mgxir/passes/rewrite_reduce.py": Selection((*PASS_TESTS, U + "passes/test_rewrite_reduce.py"), "opt/"),
+    "mgxir/passes/rewrite_pooling.py": Selection((*PASS_TESTS, U + "passes/test_rewrite_pooling.py"), "opt/"),
+    "mgxir/passes/eliminate_pad.py": Selection((*PASS_TESTS, U + "passes/test_eliminate_and_insert_pad.py"), "opt/"),
+    "mgxir/passes/insert_pad.py": Selection((*PASS_TESTS, U + "passes/test_eliminate_and_insert_pad.py"), "opt/"),
+    "mgxir/passes/inline_module.py": Selection(
+        (*PASS_TESTS, U + "passes/test_inline_module_and_eliminate_convert.py"), "opt/"
+    ),
+    "mgxir/passes/eliminate_convert.py": Selection(
+        (*PASS_TESTS, U + "passes/test_inline_module_and_eliminate_convert.py"), "opt/"
+    ),
     "mgxir/passes/simplify_algebra/linear.py": Selection(
-        (*PASS_TESTS, U + "test_simplify_algebra_linear.py", U + "test_mutation_simplify_linear.py"), "opt/"
+        (*PASS_TESTS, U + "passes/test_simplify_algebra_linear.py"),
+        "opt/",
     ),
     "mgxir/passes/simplify_algebra/concat.py": Selection(
-        (*PASS_TESTS, U + "test_simplify_algebra_concat.py", U + "test_mutation_simplify_concat.py"), "opt/"
+        (*PASS_TESTS, U + "passes/test_simplify_algebra_concat.py"),
+        "opt/",
     ),
     # translate/ and targets/: each format and target by its own tests (the lit bridge's translate/ cases
     # call mgx-translate in-process)
-    "mgxir/translate/": Selection((U + "test_translate_files.py",), "translate/"),
+    "mgxir/translate/": Selection((U + "translate/test_translate_files.py",), "translate/"),
     "mgxir/translate/onnx/": Selection(ONNX_TESTS, "translate/onnx"),
     "mgxir/translate/mxr/": Selection(
-        (U + "test_mxr_values.py", U + "test_mxr_program_values.py", U + "test_mxr_operation_values.py"),
+        (
+            U + "translate/mxr/test_mxr_values.py",
+            U + "translate/mxr/test_mxr_program_values.py",
+            U + "translate/mxr/test_mxr_operation_values.py",
+        ),
         "translate/mxr",
     ),
     "mgxir/translate/mlir/": Selection(MLIR_TESTS, "translate/mlir"),
     "mgxir/translate/spirv/": Selection(SPIRV_TESTS, "translate/spirv"),
-    "mgxir/translate/py/": Selection((U + "test_py_writer_round_trip.py", U + "test_py_repro_api.py"), "translate/py"),
-    "mgxir/translate/dot/": Selection((U + "test_dot_labels.py",), "translate/dot"),
+    "mgxir/translate/py/": Selection(
+        (U + "translate/py/test_py_writer_round_trip.py", U + "translate/py/test_py_repro_api.py"), "translate/py"
+    ),
+    "mgxir/translate/dot/": Selection((U + "translate/dot/test_dot_labels.py",), "translate/dot"),
     "mgxir/targets/": Selection(
-        (U + "test_targets.py", U + "test_target_cache_keys.py", U + "test_mutation_targets.py"), "run/"
+        (
+            U + "targets/test_targets.py",
+            U + "targets/test_target_cache_keys.py",
+        ),
+        "run/",
     ),
     "mgxir/targets/gpu/": Selection(GPU_TESTS),
     "mgxir/targets/iree/": Selection(
-        (U + "test_iree_cache.py", U + "test_iree_devices.py", U + "test_mlir_ops_iree.py")
+        (
+            U + "targets/iree/test_iree_cache.py",
+            U + "targets/iree/test_iree_devices.py",
+            U + "targets/iree/test_mlir_ops_iree.py",
+        )
     ),
-    "mgxir/targets/vulkan/": Selection((U + "test_vulkan_device.py", *SPIRV_TESTS)),
+    "mgxir/targets/vulkan/": Selection((U + "targets/vulkan/test_vulkan_device.py", *SPIRV_TESTS)),
     "mgxir/passes/simplify_reshapes/": Selection(
-        (U + "test_simplify_reshapes_views.py", U + "test_simplify_reshapes_concat_gather.py"), "simplify_reshapes"
+        (U + "passes/test_simplify_reshapes_views.py", U + "passes/test_simplify_reshapes_concat_gather.py"),
+        "simplify_reshapes",
     ),
 }
 

@@ -237,9 +237,6 @@ def plan_reduce(module: Module, axes: Sequence[int], inputs: Sequence[Layout], o
     reduced = tuple(1 if d in axes else n for d, n in enumerate(lens))
     if any(tuple(s.lens) != lens for s in inputs) or tuple(output.lens) not in (lens, reduced):
         raise Unplannable("fused_reduce inputs and output must share their axes")
-    for p in parameters:
-        if tuple(p.shape.lens) != lens:
-            raise Unplannable(f"body parameter '{p.param_name}' has lens {list(p.shape.lens)}, not {list(lens)}")
     ret = module.return_instruction
     if ret is None or len(ret.args) != 1:
         raise Unplannable("a fused_reduce with more than one result")

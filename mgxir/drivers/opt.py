@@ -54,8 +54,13 @@ class OptOptions(DeclaredOptions):
         flag(
             "portable",
             "--portable",
-            help="With -p gpu: keep each kernel's CUDA/HIP C++ source beside its binary; mgx-run compiles it "
-            "for a GPU of another architecture.",
+            help="With -p gpu: keep each kernel's portable payloads beside its binary (CUDA/HIP C++ source, "
+            "SPIR-V, MLIR bytecode); mgx-run finishes them on another GPU, on Vulkan or on the CPU.",
+        ),
+        Option(
+            "offload_arch",
+            ("--offload-arch",),
+            "With -p gpu --portable: also keep ready binaries for these architectures (sm_90,sm_80,gfx942,...).",
         ),
         flag("from_log", "--from-log", help="The input is MIGraphX log output: load the program printed in it."),
         Option(
@@ -171,20 +176,7 @@ def _opt(options: OptOptions, sink: DiagnosticSink) -> int:
         with progress(f"reading {filename}"):
             program = read_payloads(parse_program(text, filename, base_dir=base_dir, sink=sink), options.input)
         transform(program, sink, _reader(text, filename, base_dir))
-        if options.portable:
-            from mgxir.targets.gpu.compiled import keep_sources
-
-            keep_sources(program)
-        with progress("writing" if options.output in (None, "-") else f"writing {options.output}"):
-            writer = _PROGRAM_FILE_WRITERS.get(os.path.splitext(options.output or "")[1])
-            if writer is not None:  # MIGraphX's program files: a compiled program keeps its code objects
-                import importlib
-
-                module, _, function = writer.partition(":")
-                getattr(importlib.import_module(module), function)(program, options.output)
-            else:
-                write_program(program, options.output, lossless=options.lossless, sidecar=options.sidecar)
-                write_payloads(program, options.output)
+        _write(program, options)
         return 0
     # chunks of the input, and their expected diagnostics: imported only by the commands that ask
     from mgxir.drivers.diagnostics_check import Chunk, split_input
@@ -205,7 +197,7 @@ def _opt_chunks(
 ) -> int:
     """`--split-input-file` as mlir-opt does it: every chunk is processed and a failing one
     reports its error and prints nothing between its markers; exit 1 if any failed, and `-o`
-    then writes nothing."""
+    then writes nothing. A chunk's `// case: NAME` line is printed before its output."""
     from mgxir.drivers.diagnostics_check import SPLIT_MARKER
 
     outputs: list[str] = []
@@ -214,7 +206,7 @@ def _opt_chunks(
         try:
             program = parse_program(chunk.text, filename, base_dir=base_dir, sink=sink, line_map=chunk.line_map())
             transform(program, sink, _reader(chunk.text, filename, base_dir, chunk.line_map()))
-            outputs.append(render(program, options.lossless)[0])
+            outputs.append(chunk.labelled(render(program, options.lossless)[0]))
         except MgxError as e:
             sink.drop_superseded(e.diagnostic)
             sink.flush()
@@ -234,8 +226,23 @@ def _opt_other_format(options: OptOptions, form: str, sink: DiagnosticSink, tran
     program = read_input(options.input, {}, sink, form)
     again = None if options.input == "-" else lambda: read_input(options.input, {}, DiagnosticSink(), form)
     transform(program, sink, again)
-    write_program(program, options.output, lossless=options.lossless, sidecar=options.sidecar)
+    _write(program, options)
     return 0
+
+
+def _write(program: Program, options: OptOptions) -> None:
+    """The result, in the format `-o`'s extension names: MIGraphX's program files (a compiled
+    program keeps its code objects), else program text (and a compiled program's payload sidecar)."""
+    with progress("writing" if options.output in (None, "-") else f"writing {options.output}"):
+        writer = _PROGRAM_FILE_WRITERS.get(os.path.splitext(options.output or "")[1])
+        if writer is not None:
+            import importlib
+
+            module, _, function = writer.partition(":")
+            getattr(importlib.import_module(module), function)(program, options.output)
+        else:
+            write_program(program, options.output, lossless=options.lossless, sidecar=options.sidecar)
+            write_payloads(program, options.output)
 
 
 def _opt_log(options: OptOptions, sink: DiagnosticSink, transform: Transform) -> int:
@@ -268,6 +275,12 @@ def _transformer(options: OptOptions, text: str | None) -> Transform:
             from mgxir.passes.manager import PassManager
 
             PassManager(passes, instrumentation).run(program, sink, replay if read_again else None)
+        if options.portable or options.offload_arch:
+            from mgxir.targets.gpu.compiled import keep_payloads
+
+            archs = [a.strip() for a in (options.offload_arch or "").split(",") if a.strip()]
+            with progress("keeping portable payloads"):
+                keep_payloads(program, archs, sink)
 
     return transform
 

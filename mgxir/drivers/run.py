@@ -10,6 +10,7 @@ rule). Targets plug in through the table of `mgxir.targets.base` (`find_target`)
 from __future__ import annotations
 
 import math
+import os
 import re
 import sys
 import time
@@ -378,8 +379,9 @@ class RunOptions(DeclaredOptions):
         Option(
             "target",
             ("--target",),
-            "Where to run: ref (the numpy reference interpreter), iree (see --device), cpu (IREE), vulkan, gpu.",
-            default="ref",
+            "Where to run: ref (the numpy reference interpreter), iree (see --device), cpu (IREE), vulkan, gpu, "
+            "auto (the first of CUDA, HIP, Vulkan, CPU present). Default: auto for a compiled program file "
+            "(.mxr, .json, .mgx with its .payloads), else ref.",
         ),
         flag("verify_against_ref", "--verify", help="Run on the target and on ref, compare with the rms rule."),
         Option("print_max", ("--print-max-elements",), "Elide printed values past this many.", default=64, kind=int),
@@ -439,6 +441,8 @@ def run_main(options: RunOptions) -> int:
 
 
 def _run(o: RunOptions, sink: DiagnosticSink) -> int:
+    if o.target is None:
+        o.target = default_target(o.input_file, o.from_log or o.log_pass is not None)
     target = find_target(o.target)
     if o.fill is not None and o.fill not in FILLS:
         raise MgxError(f"--fill must be random, zeros, ones or none, not '{o.fill}'")
@@ -454,6 +458,8 @@ def _run(o: RunOptions, sink: DiagnosticSink) -> int:
     options = target_options(target, o)
     with progress(f"reading {o.input_file}"):
         program = _read(target, options, o, sink)
+        if not hasattr(program, "filename"):
+            program.filename = o.input_file  # type: ignore[attr-defined]  # what a target's refusal names
         verify(program, sink, runnable=True)
     check_memory(program)
     params = gather_inputs(program, o.inputs or [], o.fill, o.seed)
@@ -541,9 +547,20 @@ def run_on_target(
 ) -> list[RuntimeValue]:
     """Runs a program already read on `options.target` with that target's options: the one place
     the Python API (`mgxir.run`) runs a program, as mgx-run does in `_run`."""
-    target = find_target(options.target)
-    with progress(f"running on {options.target}" + _compiles.get(options.target, "")):
+    name = options.target or "ref"
+    target = find_target(name)
+    with progress(f"running on {name}" + _compiles.get(name, "")):
         return target.run(program, params, target_options(target, options), sink)
+
+
+def default_target(path: str, from_log: bool) -> str:
+    """`auto` for a program file that may be compiled (.mxr, .json, or text with its payload
+    sidecar: `mgx-opt -p gpu -o` wrote it), else `ref`."""
+    if from_log or path == "-":
+        return "ref"
+    if os.path.exists(os.path.splitext(path)[0] + ".payloads") or input_format(path) in ("mxr", "json"):
+        return "auto"
+    return "ref"
 
 
 def _read(target: Target, options: object, o: RunOptions, sink: DiagnosticSink) -> Program:

@@ -512,6 +512,26 @@ class Slice(OpDef):
             lens[a] = _slice_len(s.lens[a], b, e)
         return Shape.make(s.dtype, lens, s.strides)
 
+    def normalize(self, op: Operation, inputs: Sequence[Shape]) -> Operation:
+        """MIGraphX's normalize_axes for slice: besides the axes, each start and end is clipped to
+        [-len, len] of its axis and a negative one counted from the end (static inputs)."""
+        op = super().normalize(op, inputs)
+        axes, starts, ends = op["axes"], op["starts"], op["ends"]
+        if not inputs or inputs[0].is_dynamic or inputs[0].is_tuple or not len(axes) == len(starts) == len(ends):
+            return op
+        lens = inputs[0].lens
+        if any(not 0 <= a < len(lens) for a in axes):
+            return op
+
+        def within(values: Sequence[int]) -> tuple[int, ...]:
+            clipped = (min(max(v, -lens[a]), lens[a]) for v, a in zip(values, axes))
+            return tuple(v + lens[a] if v < 0 else v for v, a in zip(clipped, axes))
+
+        fixed_starts, fixed_ends = within(starts), within(ends)
+        if fixed_starts == tuple(starts) and fixed_ends == tuple(ends):
+            return op
+        return op.replace(starts=fixed_starts, ends=fixed_ends)
+
     def _roles(self, op: Operation, count: int) -> tuple[str, ...]:
         """Which of starts, ends and axes the inputs after the data give, by the attributes set."""
         given = tuple(name for name in ("starts", "ends", "axes") if not op[name])

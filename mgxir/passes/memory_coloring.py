@@ -4,7 +4,8 @@ instead; `scratch_parameter=true` does that too, though the program then needs t
 
 An allocation lives from its definition to the last use of anything that aliases it: views of it
 (`is_view` ops), lowered target ops that write into their last argument, and operators mgxir does
-not know, whose last argument is taken to alias it (MIGraphX's convention for lowered ops).
+not know, whose last argument is taken to alias it (MIGraphX's convention for lowered ops). A value
+that an `if` or `loop` body reads from the module around it is used by that `if` or `loop`.
 Offsets are planned in one scan in program order with a best-fit free list that coalesces
 neighbours (MIGraphX colours a conflict graph instead, which is quadratic; the peak may differ).
 Offsets are aligned as MIGraphX aligns them: the largest element size, times 4 (or 2) where the
@@ -42,6 +43,24 @@ def aliased_root(ins: Instruction, roots: dict[Instruction, Instruction]) -> Ins
     if ins.op.defn.is_opaque or ins.op.defn.writes_last_argument:
         return roots.get(ins.args[-1])
     return None
+
+
+def body_modules(ins: Instruction) -> list[Module]:
+    """`ins`'s submodules and theirs, each once."""
+    found: dict[int, Module] = {}
+    for module in ins.module_args:
+        for reached in module.reachable_modules():
+            found.setdefault(id(reached), reached)
+    return list(found.values())
+
+
+def outer_values(ins: Instruction) -> list[Instruction]:
+    """The values of the modules around `ins` that its submodules (an `if`'s branches, a `loop`'s
+    body, and theirs) read: what `ins` uses besides its arguments."""
+    modules = body_modules(ins)
+    inside = {sub for module in modules for sub in module}
+    read = dict.fromkeys(arg for module in modules for sub in module for arg in sub.args)
+    return [value for value in read if value not in inside]
 
 
 class FreeList:
@@ -123,7 +142,7 @@ class MemoryColoring(ModulePass):
         last_use: dict[Instruction, int] = {}
         roots: dict[Instruction, Instruction] = {}
         for index, ins in enumerate(module):
-            for arg in ins.args:
+            for arg in [*ins.args, *outer_values(ins)] if ins.module_args else ins.args:
                 root = roots.get(arg)
                 if root is not None:
                     last_use[root] = index

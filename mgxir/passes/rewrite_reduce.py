@@ -108,7 +108,12 @@ def _accumulates_wider(dtype: DType, count: int) -> bool:
         return True
     if size >= 3:
         return False
-    largest = float(np.iinfo(dtype.numpy).max if dtype.is_integral else np.finfo(dtype.numpy).max)
+    if dtype.is_integral:
+        largest = float(np.iinfo(dtype.numpy).max)
+    else:
+        import ml_dtypes  # its finfo knows bf16 as well as numpy's types
+
+        largest = float(ml_dtypes.finfo(dtype.numpy).max)
     return count >= largest / 4
 
 

@@ -6,7 +6,11 @@ constant shift the reverse direction's sequence and read the states through the
 `rnn_var_sl_shift_output` / `rnn_var_sl_last_output` ops.
 
 MIGraphX's rewrite ignores `clip` and LSTM's `input_forget`, which changes results, so mgxir leaves
-an op that sets either as it is (as it does a dynamic one)."""
+an op that sets either as it is (as it does a dynamic one). `exact_gates=true` (the `gpu` pipeline's
+choice, so that such RNNs run as gemms and pointwise kernels rather than on the host) unrolls them
+too, as the reference computes them: each gate's pre-activation clipped to [-clip, clip] before its
+activation, and with input_forget the forget gate 1 - the input gate. That differs from MIGraphX's
+output on purpose: MIGraphX's unrolled program gives other numbers than its own reference op."""
 
 from __future__ import annotations
 
@@ -96,6 +100,8 @@ class RnnRewriter:
         self.module = module
         self.ins = ins
         self.lengths = lengths
+        self.clip = float(ins.op["clip"])
+        self.input_forget = ins.op.defn.name == "lstm" and bool(ins.op["input_forget"])
 
     def add(self, name: str, args: Sequence[Instruction], **attributes: object) -> Instruction:
         return self.module.insert(self.ins, make_op(name, **attributes), args)
@@ -185,7 +191,14 @@ class RnnRewriter:
         xt = self.slice(seq, 0, index, index + 1)
         return self.squeeze(self.add("contiguous", [xt]))
 
-    def activation(self, function: Operation, arg: Instruction) -> Instruction:
+    def activation(self, function: Operation, arg: Instruction, clipped: bool = True) -> Instruction:
+        """function(arg), arg clipped to [-clip, clip] first where the op sets clip (the reference
+        clips every gate and candidate before its activation, not LSTM's cell state)."""
+        if clipped and self.clip > 0:
+            bound = Shape.make(arg.shape.dtype, arg.shape.lens)
+            low = self.module.add_literal(Literal(bound, np.full(bound.lens, -self.clip)))
+            high = self.module.add_literal(Literal(bound, np.full(bound.lens, self.clip)))
+            arg = self.add("clip", [arg, low, high])
         return self.module.insert(self.ins, function, [arg])
 
     def steps(self, is_forward: bool) -> list[tuple[int, int]]:
@@ -302,6 +315,9 @@ class RnnRewriter:
             for gate_index in range(3):  # input, output, forget
                 part = self.slice(spph, 0, gate_index * hs, (gate_index + 1) * hs)
                 peephole.append(self.broadcast(part, ic_lens))
+        ones = None
+        if self.input_forget:
+            ones = self.module.add_literal(Literal(Shape.make(sic.shape.dtype, ic_lens), np.ones(ic_lens)))
         hidden_states = cell_states = last_hidden = last_cell = None
         steps = self.steps(is_forward)
         for i, index in steps:
@@ -319,13 +335,13 @@ class RnnRewriter:
                 it_before = self.add("add", [it_before, self.add("mul", [peephole[0], sic])])
                 ft_before = self.add("add", [ft_before, self.add("mul", [peephole[2], sic])])
             it = self.activation(gate, it_before)
-            ft = self.activation(gate, ft_before)
+            ft = self.add("sub", [ones, it]) if ones is not None else self.activation(gate, ft_before)
             ct = self.activation(candidate_function, ct_before)
             cellt = self.add("add", [self.add("mul", [ft, sic]), self.add("mul", [it, ct])])
             if peephole:
                 ot_before = self.add("add", [ot_before, self.add("mul", [peephole[1], cellt])])
             ot = self.activation(gate, ot_before)
-            ht = self.add("mul", [ot, self.activation(output_function, cellt)])
+            ht = self.add("mul", [ot, self.activation(output_function, cellt, clipped=False)])
             sic, sih = cellt, ht
             last_hidden = self.add("unsqueeze", [ht], axes=(0, 1))
             last_cell = self.add("unsqueeze", [cellt], axes=(0, 1))
@@ -443,21 +459,23 @@ class RnnRewriter:
             )
 
 
-def rewritable(ins: Instruction) -> bool:
-    """Whether MIGraphX's rewrite keeps this op's meaning: it ignores clip and input_forget."""
+def rewritable(ins: Instruction, exact_gates: bool = False) -> bool:
+    """Whether the rewrite keeps this op's meaning: MIGraphX's ignores clip and input_forget,
+    `exact_gates` computes them."""
     op = ins.op
     if ins.shape.is_dynamic or any(a.shape.is_dynamic for a in ins.args[:3]):
         return False
-    return op["clip"] == 0 and not (op.defn.name == "lstm" and op["input_forget"])
+    return exact_gates or (op["clip"] == 0 and not (op.defn.name == "lstm" and op["input_forget"]))
 
 
 @dataclasses.dataclass
 class RewriteRnn(ModulePass):
     name = "rewrite_rnn"
     description = "Unroll rnn, gru and lstm into dot/add/activation/concat over the sequence."
+    exact_gates: bool = False  # also unroll ops with clip or input_forget, computing them (MIGraphX drops them)
 
     def apply_module(self, module: Module, context: PassContext) -> None:
-        recurrent = [ins for ins in module if ins.op.defn.has(traits.Recurrent) and rewritable(ins)]
+        recurrent = [ins for ins in module if ins.op.defn.has(traits.Recurrent) and rewritable(ins, self.exact_gates)]
         if not recurrent:
             return
         constant = ConstantAnalysis()

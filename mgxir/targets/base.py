@@ -47,14 +47,17 @@ class TargetEntry(FrozenRecord):
 TARGETS: dict[str, TargetEntry] = {
     "ref": TargetEntry("mgxir.targets.ref:RefTarget"),
     "iree": TargetEntry("mgxir.targets.iree.target:IreeTarget"),
-    "cpu": TargetEntry("mgxir.targets.iree.target:CpuTarget"),
-    "vulkan": TargetEntry("mgxir.targets.vulkan.target:VulkanTarget"),
+    # the cpu and vulkan targets also finish compiled programs (mgx-opt -p gpu --portable)
+    "cpu": TargetEntry("mgxir.targets.portable:PortableCpuTarget"),
+    "vulkan": TargetEntry("mgxir.targets.portable:PortableVulkanTarget"),
     "gpu": TargetEntry(
         "mgxir.targets.gpu.target:GpuTarget",
         passes=("gpu", "gpu_lowering"),
         passes_module="mgxir.targets.gpu.lowering",
         ops_module="mgxir.targets.gpu.ops",
     ),
+    # a compiled program on the first of CUDA, HIP, Vulkan and the CPU present (mgxir.targets.portable)
+    "auto": TargetEntry("mgxir.targets.portable:AutoTarget"),
 }
 
 

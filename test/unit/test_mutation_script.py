@@ -54,9 +54,13 @@ def test_every_selected_test_file_exists() -> None:
 @pytest.mark.parametrize(
     ("module", "test_file", "lit"),
     [
-        ("mgxir/translate/onnx/parsers/nn.py", "test/unit/test_mutation_onnx.py", "(translate/onnx)"),
-        ("mgxir/targets/gpu/kernels.py", "test/unit/test_mutation_gpu.py", None),
-        ("mgxir/translate/mlir/emitter.py", "test/unit/test_mlir_translate.py", "(translate/mlir)"),
+        (
+            "mgxir/translate/onnx/parsers/nn.py",
+            "test/unit/translate/onnx/test_onnx_parser_numerics.py",
+            "(translate/onnx)",
+        ),
+        ("mgxir/targets/gpu/kernels.py", "test/unit/targets/gpu/test_gpu_data_kernels.py", None),
+        ("mgxir/translate/mlir/emitter.py", "test/unit/translate/mlir/test_mlir_translate.py", "(translate/mlir)"),
     ],
 )
 def test_translate_and_targets_modules_have_their_own_tests(module: str, test_file: str, lit: str | None) -> None:

@@ -8,8 +8,9 @@ index maps the input file's content and folder (and every other file its import 
 data, literal sidecars, each checked by content) to the fingerprint; an input whose import failed is keyed
 by that content instead. A record is written atomically (a temporary file renamed), so workers and
 runs share one folder. A timeout is kept (the timeout is part of every key: a run with another
-timeout runs again); records of work stopped from outside (memory limits, dead workers) and
-refusals are never kept: `cacheable` says which are.
+timeout runs again), and so is a task the memory limit stopped and mgxir's refusal of an input;
+records of work stopped from outside (dead workers) and refusals that do not depend on the input
+(a target missing here, onnxruntime refusing) are never kept: `cacheable` says which are.
 """
 
 from __future__ import annotations
@@ -75,9 +76,12 @@ def _digest(value: Any) -> str:
 
 
 def cacheable(record: dict) -> bool:
-    """Whether a record is the task's own outcome (it ran to its end or its timeout, and read its
-    input), not work stopped from outside or a refusal, which say nothing about the input."""
-    return bool(record.get("reads")) and record["status"] != "refused"
+    """Whether a record is the task's own outcome (it ran to its end, its timeout or its memory
+    limit, and read its input, `reads`), not work stopped from outside (a dead worker) or a refusal
+    that says nothing about the input (a target's package missing, onnxruntime refusing): those
+    records have no `reads`. mgxir's own refusal of the input (it does not parse, an op MIGraphX
+    lacks) is kept: the same input is refused again until mgxir changes."""
+    return bool(record.get("reads"))
 
 
 class ResultCache:

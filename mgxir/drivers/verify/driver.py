@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Any
 
-from mgxir.diagnostics import MgxError
+from mgxir.diagnostics import MgxError, did_you_mean
 from mgxir.drivers.common import check_output_path
 from mgxir.drivers.options import DeclaredOptions, Option, flag
 from mgxir.drivers.verify import report
@@ -102,7 +102,9 @@ def _checked(o: VerifyOptions) -> tuple[list[str], list[str], dict | None]:
     targets = [t.strip() for t in o.targets.split(",") if t.strip()]
     unknown = [t for t in targets if t not in target_names()]
     if unknown or not targets:
-        raise MgxError(f"unknown target '{unknown[0] if unknown else ''}' (available: {', '.join(target_names())})")
+        name = unknown[0] if unknown else ""
+        hint = did_you_mean(name, target_names())
+        raise MgxError(f"unknown target '{name}'{hint} (available: {', '.join(target_names())})")
     if o.executor not in EXECUTORS:
         raise MgxError(f"--executor must be {', '.join(EXECUTORS)}, not '{o.executor}'")
     if o.against not in (AGAINST_REFERENCE, AGAINST_ONNXRUNTIME):
@@ -184,12 +186,12 @@ def _run(tasks: list[Task], o: VerifyOptions, limits: Limits, cache: ResultCache
     samples = warm_up_samples([tasks[i].input for i in to_run])
     with executor(o.executor, limits, o.ray_address, samples) as chosen:
         options = tasks[to_run[0]].options
-        refused = {target: chosen.probe(target, options) for target in dict.fromkeys(tasks[i].target for i in to_run)}
+        probes = {target: chosen.probe(target, options) for target in dict.fromkeys(tasks[i].target for i in to_run)}
         runnable = []
         for index in to_run:
-            reason = refused[tasks[index].target]
-            if reason is not None:
-                done(index, record(tasks[index], "refused", reason))
+            verdict = probes[tasks[index].target]
+            if verdict is not None:
+                done(index, record(tasks[index], *verdict))
             else:
                 runnable.append(index)
         chosen.run([tasks[i] for i in runnable], lambda k, found: done(runnable[k], found))

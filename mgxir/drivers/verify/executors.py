@@ -8,13 +8,16 @@ address space the size of the device's memory) and a timeout: a task that hangs 
 the limit is stopped and reported as `error`, and its worker goes on. A worker that dies (killed, or
 its machine gone) has its tasks run again, up to `retries` more times, then reported as `error`.
 Under `process` the tasks running on the pool when a worker dies count a try each (the pool cannot
-tell which of them the dead worker held); Ray knows and retries only that task.
+tell which of them the dead worker held); Ray knows and retries only that task. `inline` applies
+the same limits as far as a process can limit itself (`run_inline`), so every executor gives the
+same verdicts.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import itertools
 import json
 import math
 import os
@@ -24,7 +27,16 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from mgxir.drivers.verify.tasks import GPU_TARGETS, Task, TaskOptions, probe_target, record, run_task, warm_up
+from mgxir.drivers.verify.tasks import (
+    GPU_TARGETS,
+    Task,
+    TaskOptions,
+    Verdict,
+    probe_target,
+    record,
+    run_task,
+    warm_up,
+)
 from mgxir.records import Record
 
 EXECUTORS = ("process", "inline", "ray")
@@ -63,19 +75,62 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def _limit_memory(task: Task, limits: Limits) -> None:
-    """The child's address space capped at what it already maps plus `memory_bytes` (a Ray worker
-    maps gigabytes of its own before any task runs)."""
+def _address_space_limit(task: Task, limits: Limits) -> int | None:
+    """The bytes of address space a task may map: what its process already maps plus
+    `memory_bytes` (a Ray worker maps gigabytes of its own before any task runs); None: no limit."""
     if limits.memory_bytes is None or task.target in GPU_TARGETS:
-        return
-    import resource
-
+        return None
     try:
         with open("/proc/self/statm") as f:
             mapped = int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError):
         mapped = 0
-    resource.setrlimit(resource.RLIMIT_AS, (mapped + limits.memory_bytes, mapped + limits.memory_bytes))
+    return mapped + limits.memory_bytes
+
+
+def _limit_memory(task: Task, limits: Limits) -> None:
+    """The child's address space capped for good (the child ends with its tasks)."""
+    import resource
+
+    limit = _address_space_limit(task, limits)
+    if limit is not None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+@contextlib.contextmanager
+def _memory_limited_here(task: Task, limits: Limits) -> Iterator[None]:
+    """This process's address space capped while the block runs (the soft limit only, so that it
+    can be lifted again): the inline executor's tasks meet the limit the pool's children meet."""
+    import resource
+
+    limit = _address_space_limit(task, limits)
+    if limit is None:
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    capped = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (capped, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
+def timed_out(task: Task, limits: Limits) -> dict:
+    """The record of a task past the timeout: the input's own doing under this timeout (which the
+    cache key holds), so kept."""
+    return {**record(task, "error", f"timed out after {limits.timeout_s:g} s"), "reads": [task.input]}
+
+
+def run_inline(task: Task, limits: Limits) -> dict:
+    """The task's record, run in this process under the limits the pool's children have, so that
+    every executor gives the same verdict: the memory limit as it runs (a MemoryError is the
+    task's `error`), and the timeout once it has ended (a thread cannot be stopped: a task that
+    ran past it is reported as the pool reports the task it stops)."""
+    start = time.monotonic()
+    with _memory_limited_here(task, limits):
+        found = run_task(task)
+    return timed_out(task, limits) if time.monotonic() - start > limits.timeout_s else found
 
 
 def run_limited(task: Task, limits: Limits, work: Callable[[], Any] | None = None) -> Any:
@@ -122,13 +177,13 @@ def _in_child(tasks: list[Task], works: list[Callable[[], Any]] | None, limits: 
     results: list = []
     pending = b""
     deadline = time.monotonic() + limits.timeout_s
-    timed_out = ended = False
+    stopped = ended = False
     try:
         with os.fdopen(read_end, "rb", buffering=0) as pipe:
             while not ended:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    timed_out = True
+                    stopped = True
                     break
                 ready, _, _ = select.select([pipe], [], [], min(left, 1.0))
                 if not ready:
@@ -140,15 +195,15 @@ def _in_child(tasks: list[Task], works: list[Callable[[], Any]] | None, limits: 
                     results += [json.loads(line) for line in lines]
                     deadline = time.monotonic() + limits.timeout_s  # each task has the whole timeout
     finally:
-        if timed_out or len(results) < len(tasks):
+        if stopped or len(results) < len(tasks):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         _, status = os.waitpid(pid, 0)
     if len(results) == len(tasks):
         return results, None
     task = tasks[len(results)]
-    if timed_out:  # the input's own doing under this timeout (which the cache key holds): kept
-        return results, {**record(task, "error", f"timed out after {limits.timeout_s:g} s"), "reads": [task.input]}
+    if stopped:
+        return results, timed_out(task, limits)
     if os.WIFSIGNALED(status):
         name = signal.Signals(os.WTERMSIG(status)).name
         return results, record(task, "error", f"the task's process died ({name}; past the memory limit?)")
@@ -156,19 +211,34 @@ def _in_child(tasks: list[Task], works: list[Callable[[], Any]] | None, limits: 
     return results, record(task, "error", f"the task's process ended with exit code {code} and no result")
 
 
-BATCH_MOST = 32  # tasks a child runs at most (per worker, four batches at least where there are enough)
+BATCH_MOST = 32  # tasks a child runs at most
+BATCHES_PER_WORKER = 4  # batches per worker at least, where there are enough tasks
 
 
 def batches(tasks: list[int], targets: list[str], workers: int) -> list[list[int]]:
-    """Task indices in runs of one target, each at most BATCH_MOST long and short enough that
-    every worker gets four."""
-    size = max(1, min(BATCH_MOST, len(tasks) // (4 * workers) or 1))
-    out: list[list[int]] = []
+    """Task indices in batches, each of one target (a run lists an input's targets one after
+    another: batched in that order, two targets made a batch of every task). The batches shrink
+    towards the end (the first two to three times the last, their number what equal batches
+    would take): the last batch is what one worker still runs while the others wait, and with equal
+    batches of 12 models two GPUs gave 1.75x, not 2x."""
+    by_target: dict[str, list[int]] = {}
     for index in tasks:
-        if out and len(out[-1]) < size and targets[out[-1][0]] == targets[index]:
-            out[-1].append(index)
-        else:
-            out.append([index])
+        by_target.setdefault(targets[index], []).append(index)
+    ordered = [index for group in by_target.values() for index in group]
+    count = len(ordered)
+    if not count:
+        return []
+    wanted = min(count, max(BATCHES_PER_WORKER * workers, math.ceil(1.5 * count / BATCH_MOST)))
+    weights = [3 * wanted - 2 * k for k in range(wanted)]  # the first: 3/(2 wanted + 1) of the tasks
+    ends, total, so_far = [], sum(weights), 0
+    for weight in weights:
+        so_far += weight
+        ends.append(round(count * so_far / total))
+    out: list[list[int]] = []
+    start = 0
+    for end in ends:  # a batch that spans two targets is two
+        chunk, start = ordered[start:end], end
+        out += [list(run) for _, run in itertools.groupby(chunk, key=targets.__getitem__)]
     return out
 
 
@@ -180,9 +250,14 @@ def finite(record_: dict) -> dict:
     return record_
 
 
-def _probe_in_child(target: str, options: TaskOptions, limits: Limits) -> dict:
+def _probe_in_child(target: str, options: TaskOptions, limits: Limits) -> Verdict | None:
+    """The probe under the task's limits: a probe that hangs or kills its process (a driver that
+    crashes) is the target's `error`, not the run's."""
     probe = Task("<probe>", target, options)
-    return run_limited(probe, limits, lambda: {"refused": probe_target(target, options)})
+    found = run_limited(probe, limits, lambda: {"probe": probe_target(target, options)})
+    if "probe" not in found:
+        return "error", f"the target's probe failed: {found['message']}"
+    return None if found["probe"] is None else (found["probe"][0], found["probe"][1])
 
 
 # -- executors -------------------------------------------------------------------------------------
@@ -191,7 +266,8 @@ def _probe_in_child(target: str, options: TaskOptions, limits: Limits) -> dict:
 class Executor:
     """Runs tasks, calling `on_record(index, record)` as each ends (in this process)."""
 
-    def probe(self, target: str, options: TaskOptions) -> str | None:
+    def probe(self, target: str, options: TaskOptions) -> Verdict | None:
+        """None where the target runs on the workers; else what its every task is (a status, a line)."""
         raise NotImplementedError
 
     def run(self, tasks: list[Task], on_record: OnRecord) -> None:
@@ -202,15 +278,18 @@ class Executor:
 
 
 class InlineExecutor(Executor):
-    """In this process, one task after another, with no limits (for debugging: a breakpoint in a
-    pass stops here)."""
+    """In this process, one task after another (for debugging: a breakpoint in a pass stops here),
+    under the pool's limits as far as a process can limit itself (`run_inline`)."""
 
-    def probe(self, target: str, options: TaskOptions) -> str | None:
+    def __init__(self, limits: Limits | None = None):
+        self.limits = limits or Limits()
+
+    def probe(self, target: str, options: TaskOptions) -> Verdict | None:
         return probe_target(target, options)
 
     def run(self, tasks: list[Task], on_record: OnRecord) -> None:
         for index, task in enumerate(tasks):
-            on_record(index, finite(run_task(task)))
+            on_record(index, finite(run_inline(task, self.limits)))
 
 
 def _worker_started(started: Any, gpus: tuple[str, ...], samples: list[str]) -> None:
@@ -249,11 +328,16 @@ class ProcessExecutor(Executor):
             initializer=_worker_started,
             initargs=(context.Value("i", 0), self.limits.gpus, self.samples),
         )
+        # the pool starts a spawned worker only when a task finds none idle: the second worker's start
+        # and warm-up came after the probe, while the first worker ran tasks. One call per worker
+        # starts them all at once, their warm-up beside the probe
+        for _ in range(self.limits.workers):
+            self.pool.submit(os.getpid)
         return self.pool
 
-    def probe(self, target: str, options: TaskOptions) -> str | None:
+    def probe(self, target: str, options: TaskOptions) -> Verdict | None:
         pool = self.pool or self._new_pool()
-        return pool.submit(_probe_in_child, target, options, self.limits).result()["refused"]
+        return pool.submit(_probe_in_child, target, options, self.limits).result()
 
     def run(self, tasks: list[Task], on_record: OnRecord) -> None:
         from concurrent.futures import FIRST_COMPLETED, wait
@@ -314,7 +398,7 @@ def _on_ray_worker(tasks: list[Task], limits: Limits, samples: list[str]) -> lis
     return [finite(r) for r in run_limited_batch(tasks, limits)]
 
 
-def _probe_on_ray_worker(target: str, options: TaskOptions, limits: Limits) -> dict:
+def _probe_on_ray_worker(target: str, options: TaskOptions, limits: Limits) -> Verdict | None:
     return _probe_in_child(target, options, limits)
 
 
@@ -350,16 +434,22 @@ class RayExecutor(Executor):
     def _gpus(self, target: str) -> int:
         return 1 if target in GPU_TARGETS else 0
 
-    def probe(self, target: str, options: TaskOptions) -> str | None:
+    def probe(self, target: str, options: TaskOptions) -> Verdict | None:
         if self._gpus(target) and not self.ray.cluster_resources().get("GPU", 0):
-            return "the Ray cluster has no GPU"
+            return "refused", "the Ray cluster has no GPU"
         ref = self.remote_probe.options(num_cpus=1, num_gpus=self._gpus(target)).remote(target, options, self.limits)
-        return self.ray.get(ref)["refused"]
+        try:
+            return self.ray.get(ref)
+        except self.ray.exceptions.RayError as e:  # its workers died `retries + 1` times
+            return "error", f"the target's probe failed: its Ray worker failed: {type(e).__name__}"
 
     def run(self, tasks: list[Task], on_record: OnRecord) -> None:
         ray = self.ray
-        cpus = int(ray.cluster_resources().get("CPU", 1))
-        for batch in batches(list(range(len(tasks))), [t.target for t in tasks], cpus):
+        resources = ray.cluster_resources()
+        # as many run at once as the cluster has CPUs, or GPUs where every task needs one (batched by
+        # the CPUs there, the batches were single tasks, each a child that set up the GPU again)
+        slots = resources.get("GPU" if all(self._gpus(t.target) for t in tasks) else "CPU", 1)
+        for batch in batches(list(range(len(tasks))), [t.target for t in tasks], max(1, int(slots))):
             gpus = self._gpus(tasks[batch[0]].target)
             ref = self.remote.options(num_cpus=1, num_gpus=gpus).remote(
                 [tasks[i] for i in batch], self.limits, self.samples
@@ -393,7 +483,7 @@ def executor(
     `samples`: inputs whose readers each worker loads once (`warm_up`)."""
     chosen: Executor
     if name == "inline":
-        chosen = InlineExecutor()
+        chosen = InlineExecutor(limits)
     elif name == "process":
         chosen = ProcessExecutor(limits, samples)
     else:

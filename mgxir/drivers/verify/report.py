@@ -85,18 +85,17 @@ def read_baseline(path: str) -> dict[tuple[str, str], dict]:
 
 
 def change(record: dict, baseline: dict[tuple[str, str], dict] | None) -> str:
-    """`regression` (was ok, now a mismatch or an error), `fixed`, `slower`/`faster` (both ok),
-    `new` (not in the baseline) or `same`."""
+    """`regression` (was ok, now anything else: a refusal too, as an importer or a target that
+    stops accepting a model is a regression however cleanly it says so), `fixed` (now ok),
+    `slower`/`faster` (both ok), `new` (not in the baseline) or `same`."""
     if baseline is None:
         return "same"
     old = baseline.get((record["input"], record["target"]))
     if old is None:
         return "new"
     was_ok, is_ok = old.get("status") == "ok", record["status"] == "ok"
-    if was_ok and record["status"] in ("mismatch", "error"):
-        return "regression"
-    if is_ok and old.get("status") in ("mismatch", "error"):
-        return "fixed"
+    if was_ok != is_ok:
+        return "fixed" if is_ok else "regression"
     if was_ok and is_ok and old.get("ms") and record.get("ms") is not None:
         if record["ms"] > SLOWER * old["ms"] + 1.0:
             return "slower"
@@ -128,7 +127,7 @@ def table(records: list[dict], baseline: dict[tuple[str, str], dict] | None, eve
     rows = [("change", "status", "target", "ms", "rms", "input", "message")]
     shown = 0
     for what, r in ordered(records, baseline):
-        if everything or what not in ("same", "new", "faster") or r["status"] != "ok":
+        if everything or noteworthy(what, r):
             rows.append(
                 (
                     what,
@@ -149,6 +148,12 @@ def table(records: list[dict], baseline: dict[tuple[str, str], dict] | None, eve
         lines = [line.rstrip() for line in lines]
     lines += summary_lines(records, baseline)
     return "\n".join(lines) + "\n"
+
+
+def noteworthy(what: str, record: dict) -> bool:
+    """A record the table shows without --all (and the HTML page first): a change but a new or
+    faster ok one, and every record that is not ok."""
+    return what not in ("same", "new", "faster") or record["status"] != "ok"
 
 
 def summary_lines(records: list[dict], baseline: dict[tuple[str, str], dict] | None) -> list[str]:
@@ -178,42 +183,71 @@ def write_html(path: str, env: dict[str, Any], records: list[dict], baseline: di
 
 
 def html_page(env: dict[str, Any], records: list[dict], baseline: dict | None) -> str:
+    """The page: the environment and the counts, then what changed against the baseline
+    (regressions first; without a baseline, what failed), then the plots (statuses per target, each
+    target's time per model), then every record. Inputs are shown below their common folder."""
     e = html.escape
     targets = list(dict.fromkeys(r["target"] for r in records))
     env_rows = "".join(
         f"<tr><th>{e(k)}</th><td>{e(json.dumps(v) if not isinstance(v, str) else v)}</td></tr>" for k, v in env.items()
     )
     summary = "".join(f"<li>{e(line)}</li>" for line in summary_lines(records, baseline))
-    body_rows = []
-    for what, r in ordered(records, baseline):
-        colour = STATUS_COLOURS[r["status"]]
-        body_rows.append(
-            f"<tr class='{e(what)}'><td>{e(what)}</td><td style='color:{colour}'>{e(r['status'])}</td>"
-            f"<td>{e(r['target'])}</td><td>{_number(r.get('ms'))}</td><td>{_number(r.get('rms'))}</td>"
-            f"<td>{e(r['input'])}</td><td>{e(r.get('message') or '')}</td></tr>"
-        )
+    folder = common_folder([r["input"] for r in records])
+    pairs = ordered(records, baseline)
+    first = [(what, r) for what, r in pairs if noteworthy(what, r)]
+    first_title = "Regressions and changes against the baseline" if baseline is not None else "What is not ok"
     return f"""<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>mgx-verify report</title>
+<html lang="en"><head><meta charset="utf-8"><title>mgx-verify report</title>
 <style>
 body {{ font-family: sans-serif; margin: 2em; }}
 table {{ border-collapse: collapse; font-size: 13px; }}
-td, th {{ border: 1px solid #ddd; padding: 2px 6px; text-align: left; }}
+td, th {{ border: 1px solid #ddd; padding: 2px 6px; text-align: left; vertical-align: top; }}
+td.number {{ text-align: right; font-variant-numeric: tabular-nums; }}
 tr.regression {{ background: #ffebee; }} tr.fixed {{ background: #e8f5e9; }} tr.slower {{ background: #fff8e1; }}
 svg text {{ font-size: 11px; }}
 </style></head><body>
 <h1>mgx-verify</h1>
 <table>{env_rows}</table>
 <ul>{summary}</ul>
+{f"<p>Inputs below <code>{e(folder)}</code>.</p>" if folder else ""}
+<h2>{first_title}</h2>
+{records_table(first, folder) if first else "<p>None.</p>"}
 <h2>Status per target</h2>
 {status_chart(records, targets)}
 <h2>Time per model and per target</h2>
-{time_chart(records, targets)}
-<h2>Records (regressions first)</h2>
-<table><tr><th>change</th><th>status</th><th>target</th><th>ms</th><th>rms</th><th>input</th><th>message</th></tr>
-{"".join(body_rows)}
-</table>
+{time_chart(records, targets, folder)}
+<h2>Every record</h2>
+{records_table(pairs, folder)}
 </body></html>
 """
+
+
+def common_folder(paths: list[str]) -> str:
+    """The folder every input lies in ("" where they share none)."""
+    if not paths:
+        return ""
+    common = os.path.commonpath([os.path.dirname(os.path.abspath(p)) for p in paths])
+    return "" if common == os.sep else common
+
+
+def shown_name(path: str, folder: str) -> str:
+    return os.path.relpath(os.path.abspath(path), folder) if folder else path
+
+
+def records_table(pairs: list[tuple[str, dict]], folder: str) -> str:
+    e = html.escape
+    rows = []
+    for what, r in pairs:
+        colour = STATUS_COLOURS[r["status"]]
+        rows.append(
+            f"<tr class='{e(what)}'><td>{e(what)}</td><td style='color:{colour}'>{e(r['status'])}</td>"
+            f"<td>{e(r['target'])}</td><td class='number'>{_number(r.get('ms'))}</td>"
+            f"<td class='number'>{_number(r.get('rms'))}</td>"
+            f"<td title='{e(r['input'])}'>{e(shown_name(r['input'], folder))}</td>"
+            f"<td>{e(r.get('message') or '')}</td></tr>"
+        )
+    head = "<tr><th>change</th><th>status</th><th>target</th><th>ms</th><th>rms</th><th>input</th><th>message</th></tr>"
+    return f"<table>{head}\n{''.join(rows)}\n</table>"
 
 
 def status_chart(records: list[dict], targets: list[str]) -> str:
@@ -246,11 +280,15 @@ def status_chart(records: list[dict], targets: list[str]) -> str:
 PALETTE = ("#1565c0", "#c62828", "#2e7d32", "#6a1b9a", "#ef6c00", "#00838f")
 
 
-def time_chart(records: list[dict], targets: list[str]) -> str:
-    """Each target's run times, models sorted by time, on a logarithmic scale of milliseconds."""
+def time_chart(records: list[dict], targets: list[str], folder: str = "") -> str:
+    """Each target's run times, models sorted by time, on a logarithmic scale of milliseconds; each
+    model a point whose tooltip names it."""
     width, height, left, bottom = 700, 300, 60, 30
-    times = {t: sorted(r["ms"] for r in records if r["target"] == t and r.get("ms")) for t in targets}
-    everything = [ms for values in times.values() for ms in values]
+    times = {
+        t: sorted((r["ms"], shown_name(r["input"], folder)) for r in records if r["target"] == t and r.get("ms"))
+        for t in targets
+    }
+    everything = [ms for values in times.values() for ms, _ in values]
     if not everything:
         return "<p>No times were measured.</p>"
     low = math.floor(math.log10(max(min(everything), 1e-3)))
@@ -269,8 +307,14 @@ def time_chart(records: list[dict], targets: list[str]) -> str:
             continue
         colour = PALETTE[k % len(PALETTE)]
         step = width / max(1, len(values) - 1)
-        points = " ".join(f"{left + i * step:.1f},{y_of(ms):.1f}" for i, ms in enumerate(values))
+        at = [(left + i * step, y_of(ms)) for i, (ms, _) in enumerate(values)]
+        points = " ".join(f"{x:.1f},{y:.1f}" for x, y in at)
         parts.append(f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
+        parts += [
+            f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.5" fill="{colour}"><title>{html.escape(name)} on '
+            f"{html.escape(target)}: {_number(ms)} ms</title></circle>"
+            for (x, y), (ms, name) in zip(at, values)
+        ]
         parts.append(f'<text x="{left + width + 8}" y="{20 + 16 * k}" fill="{colour}">{html.escape(target)}</text>')
     parts.append(f'<text x="{left}" y="{height - 8}">models, fastest to slowest</text>')
     return "".join(parts) + "</svg>"

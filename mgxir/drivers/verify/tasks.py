@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from mgxir.diagnostics import DiagnosticSink, MgxError
+from mgxir.diagnostics import DiagnosticSink, MgxError, did_you_mean
 from mgxir.drivers.common import OPTIONAL_PACKAGES, in_deep_stack, load_entry, register_target_ops
 from mgxir.drivers.run import flatten_outputs, gather_inputs, rms_error
 from mgxir.drivers.translate import READERS
@@ -238,22 +238,29 @@ def probe_program() -> Program:
     return parse_program(text, "<probe>")
 
 
-def probe_target(target: str, options: TaskOptions) -> str | None:
-    """None where `target` runs here; else the one-line reason (a package, a device or a driver missing)."""
+Verdict = tuple[str, str]  # a status and its one line: what a probe gives a target's every task
+
+
+def probe_target(target: str, options: TaskOptions) -> Verdict | None:
+    """None where `target` runs here; else `refused` and the one-line reason (a package, a device or
+    a driver missing), or `error` where the probe hit a bug in mgxir."""
     prepare()
     if target not in target_names():
-        return f"unknown target '{target}' (available: {', '.join(target_names())})"
+        hint = did_you_mean(target, target_names())
+        return "refused", f"unknown target '{target}'{hint} (available: {', '.join(target_names())})"
     sink = DiagnosticSink()
     try:
         program = probe_program()
         run_on_target(target, program, {"x": np.ones(4, np.float32)}, options, sink)
     except MgxError as e:
-        return one_line(e.render().splitlines()[0])
+        return "refused", one_line(e.render().splitlines()[0])
     except ModuleNotFoundError as e:
         extra = OPTIONAL_PACKAGES.get((e.name or "").split(".")[0], "")
-        return f"this needs the '{e.name}' package" + (f": pip install 'mgxir[{extra}]'" if extra else "")
+        return "refused", f"this needs the '{e.name}' package" + (f": pip install 'mgxir[{extra}]'" if extra else "")
     except (ImportError, OSError, RuntimeError) as e:  # a driver or library that does not load
-        return one_line(f"{type(e).__name__}: {e}")
+        return "refused", one_line(f"{type(e).__name__}: {e}")
+    except Exception as e:  # a bug in mgxir
+        return "error", one_line(f"internal error in the target's probe: {type(e).__name__}: {e}")
     return None
 
 
@@ -296,16 +303,20 @@ def warm_up_samples(paths: list[str]) -> list[str]:
 
 
 def run_task(task: Task) -> dict:
-    """The task's record. User errors and bugs alike end as `error` with one line; nothing raises
-    but KeyboardInterrupt."""
+    """The task's record; nothing raises but KeyboardInterrupt. Where mgxir declines the input in
+    its one clean line (an MgxError: a program that does not parse or verify, an op MIGraphX lacks,
+    a pass or target that refuses it) the status is `refused`; bugs (any other exception) and
+    work stopped by a limit are `error`. A refusal that says nothing about the input (a package
+    missing here, onnxruntime refusing the model) keeps no `reads`, so the cache does not keep it."""
     prepare()
     gc.disable()  # a task's IR lives until the task ends: the cycle collector would only rescan it
     known = record(task, "error")  # what the task learned before it failed: the files read, the fingerprint
     try:
         return in_deep_stack(lambda: _run_task(task, known))
+    except PeerRefused as e:  # the peer cannot run it: no verdict on mgxir
+        return {**known, "status": "refused", "message": one_line(e.render().splitlines()[0]), "reads": []}
     except MgxError as e:  # its first line: `file:line:col: error: ...` (the source line and caret left out)
-        refused = isinstance(e, PeerRefused)  # the peer cannot run it: no verdict on mgxir
-        return {**known, "status": "refused" if refused else "error", "message": one_line(e.render().splitlines()[0])}
+        return {**known, "status": "refused", "message": one_line(e.render().splitlines()[0])}
     except MemoryError:  # the limit's doing: kept in the cache under the limit (part of every key)
         return {**known, "message": "out of memory (the task's memory limit)", "reads": [task.input]}
     except RecursionError:

@@ -148,6 +148,10 @@ def find_transpose_slice(rewriter: Rewriter, ins: Instruction) -> object:
     if not slices:
         return MATCHED_UNCHANGED
     first = slices[0].op
+    if any(v < 0 for s in slices for v in (*s.op["starts"], *s.op["ends"])):
+        # counted from the end: normalize_ops has not run (MIGraphX's pipelines always run it first),
+        # and the distances below would be wrong; mgxir leaves such slices as they are
+        return MATCHED_UNCHANGED
     distance = [e - s for s, e in zip(first["starts"], first["ends"])]
     for s in slices:
         if s.op["axes"] != first["axes"] or [e - b for b, e in zip(s.op["starts"], s.op["ends"])] != distance:

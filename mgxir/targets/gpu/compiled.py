@@ -9,11 +9,22 @@ nothing is compiled."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
 from mgxir.diagnostics import DiagnosticSink, MgxError
+from mgxir.ir.instruction import Instruction
 from mgxir.ir.operation import Operation
 from mgxir.ir.program import Program
-from mgxir.targets.gpu.ops import CodeObject, arch_platform
+from mgxir.ir.shape import Shape
+from mgxir.targets.gpu.ops import CodeObject, Payload, arch_platform
 
+if TYPE_CHECKING:
+    from mgxir.translate.spirv.layout import KernelLayout
+
+# (what the kernel computes, its input shapes, its output's) -> a payload, or why there is none
+PayloadMaker = Callable[[tuple[Operation, tuple], Sequence[Shape], Shape], Payload | str]
+WIDEST_WAVE = 64  # threads per wave on AMD's wave64 GPUs: a block of a multiple of it serves every wave size
 ELF_MAGIC = b"\x7fELF"  # how every cubin and HSACO binary starts
 # what mgx-run reads as a program file (the rest is mgxir's text)
 PROGRAM_FILE_READERS = {
@@ -69,35 +80,157 @@ def check_runs_on(program: Program, platform: str, arch: str, filename: str) -> 
                 f"{filename}: a code object is not a {code.arch} binary (cubin and HSACO code objects are ELF "
                 "files): the file is corrupted"
             )
-        if code.arch != arch and not code.keeps_source:  # a kept source is compiled for it (`finish`)
+        has_bin = any(p.format == "bin" and p.target == arch for p in code.payloads)
+        if code.arch != arch and not code.keeps_source and not has_bin:  # `finish` makes one for it
             raise MgxError(
                 f"{filename}: compiled for {code.arch}, not for this GPU's {arch} ({code.payload} payloads run "
                 f"only on the architecture they were compiled for): compile the program again for {arch}"
             )
 
 
-# -- portable programs: sources beside the binaries, compiled where they run ----------------------
+# -- portable programs: payloads beside the binaries, finished where they run -----------------------
 
 
-def keep_sources(program: Program) -> None:
-    """`--portable`: each code object of the compiled `program` keeps its kernel's CUDA/HIP C++
-    source beside the binary (the file's `sources`); `finish` compiles it for another GPU."""
+def keep_payloads(
+    program: Program,
+    offload_archs: Sequence[str] = (),
+    sink: DiagnosticSink | None = None,
+    makers: Mapping[str, PayloadMaker] | None = None,
+) -> None:
+    """`--portable`: each code object of the compiled `program` keeps, beside its binary, its
+    kernel's CUDA/HIP C++ source (the file's `sources`) and the `payloads` made from what it
+    computes: a Vulkan `spirv` kernel where the SPIR-V generator has one, the MLIR of the
+    operation as `mlirbc` (pinned to this MLIR's version) where the MLIR translation has one, and a
+    ready `bin` for each architecture of `offload_archs` (`--offload-arch`: a fat program). A
+    kernel left without a portable payload is warned about once, naming what it lacks."""
+    from mgxir.targets.gpu.compiler import compile_source, toolchain_version
+
+    sink = sink or DiagnosticSink()
+    for arch in offload_archs:
+        if arch_platform(arch) is None:
+            raise MgxError(f"--offload-arch: '{arch}' is not a GPU architecture (sm_XY for CUDA, gfxNNN for HIP)")
+    missing: dict[tuple[str, str], list[str]] = {}  # (what a kernel lacks, why) -> the kernels
     for ins in program.main:
         if ins.op.defn.name != "gpu::code_object":
             continue
         code: CodeObject = ins.op["code_object"]
+        symbol = ins.op["symbol_name"]
         if not code.source:
             raise MgxError(
-                f"--portable: code object '{ins.op['symbol_name']}' keeps no source (a program read from a file "
-                "keeps only its binary): compile the uncompiled program with -p gpu --portable"
+                f"--portable: code object '{symbol}' keeps no source (a program read from a file keeps only its "
+                "binary): compile the uncompiled program with -p gpu --portable"
             )
-        ins.op = ins.op.replace(code_object=_code_object(code, code.binary, code.arch, code.toolchain))
+        if ins.op["local"] % WIDEST_WAVE:
+            why = f"its blocks of {ins.op['local']} threads are not whole 64-wide waves"
+            missing.setdefault(("no launch that serves every wave size", why), []).append(symbol)
+        payloads = list(code.payloads)
+        made = {(p.format, p.target) for p in payloads}
+        for arch in offload_archs:
+            if arch != code.arch and ("bin", arch) not in made:
+                payloads.append(
+                    Payload("bin", arch, compile_source(code.source, symbol, arch), toolchain_version(arch))
+                )
+        if code.body is not None:
+            expected = list(ins.op["expected_inputs"])
+            inputs, output = expected[:-1], expected[-1]
+            for kind, make in (PAYLOAD_MAKERS if makers is None else makers).items():
+                if not any(p.format == kind for p in payloads):
+                    found = make(code.body, inputs, output)
+                    if isinstance(found, str):
+                        missing.setdefault((f"no {kind} payload", found), []).append(symbol)
+                    else:
+                        payloads.append(found)
+        elif makers is None and not code.payloads:
+            missing.setdefault(("no portable payload", "the lowering made it of several operations"), []).append(symbol)
+        ins.op = ins.op.replace(code_object=code.replace(keeps_source=True, payloads=tuple(payloads)))
+    for (what, why), symbols in missing.items():  # one line per kind of payload and reason
+        named = ", ".join(dict.fromkeys(symbols))
+        sink.warn(f"--portable: {what} for {len(symbols)} kernel(s) ({named}): {why}")
+
+
+def keep_sources(program: Program) -> None:
+    """Each code object of the compiled `program` keeps its C++ source (`--portable`'s first
+    payload), and no other."""
+    keep_payloads(program, makers={})
+
+
+def standalone(body: tuple[Operation, tuple], inputs: Sequence[Shape]) -> tuple[Program, Instruction]:
+    """A program of one instruction: the kernel's operation on parameters x0, x1, ... of `inputs`."""
+    op, modules = body
+    program = Program()
+    for module in modules:
+        for sub in [module, *module.reachable_modules()]:
+            program.modules.setdefault(sub.name, sub)
+    main = program.main
+    for i in reversed(range(len(inputs))):  # add_parameter inserts at the front: main takes x0, x1, ...
+        main.add_parameter(f"x{i}", inputs[i])
+    args = main.parameters()
+    ins = main.insert(None, op, args, modules)
+    main.add_return([ins])
+    return program, ins
+
+
+def spirv_payload(body: tuple[Operation, tuple], inputs: Sequence[Shape], output: Shape) -> Payload | str:
+    """The Vulkan kernel of a `pointwise` or `fused_reduce` operation (mgxir.translate.spirv),
+    writing `output`'s layout; the reason where there is none."""
+    import json
+
+    from mgxir.translate.spirv import binary, fusable
+    from mgxir.translate.spirv.grammar import VULKAN_ENV
+    from mgxir.translate.spirv.kernels import make_kernel
+    from mgxir.translate.spirv.types import Unsupported
+
+    _, ins = standalone(body, inputs)
+    if not fusable(ins):
+        return f"the SPIR-V generator makes pointwise and fused_reduce kernels, not '{ins.op.defn.name}'"
+    ins.shape = output  # the layout the code object writes (channels-last results keep theirs)
+    try:
+        kernel = make_kernel(ins)
+    except Unsupported as e:
+        return str(e)
+    return Payload("spirv", VULKAN_ENV, binary(kernel), json.dumps(layout_value(kernel.layout), sort_keys=True))
+
+
+def mlirbc_payload(body: tuple[Operation, tuple], inputs: Sequence[Shape], output: Shape) -> Payload | str:
+    """The operation as MLIR bytecode (mgxir.translate.mlir: linalg, tosa, arith, math) of a
+    function `main(x0, x1, ...)`, stamped with this MLIR's version; the reason where there is none."""
+    try:
+        from mgxir.translate.mlir.api import mlir_bytecode
+        from mgxir.translate.mlir.bytecode import mlir_version
+    except ImportError:
+        return "MLIR's Python bindings (iree-base-compiler) are not installed"
+    program, _ = standalone(body, inputs)
+    sink = DiagnosticSink()
+    try:
+        data = mlir_bytecode(program, None, sink)
+    except MgxError as e:
+        return str(e).splitlines()[0]
+    return Payload("mlirbc", mlir_version(), data)
+
+
+# the payloads made from what a kernel computes, in the order a file lists them
+PAYLOAD_MAKERS: dict[str, PayloadMaker] = {"spirv": spirv_payload, "mlirbc": mlirbc_payload}
+
+
+def layout_value(layout: KernelLayout) -> dict:
+    """What launching a SPIR-V kernel needs (its payload's `meta`)."""
+    return {
+        "name": layout.name,
+        "kind": layout.kind,
+        "workgroup_size": layout.workgroup_size,
+        "outer_rank": layout.outer_rank,
+        "inner_rank": layout.inner_rank,
+        "axes": list(layout.axes),
+        "elements_per_invocation": layout.elements_per_invocation,
+        "bindings": [[b.role, b.etype.name] for b in layout.bindings],
+    }
 
 
 def finish(program: Program, arch: str) -> int:
-    """Compiles, for `arch`, the kept source of every code object whose binary is for another
-    architecture (NVRTC or hiprtc, through the kernel cache: keyed by the source, the architecture
-    and the compiler's version); returns how many."""
+    """Gives every code object whose binary is for another architecture one for `arch`: the file's
+    `bin` payload for `arch` (a fat program), else its kept source compiled by NVRTC or hiprtc
+    (through the kernel cache: keyed by the source, the architecture and the compiler's version);
+    returns how many were compiled."""
     from mgxir.targets.gpu.compiler import compile_source, toolchain_version
 
     finished = 0
@@ -105,17 +238,22 @@ def finish(program: Program, arch: str) -> int:
         if ins.op.defn.name != "gpu::code_object":
             continue
         code: CodeObject = ins.op["code_object"]
-        if code.arch == arch or not code.keeps_source:
+        if code.arch == arch:
             continue
-        binary = compile_source(code.source, ins.op["symbol_name"], arch)
-        ins.op = ins.op.replace(code_object=_code_object(code, binary, arch, toolchain_version(arch)))
-        finished += 1
+        ready = next((p for p in code.payloads if p.format == "bin" and p.target == arch), None)
+        if ready is not None:
+            if not ready.data.startswith(ELF_MAGIC):
+                raise MgxError(f"a {arch} payload of '{ins.op['symbol_name']}' is not ELF: the file is corrupted")
+            binary, toolchain = ready.data, ready.meta
+        elif code.keeps_source:
+            binary, toolchain = compile_source(code.source, ins.op["symbol_name"], arch), toolchain_version(arch)
+            finished += 1
+        else:
+            continue
+        ins.op = ins.op.replace(
+            code_object=code.replace(binary=binary, size=len(binary), arch=arch, toolchain=toolchain)
+        )
     return finished
-
-
-def _code_object(code: CodeObject, binary: bytes, arch: str, toolchain: str) -> CodeObject:
-    """`code`'s kernel as `binary` for `arch`, its source kept."""
-    return CodeObject(binary, len(binary), code.source, arch, "bin", toolchain, code.producer, keeps_source=True)
 
 
 # -- the payload sidecar of a compiled program written as text -------------------------------------

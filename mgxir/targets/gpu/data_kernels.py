@@ -20,12 +20,12 @@ from mgxir.ops.nn import resize_taps
 from mgxir.targets.gpu.kernels import Kernel, Tensor, Unsupported, accumulator_type, compute_type, indexed_kernel
 
 
-def _at(tensor: Tensor, coords: Sequence[str]) -> str:
+def offset_at(tensor: Tensor, coords: Sequence[str]) -> str:
     terms = [f"({c}) * {s}LL" for c, n, s in zip(coords, tensor.lens, tensor.strides) if n != 1 and s != 0]
     return " + ".join(terms) or "0"
 
 
-def _coords(rank: int) -> list[str]:
+def coordinates(rank: int) -> list[str]:
     return [f"c{d}" for d in range(rank)]
 
 
@@ -55,7 +55,7 @@ def pad_kernel(source: Tensor, pads: Sequence[int], mode: int, output: Tensor) -
         body.append(f"  const long long s{d} = c{d} - {pads[d]}LL;")
         body.append(f"  const long long p{d} = {_PAD_INDEX[mode](f's{d}', n)};")
         coords.append(f"p{d}")
-    kernel = indexed_kernel("pad_kernel", [source], output, body, f"mgx_load(x0 + {_at(source, coords)})")
+    kernel = indexed_kernel("pad_kernel", [source], output, body, f"mgx_load(x0 + {offset_at(source, coords)})")
     return _with_helper(kernel, _REFLECT)
 
 
@@ -67,15 +67,15 @@ def _with_helper(kernel: Kernel, helper: str) -> Kernel:
 
 def reverse_kernel(source: Tensor, axes: Sequence[int], output: Tensor) -> Kernel:
     coords = [f"({source.lens[d] - 1}LL - c{d})" if d in axes else f"c{d}" for d in range(len(source.lens))]
-    return indexed_kernel("reverse_kernel", [source], output, [], f"mgx_load(x0 + {_at(source, coords)})")
+    return indexed_kernel("reverse_kernel", [source], output, [], f"mgx_load(x0 + {offset_at(source, coords)})")
 
 
 def onehot_kernel(indices: Tensor, values: Tensor, axis: int, depth: int, output: Tensor) -> Kernel:
     """out = values[1] where the class (coordinate `axis`) is the index there, else values[0]."""
-    index_coords = [c for d, c in enumerate(_coords(len(output.lens))) if d != axis]
+    index_coords = [c for d, c in enumerate(coordinates(len(output.lens))) if d != axis]
     values_step = values.strides[0] if values.lens[0] > 1 else 0
     body = [
-        f"  long long k = (long long)mgx_load(x0 + {_at(indices, index_coords)});",
+        f"  long long k = (long long)mgx_load(x0 + {offset_at(indices, index_coords)});",
         f"  if (k < 0) k += {depth}LL;",
     ]
     value = f"mgx_load(x1 + (c{axis} == k ? {values_step}LL : 0LL))"
@@ -87,16 +87,16 @@ def gathernd_kernel(data: Tensor, indices: Tensor, batch_dims: int, output: Tens
     q = len(indices.lens)
     trailing = len(data.lens) - batch_dims - depth
     rank = q - 1 + trailing
-    coords = _coords(rank)  # an output of rank 0 is {1}: no coordinate
+    coords = coordinates(rank)  # an output of rank 0 is {1}: no coordinate
     body = []
     picked = []
     for j in range(depth):
-        at = _at(indices, [*coords[: q - 1], str(j)])
+        at = offset_at(indices, [*coords[: q - 1], str(j)])
         n = data.lens[batch_dims + j]
         body.append(f"  long long k{j} = (long long)mgx_load(x1 + {at});")
         body.append(f"  if (k{j} < 0) k{j} += {n}LL;")
         picked.append(f"k{j}")
-    data_at = _at(data, [*coords[:batch_dims], *picked, *coords[q - 1 :]])
+    data_at = offset_at(data, [*coords[:batch_dims], *picked, *coords[q - 1 :]])
     return indexed_kernel("gathernd_kernel", [data, indices], output, body, f"mgx_load(x0 + {data_at})")
 
 
@@ -105,12 +105,40 @@ def fill_kernel(value: Tensor, buffer: Tensor, output: Tensor) -> Kernel:
     return indexed_kernel("fill_kernel", [value, buffer], output, [], "mgx_load(x0)")
 
 
+def lrn_kernel(op: Operation, source: Tensor, output: Tensor) -> Kernel:
+    """Local response normalization across channels (axis 1), in double as the reference: the
+    squares of the `size` channels around c (before it: (size - 1) / 2) summed in channel order,
+    x / (bias + alpha / size * sum) ** beta."""
+    size = op["size"]
+    before = (size - 1) // 2
+    coords = coordinates(len(output.lens))
+    window = [coords[0], "k", *coords[2:]]
+    body = [
+        "  double acc = 0;",
+        f"  for (long long j = 0; j < {size}LL; ++j) {{",
+        f"    const long long k = c1 - {before}LL + j;",
+        f"    if (k < 0 || k >= {source.lens[1]}LL) continue;",
+        f"    const double v = (double)mgx_load(x0 + {offset_at(source, window)});",
+        "    acc += v * v;",
+        "  }",
+        f"  const double scale = {float(op['bias'])!r} + {float(op['alpha']) / size!r} * acc;",
+        f"  const double x = (double)mgx_load(x0 + {offset_at(source, coords)});",
+        f"  const double value = x / pow(scale, {float(op['beta'])!r});",
+    ]
+    return indexed_kernel("lrn_kernel", [source], output, body, f"({compute_type(output.dtype)})value")
+
+
+def zeros_kernel(output: Tensor) -> Kernel:
+    """`undefined`'s value as the reference gives it: zeros (it reads nothing)."""
+    return indexed_kernel("undefined_kernel", [], output, [], "0")
+
+
 def unpack_int4_kernel(source: Tensor, axis: int, output: Tensor) -> Kernel:
     """Each byte of `source` along `axis` holds two values: the low nibble first; int8 signed."""
-    coords = _coords(len(output.lens))
+    coords = coordinates(len(output.lens))
     packed = [f"(c{d} / 2)" if d == axis else c for d, c in enumerate(coords)]
     body = [
-        f"  const unsigned byte = (unsigned char)x0[{_at(source, packed)}];",
+        f"  const unsigned byte = (unsigned char)x0[{offset_at(source, packed)}];",
         f"  int v = (c{axis} & 1) ? (int)(byte >> 4) : (int)(byte & 15u);",
     ]
     if source.dtype is DType.int8:
@@ -130,7 +158,7 @@ def concat_past_present_kernel(new: Tensor, seqlens: Tensor, cache: Tensor, kv_h
     body = [f"  const long long o = {flat};", "  long long from = -1;"]
     body.append(f"  for (long long b = 0; b < {batch}LL; ++b) {{")
     if sequence == 1:  # seqlens read flat, as the reference reshapes it ({batch} or {batch, 1})
-        body.append(f"    const long long past = (long long)mgx_load(x1 + {_unflat(seqlens, 'b')});")
+        body.append(f"    const long long past = (long long)mgx_load(x1 + {standard_offset(seqlens, 'b')});")
     else:
         body.append("    const long long past = 0;")
     body.append(f"    for (long long h = 0; h < {kv_heads}LL; ++h) {{")
@@ -139,8 +167,8 @@ def concat_past_present_kernel(new: Tensor, seqlens: Tensor, cache: Tensor, kv_h
     body.append(f"        from = (b * {kv_heads}LL + h) * {chunk}LL + (o - start);")
     body.append("    }")
     body.append("  }")
-    new_at = _unflat(new, "from")
-    value = f"(from >= 0 ? mgx_load(x0 + {new_at}) : mgx_load(x2 + {_at(cache, _coords(len(cache.lens)))}))"
+    new_at = standard_offset(new, "from")
+    value = f"(from >= 0 ? mgx_load(x0 + {new_at}) : mgx_load(x2 + {offset_at(cache, coordinates(len(cache.lens)))}))"
     return indexed_kernel("concat_past_present_kernel", [new, seqlens, cache], output, body, value)
 
 
@@ -153,7 +181,7 @@ def _flat(t: Tensor) -> str:
     return " + ".join(terms)
 
 
-def _unflat(t: Tensor, index: str) -> str:
+def standard_offset(t: Tensor, index: str) -> str:
     """The memory offset in `t` of its `index`-th element in standard order."""
     terms, step = [], 1
     for d in reversed(range(len(t.lens))):
@@ -209,7 +237,7 @@ def resize_kernel(op: Operation, source: Tensor, output: Tensor) -> Kernel:
         coords.append(f"mgx_index{d}[c{d} * {taps} + t{d}]")
         weight_terms.append(f"mgx_weight{d}[c{d} * {taps} + t{d}]")
     weight = " * ".join(weight_terms) or "1.0"
-    body.append(f"  acc += {weight} * (double)mgx_load(x0 + {_at(source, coords)});")
+    body.append(f"  acc += {weight} * (double)mgx_load(x0 + {offset_at(source, coords)});")
     body.extend("  }" for _ in range(loops))
     value = f"({compute_type(output.dtype)})acc"
     kernel = indexed_kernel("resize_kernel", [source], output, body, value)
@@ -248,15 +276,15 @@ def scatter_elements_kernel(
         raise Unsupported(f"scatter of {indices.lens[axis]} positions along one axis")
     rank = len(output.lens)
     ct = compute_type(output.dtype)
-    coords = _coords(rank)
+    coords = coordinates(rank)
     scan = [*coords[:axis], "j", *coords[axis + 1 :]]
     reach = " && ".join(f"c{d} < {indices.lens[d]}LL" for d in range(rank) if d != axis) or "true"
     body = [
-        f"  {ct} v = mgx_load(x0 + {_at(data, coords)});",
+        f"  {ct} v = mgx_load(x0 + {offset_at(data, coords)});",
         f"  if ({reach}) for (long long j = 0; j < {indices.lens[axis]}LL; ++j) {{",
-        f"    long long k = (long long)mgx_load(x1 + {_at(indices, scan)});",
+        f"    long long k = (long long)mgx_load(x1 + {offset_at(indices, scan)});",
         f"    if (k < 0) k += {data.lens[axis]}LL;",
-        f"    if (k == c{axis}) v = {_combine(reduction, 'v', f'({ct})mgx_load(x2 + {_at(updates, scan)})')};",
+        f"    if (k == c{axis}) v = {_combine(reduction, 'v', f'({ct})mgx_load(x2 + {offset_at(updates, scan)})')};",
         "  }",
     ]
     return indexed_kernel(f"scatter_{reduction}_kernel", [data, indices, updates], output, body, "v")
@@ -276,12 +304,12 @@ def scatternd_kernel(data: Tensor, indices: Tensor, updates: Tensor, reduction: 
     total = math.prod(data.lens)
     row_major = [math.prod(data.lens[d + 1 :]) for d in range(len(data.lens))]
     ct = compute_type(output.dtype)
-    coordinates = [f"(long long)mgx_load(x1 + {_unflat(indices, f't * {depth}LL + {j}LL')})" for j in range(depth)]
-    address = " + ".join(f"{c} * {row_major[j]}LL" for j, c in enumerate(coordinates))
-    update = f"({ct})mgx_load(x2 + {_unflat(updates, f't * {block}LL + (f - offset)')})"
+    indexed = [f"(long long)mgx_load(x1 + {standard_offset(indices, f't * {depth}LL + {j}LL')})" for j in range(depth)]
+    address = " + ".join(f"{c} * {row_major[j]}LL" for j, c in enumerate(indexed))
+    update = f"({ct})mgx_load(x2 + {standard_offset(updates, f't * {block}LL + (f - offset)')})"
     body = [
         f"  const long long f = {_flat(output)};",
-        f"  {ct} v = mgx_load(x0 + {_at(data, _coords(len(data.lens)))});",
+        f"  {ct} v = mgx_load(x0 + {offset_at(data, coordinates(len(data.lens)))});",
         f"  for (long long t = 0; t < {tuples}LL; ++t) {{",
         f"    const long long offset = {address};",
         f"    if (offset >= 0 && offset + {block}LL <= {total}LL && f >= offset && f < offset + {block}LL)",
@@ -304,7 +332,7 @@ def prefix_scan_sum_kernel(source: Tensor, axis: int, exclusive: bool, reverse: 
     if n > PREFIX_SCAN_LIMIT:
         raise Unsupported(f"prefix scan along an axis of {n} elements")
     acc = accumulator_type(output.dtype)
-    coords = _coords(len(output.lens))
+    coords = coordinates(len(output.lens))
     scanned = [*coords[:axis], "j", *coords[axis + 1 :]]
     first, last = ("0", f"c{axis}") if not reverse else (f"c{axis}", f"{n - 1}LL")
     if exclusive:
@@ -313,6 +341,6 @@ def prefix_scan_sum_kernel(source: Tensor, axis: int, exclusive: bool, reverse: 
     start, stop = (first, f"j <= {last}") if not reverse else (last, f"j >= {first}")
     body = [
         f"  {acc} acc = 0;",
-        f"  for (long long j = {start}; {stop}; {step}) acc += ({acc})mgx_load(x0 + {_at(source, scanned)});",
+        f"  for (long long j = {start}; {stop}; {step}) acc += ({acc})mgx_load(x0 + {offset_at(source, scanned)});",
     ]
     return indexed_kernel("prefix_scan_sum_kernel", [source], output, body, f"({compute_type(output.dtype)})acc")

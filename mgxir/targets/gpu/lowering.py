@@ -22,6 +22,7 @@ import numpy as np
 
 from mgxir.diagnostics import MgxError
 from mgxir.interp import Interpreter
+from mgxir.ir import traits
 from mgxir.ir.dtype import DType
 from mgxir.ir.fingerprint import module_fingerprint
 from mgxir.ir.instruction import Instruction
@@ -33,8 +34,9 @@ from mgxir.ir.registry import make_op
 from mgxir.ir.shape import Shape, find_permutation
 from mgxir.ops.indexing import REDUCTIONS as SCATTER_REDUCTIONS
 from mgxir.passes.base import Pass, PassContext, PassRefusal
+from mgxir.passes.memory_coloring import body_modules, outer_values
 from mgxir.passes.registry import register_pass, register_pipeline
-from mgxir.targets.gpu import conv_kernels, data_kernels, dnn, kernels, tune
+from mgxir.targets.gpu import conv_kernels, data_kernels, dnn, fused_reduce_kernels, kernels, rnn_kernels, tune
 from mgxir.targets.gpu.compiler import DEFAULT_ARCH, compile_kernel, device_arch
 from mgxir.targets.gpu.kernels import Kernel, Tensor, Unsupported
 from mgxir.targets.gpu.views import view_offset
@@ -46,7 +48,7 @@ DEPTHWISE = ("kernel", "library")  # what runs depthwise convolutions (GpuLoweri
 # MIGraphX's GPU target, shortened to the passes mgxir has: fusion, lowering to kernels and library
 # calls, one scratch buffer (16-byte aligned for vector loads). Registered as `gpu` by name.
 GPU_PIPELINE = (
-    "normalize_ops,eliminate_identity,rewrite_rnn,rewrite_pooling,rewrite_reduce,dead_code_elimination,O,"
+    "normalize_ops,eliminate_identity,rewrite_rnn{exact_gates=true},rewrite_pooling,rewrite_reduce,dead_code_elimination,O,"
     "fuse_pointwise,fuse_reduce,dead_code_elimination,gpu_lowering,memory_coloring{alignment=16},"
     "dead_code_elimination"
 )
@@ -100,6 +102,16 @@ def _fill(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
     return data_kernels.fill_kernel(inputs[0], inputs[1], output)
 
 
+def _lrn(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    if len(output.lens) < 2:
+        raise Unsupported("lrn needs a channel axis")
+    return data_kernels.lrn_kernel(ins.op, inputs[0], output)
+
+
+def _undefined(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    return data_kernels.zeros_kernel(output)
+
+
 def _unpack_int4(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
     return data_kernels.unpack_int4_kernel(inputs[0], ins.op["axis"] % len(output.lens), output)
 
@@ -148,6 +160,18 @@ def _prefix_scan_sum(ins: Instruction, inputs: list[Tensor], output: Tensor) -> 
     return data_kernels.prefix_scan_sum_kernel(inputs[0], axis, ins.op["exclusive"], ins.op["reverse"], output)
 
 
+def _rnn_shift_sequence(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    return rnn_kernels.shift_sequence_kernel(inputs[0], inputs[1], output)
+
+
+def _rnn_shift_output(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    return rnn_kernels.shift_output_kernel(inputs[0], inputs[1], ins.op["direction"], output)
+
+
+def _rnn_last_output(ins: Instruction, inputs: list[Tensor], output: Tensor) -> Kernel:
+    return rnn_kernels.last_output_kernel(inputs[0], inputs[1], ins.op["direction"], output)
+
+
 # generated operators whose result takes the layout of their first input that is densely laid out
 # channels-last (a permutation other than standard): pooling after a convolution, concat (what
 # MIGraphX's find_add_convs makes of a residual add of two convolutions) before one, and pointwise
@@ -167,8 +191,13 @@ GENERATORS: dict[str, Generator] = {
     "gathernd": _gathernd,
     "fill": _fill,
     "unpack_int4": _unpack_int4,
+    "undefined": _undefined,
+    "lrn": _lrn,
     "concat_past_present": _concat_past_present,
     "prefix_scan_sum": _prefix_scan_sum,
+    "rnn_var_sl_shift_sequence": _rnn_shift_sequence,
+    "rnn_var_sl_shift_output": _rnn_shift_output,
+    "rnn_var_sl_last_output": _rnn_last_output,
     **{f"scatter_{reduction}": _scatter for reduction in SCATTER_REDUCTIONS},
     **{f"scatternd_{reduction}": _scatternd for reduction in SCATTER_REDUCTIONS},
     "pooling": _pooling,
@@ -212,8 +241,18 @@ class GpuLowering(Pass):
         module = program.main
         placement: Placement = {}
         self._relaid: dict[Instruction, Shape] = {}  # results laid out anew: what users were shaped for
-        self._host_steps: list[tuple[Instruction, str]] = []
+        self.host_steps: list[tuple[Instruction, str]] = []
         names = {ins: ins.param_name if ins.is_param else f"@{n}" for n, ins in enumerate(module)}
+        for body in program.reachable_modules():
+            if body is not module:
+                names.update(
+                    {ins: f"{body.name}:{ins.param_name if ins.is_param else f'@{n}'}" for n, ins in enumerate(body)}
+                )
+        self._lower_module(module, placement, arch, context)
+        _drop_unused_modules(program)
+        self._report_host_steps(program, names, context)
+
+    def _lower_module(self, module: Module, placement: Placement, arch: str, context: PassContext) -> None:
         for ins in list(module):
             if ins.is_param or ins.is_literal:
                 placement[ins] = (ins, 0)
@@ -221,20 +260,18 @@ class GpuLowering(Pass):
                 placement.setdefault(ins, (ins, 0))
             elif ins.parent is module:
                 self._lower(module, ins, placement, arch, context)
-        _drop_unused_modules(program)
-        self._report_host_steps(program, names, context)
 
     def _report_host_steps(self, program: Program, names: dict[Instruction, str], context: PassContext) -> None:
         """One warning per instruction left for the host (its operator, its name in the pass's
         input, why), at its source line where it has one; with allow_host off, the first is an error."""
         source = getattr(program, "source", None)
-        for ins, why in self._host_steps:
+        for ins, why in self.host_steps:
             message = f"gpu_lowering: '{ins.op.defn.name}' ({names.get(ins, '?')}) runs on the host: {why}"
             location, line = None, None
             if source is not None and ins.line:
                 location, line = source.location(ins.line, 1), source.line(ins.line)
             if not self.allow_host:
-                more = len(self._host_steps) - 1
+                more = len(self.host_steps) - 1
                 raise PassRefusal(message + (f" (and {more} more host steps)" if more else ""), location, line)
             context.warn(message, location, line)
 
@@ -246,6 +283,8 @@ class GpuLowering(Pass):
                 placement[ins] = (source[0], offset)
                 return
         name = ins.op.defn.name
+        if runs_bodies(ins):
+            return self._host(module, ins, placement, arch, context, "control flow (its bodies are lowered)")
         if ins.shape.is_tuple or ins.shape.is_dynamic or any(a.shape.is_tuple for a in ins.args):
             return self._host(module, ins, placement, arch, context, "tuple or dynamic shapes")
         try:
@@ -268,7 +307,7 @@ class GpuLowering(Pass):
             elif name == "pointwise":
                 kernel = kernels.pointwise_kernel(ins.module_args[0], inputs, output)
             elif name == "fused_reduce":
-                kernel = kernels.reduce_kernel(ins.module_args[0], ins.op["axes"], inputs, output)
+                kernel = fused_reduce_kernels.fused_reduce_kernel(ins.module_args[0], ins.op["axes"], inputs, output)
             elif name in GENERATORS:
                 kernel = GENERATORS[name](ins, inputs, output)
             else:
@@ -334,14 +373,25 @@ class GpuLowering(Pass):
     ) -> None:
         """`ins` stays for the host, which reads its arguments in the layouts its shape rule was
         given: a result the lowering laid out anew (channels-last, expecting this user to be
-        rebuilt from its input's layout) reaches it as a copy in the layout it was shaped for."""
+        rebuilt from its input's layout) reaches it as a copy in the layout it was shaped for, and
+        so do the values its submodules (an `if`'s branches, a `loop`'s body) read from main."""
         for arg in dict.fromkeys(ins.args):
             if arg in self._relaid:
                 copy = self._copy_into(module, arg, self._relaid[arg], ins, placement, arch, context)
                 ins.replace_arg(arg, copy)
+        bodies = {id(body) for body in body_modules(ins)}
+        for value in outer_values(ins) if bodies else []:
+            if value in self._relaid:
+                copy = self._copy_into(module, value, self._relaid[value], ins, placement, arch, context)
+                for reader in [u for u in value.users if id(u.parent) in bodies]:
+                    reader.replace_arg(value, copy)
         placement[ins] = (ins, 0)
-        self._host_steps.append((ins, why))
+        self.host_steps.append((ins, why))
         context.count("left for the host")
+        if runs_bodies(ins):  # an `if`'s branches, a `loop`'s body: lowered as main is, run by the host's control flow
+            for body in ins.module_args:
+                self._lower_module(body, placement, arch, context)
+                context.count("bodies lowered")
 
     def _tensor(self, ins: Instruction, placement: Placement) -> Tensor:
         root, offset = placement[ins]
@@ -362,6 +412,8 @@ class GpuLowering(Pass):
         placement[allocation] = (allocation, 0)
         if op.defn.name == "gpu::code_object":  # the shapes it was compiled for, as MIGraphX keeps them
             op = op.replace(expected_inputs=[*(a.shape for a in args), allocation.shape], output=allocation.shape)
+            if list(args) == list(ins.args):  # the kernel computes `ins`: what --portable makes other payloads of
+                op = op.replace(code_object=op["code_object"].replace(body=(ins.op, tuple(ins.module_args))))
         module.replace(ins, op, [*args, allocation], [])
         placement[ins] = (allocation, 0)
 
@@ -623,6 +675,15 @@ class GpuLowering(Pass):
         self._write_into_allocation(module, copy, op, [x], placement)
         context.count("kernels generated")
         return copy
+
+
+def runs_bodies(ins: Instruction) -> bool:
+    """Whether `ins`'s modules are bodies that its control flow runs (an `if`'s branches, a `loop`'s
+    body: each lowered to device code as main is, the choice and the iterations on the host), not
+    fused bodies that one kernel computes, and of static shapes."""
+    if not ins.module_args or ins.op.defn.has(traits.FusedBody):
+        return False
+    return all(not i.shape.is_dynamic for body in ins.module_args for i in body if not i.is_return)
 
 
 def in_output_memory_order(inputs: list[Tensor], output: Tensor) -> tuple[list[Tensor], Tensor]:

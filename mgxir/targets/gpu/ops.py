@@ -23,7 +23,7 @@ from mgxir.ir.registry import register
 from mgxir.ir.shape import Shape
 from mgxir.ir.values import OpNode, Value
 from mgxir.ops.common import fail, lens_text
-from mgxir.records import FrozenRecord
+from mgxir.records import FrozenRecord, fields
 
 if TYPE_CHECKING:
     from mgxir.ir.module import Module
@@ -31,9 +31,13 @@ if TYPE_CHECKING:
 
 # architecture prefix -> (platform, threads per wave)
 PLATFORMS = {"sm_": ("cuda", 32), "gfx": ("hip", 64)}
-# payload formats, named as MLIR's #gpu.object names them: a binary for one architecture (cubin,
-# HSACO) or its assembly (PTX, AMDGCN)
+# a code object's own payload (MIGraphX's `code_object` field), named as MLIR's #gpu.object names
+# them: a binary for one architecture (cubin, HSACO) or its assembly (PTX, AMDGCN)
 PAYLOAD_FORMATS = ("bin", "isa")
+# the payloads `--portable` keeps beside it (the gpu target entry's `payloads`): #gpu.object's
+# formats (`offload`: LLVM/NVVM IR, `isa`, `bin`, `fatbin`) and the portable ones: the kernel's
+# CUDA/HIP C++ `source`, a Vulkan `spirv` kernel and the kernel's operation as MLIR bytecode `mlirbc`
+PORTABLE_FORMATS = ("offload", "isa", "bin", "fatbin", "source", "spirv", "mlirbc")
 # the `targets` entry's text fields
 TEXT_FIELDS = ("architecture", "payload", "toolchain", "producer")
 
@@ -57,6 +61,49 @@ def producer() -> str:
         return "mgxir"
 
 
+class Payload(FrozenRecord):
+    """One more form of a code object's kernel (`--portable`, docs/compiled-programs.md): its
+    `format` (PORTABLE_FORMATS), what it is for (`target`: the architecture of a `bin`, `vulkan1.1`
+    for `spirv`, the MLIR version that wrote an `mlirbc`), the bytes, and `meta`, what running it
+    needs besides them (a `bin`'s toolchain; a `spirv` kernel's launch, as JSON text)."""
+
+    format: str
+    target: str
+    data: bytes
+    meta: str
+
+    def __init__(self, format: str, target: str, data: bytes, meta: str = "") -> None:
+        object.__setattr__(self, "format", format)
+        object.__setattr__(self, "target", target)
+        object.__setattr__(self, "data", data)
+        object.__setattr__(self, "meta", meta)
+
+    @property
+    def digest(self) -> str:
+        import hashlib
+
+        return hashlib.sha256(self.data).hexdigest()
+
+    def to_value(self) -> dict[str, Any]:
+        from mgxir.translate.mxr.values import Binary
+
+        return {"format": self.format, "target": self.target, "data": Binary(self.data), "meta": self.meta}
+
+    @classmethod
+    def from_value(cls, v: Any, what: str) -> Payload:
+        from mgxir.translate.mxr.values import ValueError_, as_binary, as_object, as_str
+
+        item = as_object(v, what)
+        unknown = sorted(set(item) - {"format", "target", "data", "meta"})
+        if unknown:
+            raise ValueError_(f"{what}: unknown field '{unknown[0]}'")
+        kind = as_str(item.get("format"), f"{what}'s 'format'")
+        if kind not in PORTABLE_FORMATS:
+            raise ValueError_(f"{what}: unknown payload format '{kind}' (one of {', '.join(PORTABLE_FORMATS)})")
+        data = as_binary(item.get("data"), f"{what}'s 'data'")
+        return cls(kind, as_str(item.get("target", ""), f"{what}'s 'target'"), data, as_str(item.get("meta", ""), what))
+
+
 class CodeObject(FrozenRecord):
     """A compiled kernel: the binary (empty when read back from text, which keeps only its size),
     the source it was compiled from, the architecture it targets, the payload's format and the
@@ -73,6 +120,8 @@ class CodeObject(FrozenRecord):
     toolchain: str
     producer: str
     keeps_source: bool
+    payloads: tuple[Payload, ...]
+    body: Any
 
     def __init__(
         self,
@@ -84,6 +133,8 @@ class CodeObject(FrozenRecord):
         toolchain: str = "",
         producer: str = "",
         keeps_source: bool = False,
+        payloads: tuple[Payload, ...] = (),
+        body: Any = None,
     ):
         object.__setattr__(self, "binary", binary)
         object.__setattr__(self, "size", size)
@@ -93,6 +144,14 @@ class CodeObject(FrozenRecord):
         object.__setattr__(self, "toolchain", toolchain)
         object.__setattr__(self, "producer", producer)
         object.__setattr__(self, "keeps_source", keeps_source)
+        object.__setattr__(self, "payloads", tuple(payloads))
+        # what the kernel computes, while the lowering's process has it (never saved): the
+        # instruction's operator and its module, which `--portable` makes the other payloads from
+        object.__setattr__(self, "body", body)
+
+    def replace(self, **changes: Any) -> CodeObject:
+        """This code object with the fields named in `changes` changed."""
+        return CodeObject(**{**{name: getattr(self, name) for name in fields(CodeObject)}, **changes})
 
     @classmethod
     def compiled(cls, binary: bytes, source: str, arch: str, payload: str = "bin", toolchain: str = "") -> CodeObject:
@@ -120,6 +179,8 @@ class CodeObject(FrozenRecord):
         }
         if self.keeps_source:  # merged with the other code objects' (mgxir.translate.mxr.program)
             entry["sources"] = {self.digest: self.source}
+        if self.payloads:
+            entry["payloads"] = {self.digest: [p.to_value() for p in self.payloads]}
         return "gpu", entry
 
     @property
@@ -133,7 +194,7 @@ class CodeObject(FrozenRecord):
     def from_file(cls, binary: bytes, entry: Mapping[str, Any] | None, what: str) -> CodeObject:
         """A code object read from a program file: the binary and the file's `gpu` target entry
         (MIGraphX's own files have none beyond `name`: architecture and formats unknown)."""
-        from mgxir.translate.mxr.values import ValueError_, as_int, as_object, as_str
+        from mgxir.translate.mxr.values import ValueError_, as_array, as_int, as_object, as_str
 
         entry = entry or {}
         fields = {key: as_str(entry.get(key, ""), f"the gpu target's '{key}'") for key in TEXT_FIELDS}
@@ -149,11 +210,17 @@ class CodeObject(FrozenRecord):
         code = cls(binary, len(binary), "", arch, payload, toolchain, made_by)
         if "binaries" in entry and code.digest not in as_object(entry["binaries"], "the gpu target's 'binaries'"):
             raise ValueError_(f"{what}: the binary is not one the file was written with (another digest): corrupted")
+        payloads = tuple(
+            Payload.from_value(p, f"{what}: payload {i}")
+            for i, p in enumerate(
+                as_array(as_object(entry.get("payloads", {}), "the gpu target's 'payloads'").get(code.digest, []), what)
+            )
+        )
         source = as_object(entry.get("sources", {}), "the gpu target's 'sources'").get(code.digest)
         if source is None:
-            return code
+            return cls(binary, len(binary), "", arch, payload, toolchain, made_by, payloads=payloads)
         source = as_str(source, "a source in the gpu target's 'sources'")
-        return cls(binary, len(binary), source, arch, payload, toolchain, made_by, keeps_source=True)
+        return cls(binary, len(binary), source, arch, payload, toolchain, made_by, True, payloads)
 
 
 class CodeObjectKind(Kind):
@@ -298,6 +365,15 @@ class CodeObjectOp(_WritesOutput):
             raise fail(self.name, f"the kernel writes {format_shape(op['output'])}, not {format_shape(output)}")
         return output
 
+    def compute(self, op: Operation, inputs: list, modules: Sequence[Module], run_module: Any) -> Any:
+        """A compiled kernel has no reference meaning of its own: a target finishes it from its
+        payloads (the gpu, vulkan, cpu and auto targets)."""
+        from mgxir.ir.operation import ComputeError
+
+        raise ComputeError(
+            f"'{op['symbol_name']}' is a compiled kernel: run the program with --target=auto, gpu, vulkan or cpu"
+        )
+
 
 MAX_BLOCK = 1024  # threads in one block, on every NVIDIA and AMD GPU
 
@@ -346,6 +422,25 @@ class Gemm(_WritesOutput):
             )
         return out
 
+    def compute(self, op: Operation, inputs: list, modules: Sequence[Module], run_module: Any) -> Any:
+        """What the BLAS library computes: `alpha * A @ B + beta * out (+ bias)`, accumulated in
+        float32 (int32 for integers), then the epilogue's activation; gelu as cuBLASLt's (tanh)."""
+        import numpy as np
+
+        a, b, out = inputs[0], inputs[1], inputs[-1]
+        accumulate = np.int32 if out.dtype.kind in "iu" else np.float32
+        result = op["alpha"] * np.matmul(a.astype(accumulate), b.astype(accumulate))
+        if op["beta"]:
+            result = result + op["beta"] * out.astype(accumulate)
+        if op["epilogue"].endswith("bias"):
+            result = result + inputs[2].astype(accumulate)
+        activation = op["epilogue"].removesuffix("_bias")
+        if activation == "relu":
+            result = np.maximum(result, 0)
+        elif activation == "gelu":
+            result = 0.5 * result * (1 + np.tanh(0.7978845608028654 * (result + 0.044715 * result**3)))
+        return np.asarray(result).astype(out.dtype)
+
 
 def _matrices(name: str, shapes: Sequence[Shape]) -> None:
     """A product's operands and result: static, of rank 2 or more (batches of matrices)."""
@@ -387,6 +482,20 @@ class Convolution(_WritesOutput):
             raise fail(self.name, "an epilogue needs its module, and only an epilogue takes extra inputs")
         return inputs[-1]
 
+    def compute(self, op: Operation, inputs: list, modules: Sequence[Module], run_module: Any) -> Any:
+        """The inner convolution's reference result, then the epilogue module on it (parameter
+        `conv_arg` in name order) and the extra inputs (the others, in order)."""
+        import numpy as np
+
+        inner: Operation = op["op"]
+        x, w, extras, out = inputs[0], inputs[1], inputs[2:-1], inputs[-1]
+        result = inner.defn.compute(inner, [x, w], [], run_module)
+        if modules:
+            operands = list(extras)
+            operands.insert(op["conv_arg"], result)
+            result = run_module(modules[0], operands)[0]
+        return np.asarray(result).astype(out.dtype)
+
 
 @register
 class Attention(_WritesOutput):
@@ -405,3 +514,12 @@ class Attention(_WritesOutput):
             lens = ", ".join(lens_text(s.lens) for s in (q, k_t, v))
             raise fail(self.name, f"cannot attend {lens} (query, transposed key, value) into {lens_text(out.lens)}")
         return out
+
+    def compute(self, op: Operation, inputs: list, modules: Sequence[Module], run_module: Any) -> Any:
+        """`softmax(scale * Q @ K^T) @ V`, in float32."""
+        import numpy as np
+
+        q, k_t, v, out = (a.astype(np.float32) if a is not inputs[-1] else a for a in inputs)
+        scores = op["scale"] * np.matmul(q, k_t)
+        scores = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        return np.matmul(scores / scores.sum(axis=-1, keepdims=True), v).astype(out.dtype)

@@ -21,8 +21,10 @@ from mgxir.ir.instruction import Instruction
 from mgxir.ir.operation import RuntimeValue
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
+from mgxir.passes.memory_coloring import outer_values
 from mgxir.targets.gpu import dnn
 from mgxir.targets.gpu.dnn import ConvPlan
+from mgxir.targets.gpu.lowering import runs_bodies
 from mgxir.targets.gpu.platforms import Platform, open_cuda_device, open_platform
 from mgxir.targets.gpu.views import view_offset
 from mgxir.targets.host import HostFallback
@@ -54,6 +56,7 @@ class GpuExecutable:
         self.gemm_plans: dict[Instruction, object] = {}
         self._gemm_calls: dict[Instruction, Callable[[int, int, int, int], None]] = {}
         self._conv_workspace, self._conv_workspace_bytes = 0, 0
+        self._bodies: dict[object, tuple[list[Step], list[Instruction]]] = {}  # by module: its steps, outputs
         self._host = HostFallback(program, self.sink)  # what has no GPU kernel runs there
         self._load()
         self.graphs: list[tuple[object, list[Step]] | Step] = []
@@ -76,18 +79,25 @@ class GpuExecutable:
         return np.array(as_strided(staged, shape.lens, [s * staged.itemsize for s in shape.strides]))
 
     def _load(self) -> None:
-        module = self.program.main
-        for ins in module:
+        self.steps, self.outputs = self._load_module(self.program.main)
+        self.params = {p.param_name: p for p in self.program.main.parameters()}
+
+    def _load_module(self, module) -> tuple[list[Step], list[Instruction]]:
+        """`module`'s steps and outputs: main's, or a body an `if` or `loop` runs (its parameters
+        get buffers of their own that each run of the body fills)."""
+        steps: list[Step] = []
+        outputs: list[Instruction] = []
+        for index, ins in enumerate(module):
             name = ins.op.defn.name
             if ins.is_param:
-                self.params[ins.param_name] = ins
                 self.pointer[ins] = self._allocate(ins.shape.bytes)
             elif ins.is_literal:
                 self.pointer[ins] = self._allocate(ins.shape.bytes)
-                data = self._host.interpreter._literal_value(module, ins, 0)
+                # an elided literal's stand-in values depend on its position, as the reference's
+                data = self._host.interpreter._literal_value(module, ins, index)
                 self._upload(self.pointer[ins], np.asarray(data), ins.shape)
             elif ins.is_return:
-                self.outputs = list(ins.args)
+                outputs = list(ins.args)
                 break
             elif name == "allocate" and not ins.args:
                 self.pointer[ins] = self._allocate(ins.shape.bytes)
@@ -95,21 +105,22 @@ class GpuExecutable:
                 offset = ins.op["offset"]
                 self.pointer[ins] = self.pointer[ins.args[0]] + offset
             elif name == "gpu::code_object":
-                self.steps.append(Step(ins, self._kernel_step(ins)))
+                steps.append(Step(ins, self._kernel_step(ins)))
                 self.pointer[ins] = self.pointer[ins.args[-1]]
             elif name in ("gpu::gemm",):
-                self.steps.append(Step(ins, self._gemm_step(ins)))
+                steps.append(Step(ins, self._gemm_step(ins)))
                 self.pointer[ins] = self.pointer[ins.args[-1]]
             elif name == "gpu::attention":
-                self.steps.append(Step(ins, self._attention_step(ins)))
+                steps.append(Step(ins, self._attention_step(ins)))
                 self.pointer[ins] = self.pointer[ins.args[-1]]
             elif name == "gpu::convolution":
-                self.steps.append(Step(ins, self._conv_step(ins)))
+                steps.append(Step(ins, self._conv_step(ins)))
                 self.pointer[ins] = self.pointer[ins.args[-1]]
             elif ins.args and ins.args[0] in self.pointer and (offset := view_offset(ins, 0)) is not None:
                 self.pointer[ins] = self.pointer[ins.args[0]] + offset * ins.shape.dtype.itemsize
             else:
-                self.steps.append(Step(ins, self._host_step(ins), on_host=True))
+                steps.append(Step(ins, self._host_step(ins), on_host=True))
+        return steps, outputs
 
     def _kernel_step(self, ins: Instruction) -> Callable[[], None]:
         code, symbol, global_size, local_size = ins.op.values[:4]
@@ -190,9 +201,21 @@ class GpuExecutable:
         defn = ins.op.defn
         if not defn.has_compute:
             raise MgxError(f"the GPU target has no kernel and no reference compute for '{defn.name}'")
-        reference = self._host.kernel(ins)
+        if runs_bodies(ins):
+            # the control flow on the host, as the reference runs it, each body's steps on the device
+            for body in ins.module_args:
+                self._bodies[body] = self._load_module(body)
+            op = ins.op
+            reference = defn.kernel(op, [a.shape for a in ins.args], ins.module_args, self._run_body)
+        else:
+            reference = self._host.kernel(ins)
+        # a body the interpreter runs reads main's values by name: it finds them among its values
+        outer = outer_values(ins) if ins.module_args and not runs_bodies(ins) else []
+        interpreter_values = self._host.env
 
         def run() -> None:
+            for value in outer:
+                interpreter_values[value] = self._host_value(value)
             inputs = [self._host_value(a) for a in ins.args]
             with np.errstate(all="ignore"):
                 result = reference(*inputs)
@@ -201,6 +224,21 @@ class GpuExecutable:
                 self._upload(self.pointer[ins], result, shape)
 
         return run
+
+    def _run_body(self, body, args: list[RuntimeValue]) -> list[RuntimeValue]:
+        """A lowered body run as `run_module` runs one: its parameters, sorted by name, take `args`
+        (copied into their buffers); its device steps run in order, its host steps in between;
+        its outputs come back to the host."""
+        steps, outputs = self._bodies[body]
+        params = sorted(body.parameters(), key=lambda p: p.param_name)
+        for param, value in zip(params, args, strict=True):
+            self._upload(self.pointer[param], np.asarray(value), param.shape)
+        for step in steps:
+            if step.on_host:
+                self.platform.synchronize()
+            step.run()
+        self.platform.synchronize()
+        return [self._host_value(o) for o in outputs]
 
     def _host_value(self, ins: Instruction) -> RuntimeValue:
         if ins in self.host_values and ins not in self.pointer:

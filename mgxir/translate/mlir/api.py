@@ -43,7 +43,7 @@ def mlir_text_of_chunks(text: str, filename: str, sink: DiagnosticSink) -> str:
     for chunk in split_input(text):
         program = parse_program(chunk.text, filename, sink=sink, line_map=chunk.line_map())
         verify(program, sink)
-        outputs.append(mlir_text(program, sink))
+        outputs.append(chunk.labelled(mlir_text(program, sink)))
     return f"{SPLIT_MARKER}\n".join(outputs)
 
 
@@ -54,7 +54,7 @@ def programs_of_mlir_chunks(text: str, filename: str, sink: DiagnosticSink) -> s
     for chunk in split_input(text):
         program = program_from_mlir(chunk.text.encode(), filename)
         verify(program, sink)
-        outputs.append(print_program(program))
+        outputs.append(chunk.labelled(print_program(program)))
     return f"{SPLIT_MARKER}\n".join(outputs)
 
 

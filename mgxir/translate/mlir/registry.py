@@ -3,8 +3,9 @@ through `lookup`, so a misspelt name fails at import), with a note of what it lo
 
 Two kinds of rule:
 - a tensor rule lowers an instruction on tensors (`main` and other whole-tensor modules);
-- a scalar rule lowers a pointwise op on scalars; it is the body of the `linalg.generic` that a
-  pointwise op without a tensor rule becomes, and the body of `pointwise` modules.
+- the scalar rule lowers a pointwise op on scalars: every operator with a scalar meaning
+  (mgxir/ops/scalar.py) has it, and no operator has another. It is the body of the
+  `linalg.generic` that a pointwise op without a tensor rule becomes, and of `pointwise` modules.
 """
 
 from __future__ import annotations
@@ -15,20 +16,19 @@ from typing import TYPE_CHECKING
 
 from iree.compiler import ir
 
-from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
-from mgxir.ir.operation import OpDef, Operation
+from mgxir.ir.operation import OpDef
 from mgxir.ir.registry import lookup
 from mgxir.ir.shape import Shape
 from mgxir.ops import register_all_ops
+from mgxir.ops.scalar import has_scalar_meaning
+from mgxir.translate.mlir.arith_emitter import lower_meaning
 
 if TYPE_CHECKING:
     from mgxir.translate.mlir.lower import Lowering
-    from mgxir.translate.mlir.scalar import Scalars
 
 # a rule gets its arguments' values (a tuple's elements as a list) and returns its instruction's
 TensorRule = Callable[["Lowering", Instruction, list], "ir.Value | list[ir.Value]"]
-ScalarRule = Callable[["Scalars", Operation, list[ir.Value], list[DType], DType], ir.Value]
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class Rule:
 
 register_all_ops()  # the rule tables are keyed by the catalogue's definitions
 TENSOR_RULES: dict[type[OpDef], Rule] = {}
-SCALAR_RULES: dict[type[OpDef], Rule] = {}
+SCALAR_MEANING = Rule(lower_meaning, "arith/math from its scalar meaning")
 
 
 def _definition(name: str) -> type[OpDef]:
@@ -70,20 +70,6 @@ def lowers(
     return register
 
 
-def lowers_scalar(*names: str, to: str | Callable[[str], str]) -> Callable[[ScalarRule], ScalarRule]:
-    """Registers a scalar rule for the named pointwise operators."""
-
-    def register(fn: ScalarRule) -> ScalarRule:
-        for name in names:
-            cls = _definition(name)
-            if cls in SCALAR_RULES:
-                raise ValueError(f"two scalar lowerings for '{name}'")
-            SCALAR_RULES[cls] = Rule(fn, to)
-        return fn
-
-    return register
-
-
 def sizes(shape: Shape) -> list[int | None]:
     """The dimensions of a shape, None for a dynamic one (a `?` in its tensor type)."""
     if shape.is_dynamic:
@@ -96,11 +82,11 @@ def tensor_rule(defn: OpDef) -> Rule | None:
 
 
 def scalar_rule(defn: OpDef) -> Rule | None:
-    return SCALAR_RULES.get(type(defn))
+    return SCALAR_MEANING if has_scalar_meaning(defn) else None
 
 
 def _pointwise_as_generic(lowering: Lowering, ins: Instruction, args: list[ir.Value]) -> ir.Value:
-    """A pointwise op without a tensor rule: a `linalg.generic` around its scalar rule."""
+    """A pointwise op without a tensor rule: a `linalg.generic` around its scalar meaning."""
     rule = scalar_rule(ins.op.defn)
     assert rule is not None
     types = [a.shape.dtype for a in ins.args]
@@ -114,4 +100,4 @@ def _pointwise_as_generic(lowering: Lowering, ins: Instruction, args: list[ir.Va
     return lowering.emitter.elementwise(inputs, out, sizes(ins.shape), body)
 
 
-POINTWISE_AS_GENERIC = Rule(_pointwise_as_generic, "linalg.generic { scalar rule }", dynamic=True)
+POINTWISE_AS_GENERIC = Rule(_pointwise_as_generic, "linalg.generic { scalar meaning }", dynamic=True)

@@ -55,19 +55,6 @@ class Scalars:
             return arith.divf(a, b)
         return arith.divui(a, b) if t in UNSIGNED or t is DType.bool else arith.divsi(a, b)
 
-    def rounded(self, kind: str, a: ir.Value, b: ir.Value, t: DType) -> ir.Value:
-        """An elementwise op's `add`/`sub`/`mul`/`div`. On floats narrower than f32 it is computed in
-        f32 and rounded back (`arith.truncf`): the same bits as the narrow op (f32 holds twice the
-        precision, so rounding twice is exact for these four), and the rounding stays a separate op,
-        which a backend may not fuse away: SPIR-V lets a Vulkan driver contract a multiply and an add
-        that carry no NoContraction decoration (IREE writes none) into one fused multiply-add,
-        skipping the product's f16 rounding (f16 mvn on an NVIDIA GPU: rms 6.2e-2)."""
-        build = {"add": self.add, "sub": self.sub, "mul": self.mul, "div": self.div}[kind]
-        if not t.is_float or t.itemsize >= 4:
-            return build(a, b, t)
-        wide = DType.float
-        return self.to_float(build(self.to_float(a, t, wide), self.to_float(b, t, wide), wide), wide, t)
-
     def narrow(self, x: ir.Value, t: DType) -> ir.Value:
         """An f32 rounded to the nearest (ties to even) `t` (f16 or bf16) in integer arithmetic, then
         `arith.truncf` (exact by then). NVIDIA's Vulkan driver (580, H100) drops an `OpFConvert` to
@@ -96,12 +83,6 @@ class Scalars:
             rounded = arith.select(tiny, subnormal, rounded)
         return arith.truncf(element, rounded)
 
-    def rem(self, a: ir.Value, b: ir.Value, t: DType) -> ir.Value:
-        """C's fmod: the sign of the dividend."""
-        if t.is_float:
-            return arith.remf(a, b)
-        return arith.remui(a, b) if t in UNSIGNED or t is DType.bool else arith.remsi(a, b)
-
     def max(self, a: ir.Value, b: ir.Value, t: DType) -> ir.Value:
         if t.is_float:
             return arith.maximumf(a, b)
@@ -111,9 +92,6 @@ class Scalars:
         if t.is_float:
             return arith.minimumf(a, b)
         return arith.minui(a, b) if t in UNSIGNED or t is DType.bool else arith.minsi(a, b)
-
-    def neg(self, a: ir.Value, t: DType) -> ir.Value:
-        return arith.negf(a) if t.is_float else arith.subi(self.const(0, t), a)
 
     def cmp(self, kind: str, a: ir.Value, b: ir.Value, t: DType) -> ir.Value:
         """An i1 comparison (NaN compares false, except `ne`)."""
@@ -144,12 +122,6 @@ class Scalars:
 
     def select(self, flag: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
         return arith.select(flag, a, b)
-
-    def float_only(self, name: str, t: DType) -> None:
-        if not t.is_float:
-            raise CannotLower(f"'{name}' on {t.type_name} has no lowering (floating-point types only)")
-
-    # -- conversions ----------------------------------------------------------------------------
 
     def convert(self, x: ir.Value, source: DType, target: DType) -> ir.Value:
         """MIGraphX's convert: NaN to 0 in integers, finite values saturate to the target's range,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mgxir.diagnostics import DiagnosticSink, MgxError
+from mgxir.diagnostics import DiagnosticSink, MgxError, one_line
 from mgxir.ir.builtin import make_literal, make_param, make_return
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
@@ -152,10 +152,10 @@ def program_from_value(value: Any, filename: str, sink: DiagnosticSink | None = 
         if foreign:  # MIGraphX's own: what mgxir adds (architecture, payload, ...) is not there
             sink.warn(f"{filename}: compiled for {len(foreign)} target(s); the target contexts are ignored")
     except ValueError_ as e:
-        raise MgxError(f"{filename}: not a MIGraphX program file: {e}") from None
+        raise MgxError(one_line(f"{filename}: not a MIGraphX program file: {e}")) from None
     loader = _Loader(modules, filename, sink, targets)
     if "main" not in modules and modules:
-        raise MgxError(f"{filename}: the program has no module 'main'")
+        raise MgxError(one_line(f"{filename}: the program has no module 'main'"))
     for name in ["main", *[n for n in modules if n != "main"]]:
         if name in modules:
             loader.load(loader.module(name))
@@ -224,7 +224,9 @@ class _Loader:
     def module(self, name: str) -> Module:
         found = self.program.get_module(name)
         if found is None:
-            raise MgxError(f"{self.filename}: an instruction refers to module '{name}', which the file does not have")
+            raise MgxError(
+                one_line(f"{self.filename}: an instruction refers to module '{name}', which the file does not have")
+            )
         return found
 
     def load(self, module: Module) -> None:
@@ -236,12 +238,12 @@ class _Loader:
             body = as_object(self.values[module.name], where)
             nodes = as_array(body.get("nodes", []), f"{where}: 'nodes'")
         except ValueError_ as e:
-            raise MgxError(f"{self.filename}: {e}") from None
+            raise MgxError(one_line(f"{self.filename}: {e}")) from None
         for index, node in enumerate(nodes):
             try:
                 self._node(module, node)
             except ValueError_ as e:
-                raise MgxError(f"{self.filename}: {where}, node {index}: {e}") from None
+                raise MgxError(one_line(f"{self.filename}: {where}, node {index}: {e}")) from None
 
     def _node(self, module: Module, node: Any) -> None:
         node = as_object(node, "the node")
@@ -306,8 +308,10 @@ class _Loader:
             op = operation_from_value(name, fields, targets=self.targets)
             if op.defn.is_opaque:
                 self.sink.warn(
-                    f"{self.filename}: operator '{name}' is not one mgxir knows (or has attributes it does not "
-                    "know): kept as written; its shape is not checked",
+                    one_line(
+                        f"{self.filename}: operator '{name}' is not one mgxir knows (or has attributes it does "
+                        "not know): kept as written; its shape is not checked"
+                    ),
                     once_key=f"opaque:{name}",
                 )
             if name != "load":  # load takes its instruction's shape

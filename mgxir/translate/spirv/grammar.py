@@ -148,3 +148,12 @@ def assemble(text: str, validate: bool = True) -> bytes:
         if validate:
             _run_tool([tool_path("spirv-val"), "--target-env", VULKAN_ENV, binary], "spirv-val")
         return Path(binary).read_bytes()
+
+
+def validate(binary: bytes) -> None:
+    """Raises SpirvToolError unless spirv-val accepts the SPIR-V module `binary` for Vulkan 1.1 (a
+    module read from a file, which can say anything)."""
+    with tempfile.TemporaryDirectory(prefix="mgxir-spirv-") as scratch:
+        path = os.path.join(scratch, "kernel.spv")
+        Path(path).write_bytes(binary)
+        _run_tool([tool_path("spirv-val"), "--target-env", VULKAN_ENV, path], "spirv-val")

@@ -477,6 +477,11 @@ class ReduceKernelBuilder:
             raise Unsupported(str(e)) from None
         for p in plan.parameters:
             element_type(p.shape.dtype)
+            if tuple(p.shape.lens) != plan.lens:
+                lens = list(p.shape.lens)
+                raise Unsupported(
+                    f"body parameter '{p.param_name}' has lens {lens}, not the iteration's {list(plan.lens)}"
+                )
         self.axes, self.lens, self.params = plan.axes, plan.lens, list(plan.parameters)
         outer_rank = len(plan.collapsed(plan.kept)[0])
         inner_rank = len(plan.collapsed(plan.axes)[0])

@@ -12,12 +12,11 @@ from iree.compiler.dialects import arith, math, tensor
 
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
-from mgxir.ir.operation import Operation
 from mgxir.translate.mlir.emitter import PARALLEL
 from mgxir.translate.mlir.families.indexed import IndexMath, indexed
 from mgxir.translate.mlir.families.layout import RunTimeChecks, broadcast_at_run_time
-from mgxir.translate.mlir.registry import lowers, lowers_scalar
-from mgxir.translate.mlir.scalar import CannotLower, Scalars
+from mgxir.translate.mlir.registry import lowers
+from mgxir.translate.mlir.scalar import CannotLower
 
 if TYPE_CHECKING:
     from mgxir.translate.mlir.lower import Lowering
@@ -45,11 +44,6 @@ def _even_odd_maps(rank: int, axis: int) -> list[ir.AffineMapAttr]:
 def _fill(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     source = ins.args[0].shape
     return lowering.emitter.elementwise([(args[0], source.lens)], ins.shape.dtype, ins.shape.lens, lambda xs: [xs[0]])
-
-
-@lowers_scalar("layout", to="nothing (the argument: a scalar has no layout)")
-def _layout_scalar(s: Scalars, op: Operation, args: Values, types: list[DType], out: DType) -> ir.Value:
-    return args[0]
 
 
 @lowers("step", to="tensor.extract_slice with strides")
