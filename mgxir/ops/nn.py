@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -357,18 +357,51 @@ class _Reduce(OpDef):
         if not axes:
             return x.copy()
         wide = x.astype(np.float64) if x.dtype.kind == "f" or x.dtype.kind == "V" else x
-        out = REDUCTIONS[self.name](wide, axis=axes, keepdims=True)
+        out = REDUCTIONS[self.name].numpy(wide, axis=axes, keepdims=True)
         return np.asarray(out).astype(x.dtype)
 
 
+class Reducer(NamedTuple):
+    """A reduce op's meaning: `numpy` is the reference's (floats in float64, integers in 64 bits);
+    the rest is how generated kernels fold a row: `combine` ("sum", "product", "max" or "min", NaN
+    propagating) two partials, starting from `identity` of the accumulator type, dividing the total
+    by the row's length for a `mean`, and folding elements as 0/1 (`x != 0`) where `truthy`."""
+
+    numpy: Callable[..., Any]
+    combine: str
+    identity: Callable[[DType], float | int]
+    mean: bool = False
+    truthy: bool = False
+
+
+def _mean(x: np.ndarray, axis: tuple[int, ...], keepdims: bool) -> np.ndarray:
+    """MIGraphX's mean: of integers (and bools) the 64-bit sum (wrapping) divided by the count,
+    truncated toward zero as C++ divides; of floats numpy's (in the float64 `x` it is given)."""
+    if x.dtype.kind == "f":
+        return np.mean(x, axis=axis, keepdims=keepdims)
+    wide = np.uint64 if x.dtype.kind in "ub" else np.int64
+    with np.errstate(over="ignore"):
+        total = np.sum(x, axis=axis, keepdims=keepdims, dtype=wide)
+    count = wide(math.prod(x.shape[a] for a in axis))
+    return (total - np.fmod(total, count)) // count
+
+
+def _lowest(t: DType) -> float | int:
+    return -math.inf if t.is_float else (0 if t is DType.bool else int(np.iinfo(t.numpy).min))
+
+
+def _highest(t: DType) -> float | int:
+    return math.inf if t.is_float else (1 if t is DType.bool else int(np.iinfo(t.numpy).max))
+
+
 REDUCTIONS = {
-    "reduce_sum": np.sum,
-    "reduce_mean": np.mean,
-    "reduce_max": np.max,
-    "reduce_min": np.min,
-    "reduce_prod": np.prod,
-    "reduce_any": np.any,
-    "reduce_all": np.all,
+    "reduce_sum": Reducer(np.sum, "sum", lambda t: 0),
+    "reduce_mean": Reducer(_mean, "sum", lambda t: 0, mean=True),
+    "reduce_max": Reducer(np.max, "max", _lowest),
+    "reduce_min": Reducer(np.min, "min", _highest),
+    "reduce_prod": Reducer(np.prod, "product", lambda t: 1),
+    "reduce_any": Reducer(np.any, "max", lambda t: 0, truthy=True),
+    "reduce_all": Reducer(np.all, "min", lambda t: 1, truthy=True),
 }
 
 # reduce_any and reduce_all are left out of MIGraphX's find_nop_reshapes

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from mgxir.analysis.kernel_plan import ReducePlan, Reduction, Step, StepKind, Unplannable, plan_body, plan_reduce
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
@@ -79,6 +80,7 @@ C_TYPES: dict[DType, tuple[str, str]] = {
     DType.half: ("mgx_half", "float"),
     DType.bf16: ("mgx_bf16", "float"),
     DType.double: ("double", "double"),
+    **{t: (f"mgx_{t.name}", "float") for t in DType if t.is_fp8},
     DType.bool: ("bool", "bool"),
     DType.int8: ("signed char", "int"),
     DType.uint8: ("unsigned char", "unsigned int"),
@@ -133,7 +135,9 @@ __device__ inline void mgx_store(mgx_half* p, float x) {
 #if defined(__HIPCC_RTC__) || defined(__HIP__)
   _Float16 f = (_Float16)x; __builtin_memcpy(&p->bits, &f, 2);
 #else
-  unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x)); p->bits = h;
+  unsigned short h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
+  // NaN as numpy stores it (PTX gives 0x7fff): the same bits for a bit_cast to see
+  p->bits = (x != x) ? (unsigned short)(((__float_as_uint(x) >> 16) & 0x8000u) | 0x7e00u) : h;
 #endif
 }
 __device__ inline void mgx_store(mgx_bf16* p, float x) {
@@ -153,6 +157,54 @@ __device__ inline float mgx_round_to_odd(double x) {
 }
 __device__ inline float mgx_round_half(double x) { return mgx_round_half(mgx_round_to_odd(x)); }
 __device__ inline float mgx_round_bf16(double x) { return mgx_round_bf16(mgx_round_to_odd(x)); }
+// fp8 with E exponent bits, M mantissa bits, bias B, and kind K (as ml_dtypes, rounding to nearest
+// even): 0 IEEE-like (infinities; e5m2), 1 "fn" (no infinities, S.1111.111 is NaN, overflow is
+// NaN), 2 "fnuz" (no infinities, no -0, 0x80 is NaN and what overflows)
+template <int E, int M, int B, int K> struct mgx_fp8 { unsigned char bits; };
+typedef mgx_fp8<4, 3, 7, 1> mgx_fp8e4m3fn;
+typedef mgx_fp8<4, 3, 8, 2> mgx_fp8e4m3fnuz;
+typedef mgx_fp8<5, 2, 15, 0> mgx_fp8e5m2;
+typedef mgx_fp8<5, 2, 16, 2> mgx_fp8e5m2fnuz;
+template <int E, int M, int B, int K> __device__ inline float mgx_load(const mgx_fp8<E, M, B, K>* p) {
+  const unsigned int b = p->bits, top = (1u << E) - 1u, e = (b >> M) & top, m = b & ((1u << M) - 1u);
+  const float nan = __uint_as_float(0x7fc00000u), inf = __uint_as_float(0x7f800000u);
+  if ((K == 2 && b == 0x80u) || (K == 1 && e == top && m == (1u << M) - 1u) || (K == 0 && e == top && m != 0))
+    return (b & 0x80u) ? -nan : nan;
+  const float magnitude = K == 0 && e == top ? inf
+                        : e == 0 ? ldexpf((float)m, 1 - B - M) : ldexpf((float)(m | (1u << M)), (int)e - B - M);
+  return (b & 0x80u) ? -magnitude : magnitude;
+}
+template <int E, int M, int B, int K> __device__ inline void mgx_store(mgx_fp8<E, M, B, K>* p, float x) {
+  const unsigned int top = (1u << E) - 1u, mantissas = 1u << M, sign = (__float_as_uint(x) >> 24) & 0x80u;
+  const unsigned int nan = K == 2 ? 0x80u : K == 1 ? (sign | 0x7fu) : (sign | (top << M) | (mantissas >> 1));
+  const unsigned int overflow = K == 0 ? (sign | (top << M)) : nan;
+  const float a = fabsf(x);
+  if (x != x || a == __uint_as_float(0x7f800000u)) { p->bits = (unsigned char)(x != x ? nan : overflow); return; }
+  unsigned int field = 0, m;
+  if (a < ldexpf(1.0f, 1 - B)) {  // subnormal: m may round up to the smallest normal (field 1, m 0)
+    m = (unsigned int)rintf(ldexpf(a, B - 1 + M));
+  } else {
+    int ex;
+    frexpf(a, &ex);
+    field = (unsigned int)(ex - 1 + B);
+    m = (unsigned int)rintf(ldexpf(a, M - (ex - 1))) - mantissas;
+    if (m == mantissas) { m = 0; ++field; }
+  }
+  const bool over = field > (K == 0 ? top - 1u : top) || (K == 1 && field == top && m == mantissas - 1u);
+  unsigned int bits = over ? overflow : (sign | (field << M) | m);
+  if (K == 2 && !over && (bits & 0x7fu) == 0u) bits = 0u;
+  p->bits = (unsigned char)bits;
+}
+template <class T> __device__ inline float mgx_round(float x) { T h; mgx_store(&h, x); return mgx_load(&h); }
+// a value of storage type From seen as storage type To (of its size), byte by byte
+template <class To, class From, class C> __device__ inline auto mgx_bit_cast(C x) -> decltype(mgx_load((const To*)0)) {
+  From from;
+  mgx_store(&from, x);
+  To to;
+  for (int i = 0; i < (int)sizeof(To); ++i) ((unsigned char*)&to)[i] = ((const unsigned char*)&from)[i];
+  return mgx_load(&to);
+}
+template <class T> __device__ inline float mgx_round(double x) { return mgx_round<T>(mgx_round_to_odd(x)); }
 struct mgx_op_sum { template <class T> __device__ T operator()(T a, T b) const { return a + b; } };
 struct mgx_op_prod { template <class T> __device__ T operator()(T a, T b) const { return a * b; } };
 struct mgx_op_max { template <class T> __device__ T operator()(T a, T b) const { return (b > a || b != b) ? b : a; } };
@@ -178,7 +230,11 @@ _C_COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">
 _C_ARITHMETIC = {"add": "+", "sub": "-", "mul": "*", "div": "/", "rem": "%"}
 _C_LOGIC = {"and": "&&", "or": "||", "xor": "!="}
 # types whose values a kernel holds in float, rounded after every operation: the helper that rounds
-_ROUNDED_IN_FLOAT = {DType.half: "mgx_round_half", DType.bf16: "mgx_round_bf16"}
+_ROUNDED_IN_FLOAT = {
+    DType.half: "mgx_round_half",
+    DType.bf16: "mgx_round_bf16",
+    **{t: f"mgx_round<mgx_{t.name}>" for t in DType if t.is_fp8},
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -286,9 +342,11 @@ class CppEmitter:
 
     def reinterpret(self, v: CValue, t: DType) -> CValue:
         intrinsic = _REINTERPRET.get((v.dtype, t))
-        if intrinsic is None:
+        if intrinsic is not None:
+            return self._bind(f"{intrinsic}({v.expr})", t)
+        if DType.bool in (v.dtype, t) or v.dtype.itemsize != t.itemsize:  # a bool's bytes are 0 or 1
             raise NoScalarMeaning(f"no bit cast from {v.dtype.type_name} to {t.type_name} in GPU kernels")
-        return self._bind(f"{intrinsic}({v.expr})", t)
+        return self._bind(f"mgx_bit_cast<{storage_type(t)}, {storage_type(v.dtype)}>({v.expr})", t)
 
     def extremum(self, a: CValue, b: CValue, largest: bool) -> CValue:
         order = (">" if largest else "<") + ("=" if a.dtype is DType.half else "")
@@ -335,37 +393,33 @@ def literal_expr(value: np.generic | float | int | bool, t: DType) -> str:
 
 
 def pointwise_body(module: Module, args: Sequence[str], prefix: str) -> tuple[list[str], str]:
-    """Statements computing a pointwise module's result from its parameters' expressions (bound by
-    parameter name order, as MIGraphX binds them); returns (statements, result expression)."""
-    params = sorted((i for i in module if i.is_param), key=lambda p: p.param_name)
-    if len(params) != len(args):
-        raise Unsupported(f"module '{module.name}' has {len(params)} parameters for {len(args)} inputs")
-    for p in params:
+    """Statements computing a pointwise module's result from its parameters' expressions (bound as
+    the module's plan orders them, by name as MIGraphX binds them); returns (statements, result
+    expression)."""
+    try:
+        plan = plan_body(module)
+    except Unplannable as e:
+        raise Unsupported(str(e)) from None
+    if len(plan.parameters) != len(args):
+        raise Unsupported(f"module '{module.name}' has {len(plan.parameters)} parameters for {len(args)} inputs")
+    if len(plan.results) != 1:
+        raise Unsupported(f"module '{module.name}' returns {len(plan.results)} values")
+    for p in plan.parameters:
         compute_type(p.shape.dtype)
-    values: dict[Instruction, CValue] = {p: CValue(a, p.shape.dtype) for p, a in zip(params, args)}
+    values: dict[Instruction, CValue] = {p: CValue(a, p.shape.dtype) for p, a in zip(plan.parameters, args)}
     em = CppEmitter(prefix)
-    for ins in module:
-        if ins.is_param:
-            continue
-        if ins.is_return:
-            if len(ins.args) != 1:
-                raise Unsupported(f"module '{module.name}' returns {len(ins.args)} values")
-            return em.lines, values[ins.args[0]].expr
+    for step in plan.steps:
+        ins = step.instruction
         t = ins.shape.dtype
         compute_type(t)
-        if ins.is_literal:
-            data = ins.literal.data
-            if data is None or data.size != 1:
-                raise Unsupported("pointwise literals must be scalars")
-            values[ins] = em.constant(data.reshape(-1)[0].item(), t)
+        if step.kind is StepKind.LITERAL:
+            values[ins] = em.constant(ins.literal.data.reshape(-1)[0].item(), t)
             continue
-        if ins.module_args:
-            raise Unsupported(f"no GPU expression for '{ins.op.defn.name}'")
         try:
             values[ins] = emit(em, ins.op, [values[a] for a in ins.args], t)
         except NoScalarMeaning as e:
             raise Unsupported(str(e)) from None
-    raise Unsupported(f"module '{module.name}' has no return")
+    return em.lines, values[plan.results[0]].expr
 
 
 def kernel_name(module: Module, suffix: str = "kernel") -> str:
@@ -534,25 +588,10 @@ def copy_kernel(source: Tensor, output: Tensor, symbol: str = "contiguous_kernel
     return elementwise_kernel(symbol, [source], output, lambda args: ([], args[0]))
 
 
-# -- reductions ----------------------------------------------------------------------------------
+# -- reductions: fused_reduce modules, as their kernel plan (mgxir/analysis/kernel_plan.py) describes
 
-# reduce op -> (combiner, initial value as a function of the accumulator type, divide by count)
-REDUCERS: dict[str, tuple[str, Callable[[str], str], bool]] = {
-    "reduce_sum": ("mgx_op_sum", lambda t: f"(({t})0)", False),
-    "reduce_mean": ("mgx_op_sum", lambda t: f"(({t})0)", True),
-    "reduce_prod": ("mgx_op_prod", lambda t: f"(({t})1)", False),
-    "reduce_max": (
-        "mgx_op_max",
-        lambda t: f"(-({t})(1.0 / 0.0))" if t in ("float", "double") else f"(({t})0x8000000000000000ULL)",
-        False,
-    ),
-    "reduce_min": (
-        "mgx_op_min",
-        lambda t: f"(({t})(1.0 / 0.0))" if t in ("float", "double") else f"(({t})0x7fffffffffffffffLL)",
-        False,
-    ),
-}
-_VIEWS_OF_ROW_VALUES = ("multibroadcast", "broadcast")
+# how a reducer folds two partials (its `combine`): the prelude's functor
+COMBINERS = {"sum": "mgx_op_sum", "product": "mgx_op_prod", "max": "mgx_op_max", "min": "mgx_op_min"}
 
 
 ROW_LANES = 32  # lanes per row in warp-row reductions: a CUDA warp, half an AMD wavefront
@@ -564,147 +603,115 @@ def reduce_kernel(module: Module, axes: Sequence[int], inputs: Sequence[Tensor],
     """A fused_reduce module. Rows up to 32 elements per lane run one row per 32 lanes, the row's
     inputs loaded once (vectors where the row is contiguous) into registers and every reduction
     combined with shuffles alone; longer rows run one block per row (see `block_reduce_kernel`)."""
-    plan = _classify_reduce(module, axes, inputs, output)
-    return _warp_row_kernel(plan) or _block_reduce_kernel(plan)
+    try:
+        plan = plan_reduce(module, axes, inputs, output)
+    except Unplannable as e:
+        raise Unsupported(str(e)) from None
+    for t in plan.tensors:
+        compute_type(t.dtype)
+    for r in plan.reductions:
+        compute_type(r.result)
+    kernel = _Reduction(plan, tuple(inputs), output)
+    return _warp_row_kernel(kernel) or _block_reduce_kernel(kernel)
 
 
-@dataclasses.dataclass
-class _ReducePlan:
-    module: Module
-    inputs: Sequence[Tensor]
+@dataclasses.dataclass(frozen=True)
+class _Reduction:
+    """A reduction kernel's plan with the generator's own view of its tensors (alignment)."""
+
+    plan: ReducePlan
+    inputs: tuple[Tensor, ...]
     output: Tensor
-    params: list[Instruction]
-    lens: tuple[int, ...]
-    axes: list[int]
-    kept: list[int]
-    rows: int
-    row_len: int
-    per_element: set[Instruction]
-    order: list[Instruction]
-    result: Instruction
-    index_of: dict[Instruction, int]
+
+    @property
+    def tensors(self) -> list[Tensor]:
+        return [*self.inputs, self.output]
 
 
-def _classify_reduce(module: Module, axes: Sequence[int], inputs: Sequence[Tensor], output: Tensor) -> _ReducePlan:
-    params = sorted((i for i in module if i.is_param), key=lambda p: p.param_name)
-    if len(params) != len(inputs):
-        raise Unsupported("fused_reduce parameters and inputs differ")
-    lens = inputs[0].lens
-    rank = len(lens)
-    axes = sorted(a % rank for a in axes)
-    kept = [d for d in range(rank) if d not in axes]
-    rows = math.prod(lens[d] for d in kept)
-    row_len = math.prod(lens[d] for d in axes)
-    if any(t.lens != lens for t in inputs) or output.lens not in (tuple(lens), _reduced(lens, axes)):
-        raise Unsupported("fused_reduce inputs and output must share their axes")
-    # classify the body: row values (one per row) and element values (one per row element)
-    per_element: set[Instruction] = set(params)
-    order = [i for i in module if not (i.is_param or i.is_return)]
-    ret = module.return_instruction
-    if ret is None or len(ret.args) != 1:
-        raise Unsupported("fused_reduce must return one value")
-    for ins in order:
-        name = ins.op.defn.name
-        if ins.is_literal:
-            if ins.literal.data is None or ins.literal.data.size != 1:
-                raise Unsupported("fused_reduce literals must be scalars")
-        elif name in REDUCERS:
-            if sorted(a % rank for a in ins.op["axes"]) != axes:
-                raise Unsupported("a reduction over other axes than the fused_reduce's")
-        elif name in _VIEWS_OF_ROW_VALUES:
-            if ins.args[0] in per_element:
-                raise Unsupported("a broadcast of an element value")
-        elif name == "pointwise":
-            if any(a in per_element for a in ins.args):
-                per_element.add(ins)
-        else:
-            raise Unsupported(f"'{name}' inside fused_reduce")
-    index_of = {ins: k for k, ins in enumerate(module)}
-    return _ReducePlan(
-        module,
-        inputs,
-        output,
-        params,
-        tuple(lens),
-        axes,
-        kept,
-        rows,
-        row_len,
-        per_element,
-        order,
-        ret.args[0],
-        index_of,
-    )
+def _step_code(step: Step, names: dict[Instruction, str], prefix: str) -> tuple[list[str], str]:
+    """Statements computing one step of a fused_reduce body from its arguments' expressions."""
+    ins = step.instruction
+    if step.kind is StepKind.VIEW:
+        return [], names[ins.args[0]]
+    if step.kind is StepKind.LITERAL:
+        return [], literal_expr(ins.literal.data.reshape(-1)[0], ins.shape.dtype)
+    if step.kind is StepKind.POINTWISE:
+        return pointwise_body(ins.module_args[0], [names[a] for a in ins.args], prefix)
+    em = CppEmitter(prefix)
+    try:
+        value = emit(em, ins.op, [CValue(names[a], a.shape.dtype) for a in ins.args], ins.shape.dtype)
+    except NoScalarMeaning as e:
+        raise Unsupported(str(e)) from None
+    return em.lines, value.expr
 
 
-def _block_reduce_kernel(plan: _ReducePlan) -> Kernel:
+def _element_code(
+    plan: ReducePlan, target: Instruction, names: dict[Instruction, str], indent: str, tag: str
+) -> tuple[list[str], str]:
+    """Statements computing element value `target` from `names` (the parameters' loads and the row
+    values known so far), recomputed where each loop needs it, as MIGraphX's lazy `inner`."""
+    names = dict(names)
+    out: list[str] = []
+    for step in plan.needed_for(target):
+        statements, names[step.instruction] = _step_code(step, names, f"{tag}v{step.position}_")
+        out.extend(indent + s for s in statements)
+    return out, names[target]
+
+
+def _block_reduce_kernel(kernel: _Reduction) -> Kernel:
     """One block per output row (the kept axes); each reduction loops over the row with the block's
-    threads and combines across the block; values that depend on the position in the row are
-    recomputed where each loop needs them, as MIGraphX's lazy `inner`."""
-    inputs, output, params = plan.inputs, plan.output, plan.params
-    lens, axes, rows, row_len = plan.lens, plan.axes, plan.rows, plan.row_len
-    per_element, order, index_of = plan.per_element, plan.order, plan.index_of
-    tensors = [*inputs, output]
+    threads and combines across the block; element values are recomputed where each loop needs
+    them, as MIGraphX's lazy `inner`."""
+    plan, inputs = kernel.plan, kernel.inputs
+    lens, axes, row_len = plan.lens, plan.axes, plan.row_length
     local = 64
     while local < 1024 and local < row_len:
         local *= 2
     local = min(local, 256) if row_len <= 4096 else 1024
-    body: list[str] = []
     row_names: dict[Instruction, str] = {}
-    for ins in order:
-        if ins.is_literal:
-            row_names[ins] = literal_expr(ins.literal.data.reshape(-1)[0], ins.shape.dtype)
 
     def element_code(target: Instruction, indent: str, tag: str) -> tuple[list[str], str]:
         """Statements computing `target` at row element `r` (loads at offsets `o<k>`)."""
+        needed = {target, *(a for s in plan.needed_for(target) for a in s.instruction.args)}
+        loads: list[str] = []
         names = dict(row_names)
-        out: list[str] = []
-        needed = _closure(target, per_element)
-        for k, p in enumerate(params):
+        for k, p in enumerate(plan.parameters):
             if p in needed:
                 names[p] = f"{tag}p{k}"
-                out.append(f"{indent}const {compute_type(p.shape.dtype)} {tag}p{k} = mgx_load(x{k} + o{k});")
-        for ins in order:
-            if ins not in needed or ins.is_param:
-                continue
-            statements, result = pointwise_body(
-                ins.module_args[0], [names[a] for a in ins.args], f"{tag}v{index_of[ins]}_"
-            )
-            out.extend(indent + s for s in statements)
-            names[ins] = result
-        return out, names[target]
+                loads.append(f"{indent}const {compute_type(p.shape.dtype)} {tag}p{k} = mgx_load(x{k} + o{k});")
+        statements, value = _element_code(plan, target, names, indent, tag)
+        return loads + statements, value
 
     def offsets(indent: str) -> list[str]:
         return [
             f"{indent}const long long o{k} = base{k} + {_axes_offset('r', t, axes, lens)};"
-            for k, t in enumerate(tensors)
+            for k, t in enumerate(kernel.tensors)
         ]
 
-    def accumulate(source: Instruction, k: int, acc: str, combiner: str) -> list[str]:
+    def accumulate(r: Reduction, k: int, fold: Callable[[str], str]) -> list[str]:
         lines = [f"  for (long long r = threadIdx.x; r < {row_len}LL; r += {local}) {{", *offsets("    ")]
-        if source in per_element:
-            statements, value = element_code(source, "    ", f"e{k}_")
+        if plan.is_element_value(r.source):
+            statements, value = element_code(r.source, "    ", f"e{k}_")
             lines.extend(statements)
         else:
-            value = row_names[source]
-        return [*lines, f"    acc{k} = {combiner}()(acc{k}, ({acc})({value}));", "  }"]
+            value = row_names[r.source]
+        return [*lines, f"    {fold(value)}", "  }"]
 
     def combine(k: int, combiner: str) -> str:
         return f"  acc{k} = mgx_block_reduce(acc{k}, {combiner}());"
 
-    body.extend(_row_values(plan, row_names, accumulate, combine))
-    result = plan.result
-    if result in per_element:
+    body = _row_values(kernel, row_names, accumulate, combine)
+    if plan.is_element_value(plan.result):
         body.append(f"  for (long long r = threadIdx.x; r < {row_len}LL; r += {local}) {{")
         body.extend(offsets("    "))
-        statements, value = element_code(result, "    ", "f_")
+        statements, value = element_code(plan.result, "    ", "f_")
         body.extend(statements)
         body.append(f"    mgx_store(out + o{len(inputs)}, {value});")
         body.append("  }")
     else:
-        body.append(f"  if (threadIdx.x == 0) mgx_store(out + base{len(inputs)}, {row_names[result]});")
-    symbol, source = _reduce_source(plan, local, ["  const long long row = blockIdx.x;"], body)
-    return Kernel(symbol, source, rows * local, local)
+        body.append(f"  if (threadIdx.x == 0) mgx_store(out + base{len(inputs)}, {row_names[plan.result]});")
+    symbol, source = _reduce_source(kernel, local, ["  const long long row = blockIdx.x;"], body)
+    return Kernel(symbol, source, plan.rows * local, local)
 
 
 def _row_contiguous(t: Tensor, axes: Sequence[int], lens: Sequence[int]) -> bool:
@@ -720,14 +727,14 @@ def _row_contiguous(t: Tensor, axes: Sequence[int], lens: Sequence[int]) -> bool
     return True
 
 
-def _warp_row_kernel(plan: _ReducePlan) -> Kernel | None:
+def _warp_row_kernel(kernel: _Reduction) -> Kernel | None:
     """One row per 32 lanes, or None where a lane would hold too much of its row. Each lane caches
     its elements of every input (`c<k>[q]`, element `r = (j * 32 + lane) * W + e` at `q = j * W +
     e`); reductions combine their lane's elements, then the 32 lanes by shuffles (every lane gets
     the result, so no shared memory and no block barrier)."""
-    inputs, output, params, lens, axes = plan.inputs, plan.output, plan.params, plan.lens, plan.axes
-    row_len, per_element, order, index_of = plan.row_len, plan.per_element, plan.order, plan.index_of
-    tensors = [*inputs, output]
+    plan, inputs, output = kernel.plan, kernel.inputs, kernel.output
+    lens, axes, row_len = plan.lens, plan.axes, plan.row_length
+    tensors = kernel.tensors
     contiguous = [_row_contiguous(t, axes, lens) for t in tensors]
     packed = [t for t, c in zip(tensors, contiguous) if c]
     width = max(1, 16 // max(t.dtype.itemsize for t in packed)) if packed else 1
@@ -739,12 +746,11 @@ def _warp_row_kernel(plan: _ReducePlan) -> Kernel | None:
         width //= 2
     items = -(-row_len // (ROW_LANES * width))
     per_lane = items * width
-    if per_lane > 32 or per_lane * len(params) > WARP_ROW_CACHE:
+    if per_lane > 32 or per_lane * len(plan.parameters) > WARP_ROW_CACHE:
         return None
     ragged = row_len % (ROW_LANES * width) != 0
-    row_names: dict[Instruction, str] = {
-        ins: literal_expr(ins.literal.data.reshape(-1)[0], ins.shape.dtype) for ins in order if ins.is_literal
-    }
+    row_names: dict[Instruction, str] = {}
+    cached = {p: f"c{k}[q]" for k, p in enumerate(plan.parameters)}
     body: list[str] = []
 
     def element_loop(inner: Callable[[], list[str]]) -> list[str]:
@@ -761,20 +767,7 @@ def _warp_row_kernel(plan: _ReducePlan) -> Kernel | None:
         return lines
 
     def element_code(target: Instruction, tag: str) -> tuple[list[str], str]:
-        names = dict(row_names)
-        out: list[str] = []
-        needed = _closure(target, per_element)
-        for k, p in enumerate(params):
-            names[p] = f"c{k}[q]"
-        for ins in order:
-            if ins not in needed or ins.is_param:
-                continue
-            statements, result = pointwise_body(
-                ins.module_args[0], [names[a] for a in ins.args], f"{tag}v{index_of[ins]}_"
-            )
-            out.extend("      " + s for s in statements)
-            names[ins] = result
-        return out, names[target]
+        return _element_code(plan, target, {**row_names, **cached}, "      ", tag)
 
     # the row's inputs, once
     for k, t in enumerate(inputs):
@@ -799,13 +792,13 @@ def _warp_row_kernel(plan: _ReducePlan) -> Kernel | None:
                 element_loop(lambda k=k, offset=offset: [f"      c{k}[q] = mgx_load(x{k} + base{k} + {offset});"])
             )
 
-    def accumulate(source: Instruction, k: int, acc: str, combiner: str) -> list[str]:
+    def accumulate(r: Reduction, k: int, fold: Callable[[str], str]) -> list[str]:
         def lane_elements() -> list[str]:
-            if source in per_element:
-                statements, value = element_code(source, f"e{k}_")
+            if plan.is_element_value(r.source):
+                statements, value = element_code(r.source, f"e{k}_")
             else:
-                statements, value = [], row_names[source]
-            return [*statements, f"      acc{k} = {combiner}()(acc{k}, ({acc})({value}));"]
+                statements, value = [], row_names[r.source]
+            return [*statements, f"      {fold(value)}"]
 
         return element_loop(lane_elements)
 
@@ -814,11 +807,11 @@ def _warp_row_kernel(plan: _ReducePlan) -> Kernel | None:
             f"  for (int o = {ROW_LANES // 2}; o > 0; o /= 2) acc{k} = {combiner}()(acc{k}, MGX_SHFL_XOR(acc{k}, o));"
         )
 
-    body.extend(_row_values(plan, row_names, accumulate, combine))
+    body.extend(_row_values(kernel, row_names, accumulate, combine))
     result = plan.result
     ost = storage_type(output.dtype)
     out_index = len(inputs)
-    if result in per_element:
+    if plan.is_element_value(result):
         if contiguous[out_index] and width > 1:
             body.extend(["#pragma unroll", f"  for (int j = 0; j < {items}; ++j) {{"])
             body.append(f"    const long long v = (long long)j * {ROW_LANES} + lane;")
@@ -849,64 +842,69 @@ def _warp_row_kernel(plan: _ReducePlan) -> Kernel | None:
         f"  if (row >= {plan.rows}LL) return;",
         f"  const int lane = threadIdx.x % {ROW_LANES};",
     ]
-    symbol, source = _reduce_source(plan, WARP_ROW_LOCAL, row, body)
+    symbol, source = _reduce_source(kernel, WARP_ROW_LOCAL, row, body)
     blocks = -(-plan.rows // rows_per_block)
     return Kernel(symbol, source, blocks * WARP_ROW_LOCAL, WARP_ROW_LOCAL)
 
 
 def _row_values(
-    plan: _ReducePlan,
+    kernel: _Reduction,
     row_names: dict[Instruction, str],
-    accumulate: Callable[[Instruction, int, str, str], list[str]],
+    accumulate: Callable[[Reduction, int, Callable[[str], str]], list[str]],
     combine: Callable[[int, str], str],
 ) -> list[str]:
     """The statements computing the body's row values (one per row), in order, naming each in
-    `row_names`: broadcasts alias their input, pointwise modules of row values run once per row,
-    and each reduction starts its accumulator `acc<k>`, adds the row's elements with the lines of
-    `accumulate(source, k, accumulator type, combiner)`, combines across the row's threads with
-    the line `combine(k, combiner)` and becomes `red<k>` (divided by the row length for a mean).
-    The two reduction kernels differ only in those two callbacks."""
+    `row_names`: views alias their input, other steps run once per row, and each reduction starts
+    its accumulator `acc<k>` at its identity, folds the row's elements with the lines of
+    `accumulate(reduction, k, fold)` (`fold(value)` is the statement folding one element),
+    combines across the row's threads with the line `combine(k, combiner)` and becomes `red<k>`
+    (divided by the row length for a mean). The two reduction kernels differ only in those two
+    callbacks."""
+    plan = kernel.plan
+    reductions = {r.instruction: r for r in plan.reductions}
     body: list[str] = []
-    for ins in plan.order:
-        name = ins.op.defn.name
-        if name in _VIEWS_OF_ROW_VALUES:
-            row_names[ins] = row_names[ins.args[0]]
-        elif name == "pointwise" and ins not in plan.per_element:
-            statements, result = pointwise_body(
-                ins.module_args[0], [row_names[a] for a in ins.args], f"w{plan.index_of[ins]}_"
-            )
+    for step in plan.steps:
+        ins = step.instruction
+        if step.per_element:
+            continue
+        k = step.position
+        r = reductions.get(ins)
+        if r is None:
+            statements, row_names[ins] = _step_code(step, row_names, f"w{k}_")
             body.extend("  " + s for s in statements)
-            row_names[ins] = result
-        elif name in REDUCERS:
-            combiner, initial, mean = REDUCERS[name]
-            acc = accumulator_type(ins.shape.dtype)
-            k = plan.index_of[ins]
-            body.append(f"  {acc} acc{k} = {initial(acc)};")
-            body.extend(accumulate(ins.args[0], k, acc, combiner))
-            body.append(combine(k, combiner))
-            c = compute_type(ins.shape.dtype)
-            result = f"(({c})acc{k} / ({c}){plan.row_len})" if mean else f"(({c})acc{k})"
-            body.append(f"  const {c} red{k} = {result};")
-            row_names[ins] = f"red{k}"
+            continue
+        combiner = COMBINERS[r.reducer.combine]
+        acc = compute_type(r.accumulator)
+
+        def fold(
+            value: str, k: int = k, combiner: str = combiner, acc: str = acc, truthy: bool = r.reducer.truthy
+        ) -> str:
+            element = f"(({value}) != 0)" if truthy else f"({value})"
+            return f"acc{k} = {combiner}()(acc{k}, ({acc}){element});"
+
+        body.append(f"  {acc} acc{k} = {literal_expr(r.identity, r.accumulator)};")
+        body.extend(accumulate(r, k, fold))
+        body.append(combine(k, combiner))
+        c = compute_type(r.result)
+        total = f"(acc{k} / ({acc}){plan.row_length})" if r.reducer.mean else f"acc{k}"
+        body.append(f"  const {c} red{k} = (({c}){total});")
+        row_names[ins] = f"red{k}"
     return body
 
 
-def _reduce_source(plan: _ReducePlan, local: int, row: list[str], body: list[str]) -> tuple[str, str]:
+def _reduce_source(kernel: _Reduction, local: int, row: list[str], body: list[str]) -> tuple[str, str]:
     """(symbol, source) of a reduction kernel: its signature (inputs `x<k>`, `out`), the lines
     `row` that find the thread's row, each tensor's row start `base<k>`, then `body`."""
+    plan = kernel.plan
     symbol = kernel_name(plan.module)
-    args = [f"const {storage_type(t.dtype)}* __restrict__ x{k}" for k, t in enumerate(plan.inputs)]
-    args.append(f"{storage_type(plan.output.dtype)}* __restrict__ out")
+    args = [f"const {storage_type(t.dtype)}* __restrict__ x{k}" for k, t in enumerate(kernel.inputs)]
+    args.append(f"{storage_type(kernel.output.dtype)}* __restrict__ out")
     lines = [PRELUDE, f'extern "C" __global__ void __launch_bounds__({local}) {symbol}({", ".join(args)}) {{', *row]
-    for k, t in enumerate([*plan.inputs, plan.output]):
+    for k, t in enumerate(kernel.tensors):
         lines.append(f"  const long long base{k} = {_axes_offset('row', t, plan.kept, plan.lens)};")
     lines.extend(body)
     lines.append("}")
     return symbol, "\n".join(lines) + "\n"
-
-
-def _reduced(lens: Sequence[int], axes: Sequence[int]) -> tuple[int, ...]:
-    return tuple(1 if d in axes else n for d, n in enumerate(lens))
 
 
 def _axes_offset(index: str, tensor: Tensor, axes: Sequence[int], lens: Sequence[int]) -> str:
@@ -922,18 +920,6 @@ def _axes_offset(index: str, tensor: Tensor, axes: Sequence[int], lens: Sequence
             terms.append(f"{part} * {tensor.strides[d]}LL")
         divisor *= lens[d]
     return " + ".join(terms) or "0"
-
-
-def _closure(target: Instruction, per_element: set[Instruction]) -> set[Instruction]:
-    seen: set[Instruction] = set()
-    stack = [target]
-    while stack:
-        ins = stack.pop()
-        if ins in seen or ins not in per_element:
-            continue
-        seen.add(ins)
-        stack.extend(ins.args)
-    return seen
 
 
 # -- data movement and windows: one thread per output element, by its coordinates ----------------

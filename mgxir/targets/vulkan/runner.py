@@ -119,11 +119,11 @@ class VulkanSession:
             return value
         if value.host is None:
             itemsize = value.dtype.numpy.itemsize
-            raw = self.device.download(value.buffer, span(value.view) * itemsize).view(value.dtype.numpy)
-            strided = np.lib.stride_tricks.as_strided(
+            raw = self.device.download(value.buffer, span(value.view) * itemsize).view(f"u{itemsize}")
+            strided = np.lib.stride_tricks.as_strided(  # as unsigned words: see to_device
                 raw[value.view.offset :], value.view.lens, [s * itemsize for s in value.view.strides]
             )
-            value.host = np.array(strided)
+            value.host = np.array(strided).view(value.dtype.numpy)
         return value.host
 
     def _bring_all_home(self) -> None:
@@ -144,7 +144,9 @@ class VulkanSession:
             array = array.reshape(1)
         if array.size and all(s >= 0 and s % itemsize == 0 for s in array.strides):
             view = View(tuple(array.shape), tuple(s // itemsize for s in array.strides))
-            compact = np.lib.stride_tricks.as_strided(array, (span(view),), (itemsize,))
+            # strided as unsigned words: numpy's as_strided does not know ml_dtypes' float8_e5m2
+            words = array.view(np.dtype(f"u{itemsize}")) if itemsize in (1, 2, 4, 8) else array
+            compact = np.lib.stride_tricks.as_strided(words, (span(view),), (itemsize,)).view(array.dtype)
         else:
             compact = np.ascontiguousarray(array).reshape(-1)
             view = View(tuple(array.shape), tuple(s // itemsize for s in np.ascontiguousarray(array).strides))

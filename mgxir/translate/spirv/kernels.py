@@ -16,10 +16,10 @@ reloads them in every pass.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from mgxir.analysis.kernel_plan import StepKind, Unplannable, plan_body, plan_reduce
 from mgxir.ir.dtype import DType
 from mgxir.ir.instruction import Instruction
 from mgxir.ir.module import Module
@@ -31,22 +31,7 @@ from mgxir.translate.spirv.scalar import ScalarEmitter, Value, literal_value, lo
 from mgxir.translate.spirv.types import ElementType, Kind, Unsupported, element_type
 
 POINTWISE = lookup("pointwise")
-# types whose fused reductions stay on the host: those computed in a wider type and wrapped or
-# rounded after every operation, and int64 (the reduction tree holds 32-bit partials)
-_HOST_REDUCED = frozenset({DType.int8, DType.uint8, DType.int16, DType.uint16, DType.bf16, DType.int64, DType.uint32})
 FUSED_REDUCE = lookup("fused_reduce")
-# body ops that pass values through unchanged along the iteration (broadcasting size-1 dimensions)
-PASS_THROUGH = frozenset(lookup(name) for name in ("multibroadcast", "broadcast", "contiguous"))
-
-
-@dataclass(frozen=True)
-class Reduction:
-    """How a reduce_* op folds: compute kind of its partials, identity, combining step, finish."""
-
-    kind: Kind | None  # None: the input's kind
-    identity: Callable[[Kind], float | int]
-    combine: Callable[[ScalarEmitter, Value, Value], Value]
-    mean: bool = False
 
 
 def _add(em: ScalarEmitter, a: Value, b: Value) -> Value:
@@ -57,24 +42,15 @@ def _mul(em: ScalarEmitter, a: Value, b: Value) -> Value:
     return em.op("OpFMul" if a.kind in ("f", "d") else "OpIMul", a.kind, a, b)
 
 
-def _lowest(kind: Kind) -> float | int:
-    return -math.inf if kind in ("f", "d") else -(2**31)
-
-
-def _highest(kind: Kind) -> float | int:
-    return math.inf if kind in ("f", "d") else 2**31 - 1
-
-
-REDUCTIONS = {
-    lookup("reduce_sum"): Reduction(None, lambda k: 0, _add),
-    lookup("reduce_mean"): Reduction(None, lambda k: 0, _add, mean=True),
-    lookup("reduce_prod"): Reduction(None, lambda k: 1, _mul),
-    lookup("reduce_max"): Reduction(None, _lowest, lambda em, a, b: em.extremum(a, b, True)),
-    lookup("reduce_min"): Reduction(None, _highest, lambda em, a, b: em.extremum(a, b, False)),
-    # any/all fold 0/1 ints (bool cannot live in workgroup memory portably)
-    lookup("reduce_any"): Reduction("i", lambda k: 0, lambda em, a, b: em.extremum(a, b, True)),
-    lookup("reduce_all"): Reduction("i", lambda k: 1, lambda em, a, b: em.extremum(a, b, False)),
+# how a reducer (mgxir/ops/nn.py) folds two partials, by its `combine`
+COMBINERS: dict[str, Callable[[ScalarEmitter, Value, Value], Value]] = {
+    "sum": _add,
+    "product": _mul,
+    "max": lambda em, a, b: em.extremum(a, b, True),
+    "min": lambda em, a, b: em.extremum(a, b, False),
 }
+# the type of each compute kind, for the reducers' identities
+_KIND_TYPES: dict[Kind, DType] = {"f": DType.float, "d": DType.double, "i": DType.int32, "l": DType.int64}
 
 
 @dataclass
@@ -310,6 +286,8 @@ def _storage_type(b: ModuleBuilder, t: ElementType) -> str:
 
 
 def _from_storage(em: ScalarEmitter, raw: str, t: ElementType) -> Value:
+    if t.dtype.is_fp8:
+        return em.fp8_to_float(em.b.emit("OpUConvert", raw, type=em.b.int_type(32, False), name="w"), t.dtype)
     if t.dtype is DType.bf16:  # the upper half of a float
         u32 = em.b.int_type(32, False)
         wide = em.b.emit("OpUConvert", raw, type=u32, name="w")
@@ -331,6 +309,8 @@ def _from_storage(em: ScalarEmitter, raw: str, t: ElementType) -> Value:
 
 
 def _to_storage(em: ScalarEmitter, value: Value, t: ElementType, storage: str) -> str:
+    if t.dtype.is_fp8:
+        return em.b.emit("OpUConvert", em.float_to_fp8(value, t.dtype), type=storage, name="narrow")
     if t.dtype is DType.bf16:  # values are already rounded to bf16: their upper 16 bits
         u32 = em.b.int_type(32, False)
         bits = em.b.emit("OpBitcast", value.id, type=u32, name="bits")
@@ -358,33 +338,27 @@ def _to_storage(em: ScalarEmitter, value: Value, t: ElementType, storage: str) -
 # -- scalar bodies ---------------------------------------------------------------------------------
 
 
-def sorted_parameters(module: Module) -> list[Instruction]:
-    """A body's parameters in the order its instruction's arguments bind them (sorted by name)."""
-    return sorted(module.parameters(), key=lambda p: p.param_name)
-
-
 def inline_pointwise(
     em: ScalarEmitter, module: Module, args: Sequence[Value], arg_types: Sequence[ElementType]
 ) -> list[Value]:
-    """A pointwise body on scalar values: its returned values."""
+    """A pointwise body (its kernel plan's steps) on scalar values: its returned values."""
+    try:
+        plan = plan_body(module)
+    except Unplannable as e:
+        raise Unsupported(str(e)) from None
     env: dict[Instruction, tuple[Value, ElementType]] = {}
-    for parameter, value, etype in zip(sorted_parameters(module), args, arg_types, strict=True):
+    for parameter, value, etype in zip(plan.parameters, args, arg_types, strict=True):
         env[parameter] = (value, etype)
-    for ins in module:
-        if ins.is_param:
-            continue
-        if ins.is_return:
-            return [env[a][0] for a in ins.args]
+    for step in plan.steps:
+        ins = step.instruction
         etype = element_type(ins.shape.dtype)
-        if ins.is_literal:
+        if step.kind is StepKind.LITERAL:
             env[ins] = (literal_value(em, ins.literal.data, etype), etype)
             continue
-        if ins.module_args:
-            raise Unsupported(f"'{ins.op.name}' with a module inside a pointwise body")
         values = [env[a][0] for a in ins.args]
         types = [env[a][1] for a in ins.args]
         env[ins] = (lower_scalar(em, ins.op, values, types, ins.shape.dtype), etype)
-    raise Unsupported(f"pointwise body '{module.name}' has no @return")
+    return [env[a][0] for a in plan.results]
 
 
 # -- pointwise kernels -----------------------------------------------------------------------------
@@ -494,23 +468,24 @@ class ReduceKernelBuilder:
     def __init__(self, ins: Instruction, options: KernelOptions) -> None:
         self.ins = ins
         self.module = ins.module_args[0]
-        self.axes = tuple(sorted(a + len(ins.args[0].shape.lens) if a < 0 else a for a in ins.op["axes"]))
-        self.lens = _static(ins.args[0].shape, "input 0").lens
-        self.params = sorted_parameters(self.module)
         self.bindings = _bindings(ins)
         if len(self.bindings) != len(ins.args) + 1:
             raise Unsupported("a fused_reduce with more than one result")
-        narrow = [b.etype.name for b in self.bindings if b.etype.dtype in _HOST_REDUCED]
-        if narrow:  # partials would need wrapping (rounding) as the reference's sums do
-            raise Unsupported(f"a fused_reduce of {narrow[0]} (its reductions run on the host)")
-        self._check_body()
-        views = [_view(a.shape) for a in ins.args] + [_view(ins.shape)]
-        strides = [broadcast_strides(v, self.lens) for v in views]
-        outer = [d for d in range(len(self.lens)) if d not in self.axes]
-        inner = list(self.axes)
-        outer_rank = len(collapse([self.lens[d] for d in outer], [[s[d] for d in outer] for s in strides])[0])
-        inner_rank = len(collapse([self.lens[d] for d in inner], [[s[d] for d in inner] for s in strides])[0])
-        reduced = math.prod(self.lens[d] for d in inner)
+        try:
+            self.plan = plan = plan_reduce(self.module, ins.op["axes"], [a.shape for a in ins.args], ins.shape)
+        except Unplannable as e:
+            raise Unsupported(str(e)) from None
+        for p in plan.parameters:
+            element_type(p.shape.dtype)
+            if tuple(p.shape.lens) != plan.lens:
+                lens = list(p.shape.lens)
+                raise Unsupported(
+                    f"body parameter '{p.param_name}' has lens {lens}, not the iteration's {list(plan.lens)}"
+                )
+        self.axes, self.lens, self.params = plan.axes, plan.lens, list(plan.parameters)
+        outer_rank = len(plan.collapsed(plan.kept)[0])
+        inner_rank = len(plan.collapsed(plan.axes)[0])
+        reduced = plan.row_length
         size = options.workgroup_size or max(32, min(512, 1 << max(0, (reduced - 1).bit_length())))
         if size & (size - 1):
             raise Unsupported(f"workgroup size {size} is not a power of two")
@@ -531,48 +506,6 @@ class ReduceKernelBuilder:
         self.row_values: dict[Instruction, Value] = {}
         self.cache_derived = options.cache_derived
 
-    # body analysis -------------------------------------------------------------------------------
-
-    def _check_body(self) -> None:
-        for ins in self.module:
-            if ins.is_param:
-                if tuple(ins.shape.lens) != tuple(self.lens):
-                    raise Unsupported(
-                        f"body parameter '{ins.param_name}' has lens {list(ins.shape.lens)}, "
-                        f"not the iteration's {list(self.lens)}"
-                    )
-                element_type(ins.shape.dtype)
-            elif ins.is_return or ins.is_literal:
-                continue
-            elif ins.op.defn in REDUCTIONS:
-                axes = sorted(a + len(self.lens) if a < 0 else a for a in ins.op["axes"])
-                if tuple(axes) != self.axes:
-                    raise Unsupported(f"{ins.op.name} over axes {axes} inside a fused_reduce over {list(self.axes)}")
-            elif ins.op.defn in PASS_THROUGH:
-                src, dst = ins.args[0].shape.lens, ins.shape.lens
-                if len(src) != len(dst) or any(s not in (1, d) for s, d in zip(src, dst)):
-                    raise Unsupported(f"'{ins.op.name}' from {list(src)} to {list(dst)} inside a fused_reduce body")
-            elif ins.op.defn is not POINTWISE and not ins.op.defn.pointwise:
-                raise Unsupported(f"'{ins.op.name}' inside a fused_reduce body")
-
-    def _varies(self, ins: Instruction, memo: dict[Instruction, bool]) -> bool:
-        """True for element values, False for row values."""
-        if ins not in memo:
-            if ins.is_param:
-                memo[ins] = True
-            elif ins.is_literal or ins.op.defn in REDUCTIONS:
-                memo[ins] = False
-            else:
-                memo[ins] = any(self._varies(a, memo) for a in ins.args)
-        return memo[ins]
-
-    def _level(self, ins: Instruction, memo: dict[Instruction, int]) -> int:
-        """The pass after which a value is known: 1 + the deepest reduction it depends on."""
-        if ins not in memo:
-            below = max((self._level(a, memo) for a in ins.args), default=0)
-            memo[ins] = below + 1 if ins.op.defn in REDUCTIONS else below
-        return memo[ins]
-
     # evaluation ----------------------------------------------------------------------------------
 
     def value(self, ins: Instruction, ctx: _Context) -> Value:
@@ -584,19 +517,19 @@ class ReduceKernelBuilder:
         if ins.is_param:
             index = self.params.index(ins)
             result = self.w.load(index, ctx.offsets[index])
-        elif ins.is_literal:
+            ctx.memo[ins] = result
+            return result
+        kind = self.plan.step(ins).kind
+        if kind is StepKind.LITERAL:
             result = literal_value(em, ins.literal.data, element_type(ins.shape.dtype))
-        elif ins.op.defn in REDUCTIONS:
+        elif kind is StepKind.REDUCE:
             raise AssertionError(f"reduction {ins} used before its pass")
-        elif ins.op.defn in PASS_THROUGH:
+        elif kind is StepKind.VIEW:
             result = self.value(ins.args[0], ctx)
-        elif ins.op.defn is POINTWISE:
+        elif kind is StepKind.POINTWISE:
             args = [self.value(a, ctx) for a in ins.args]
             types = [element_type(a.shape.dtype) for a in ins.args]
-            outs = inline_pointwise(em, ins.module_args[0], args, types)
-            if len(outs) != 1:
-                raise Unsupported("a pointwise with several results inside a fused_reduce body")
-            result = outs[0]
+            result = inline_pointwise(em, ins.module_args[0], args, types)[0]
         else:
             args = [self.value(a, ctx) for a in ins.args]
             types = [element_type(a.shape.dtype) for a in ins.args]
@@ -609,15 +542,14 @@ class ReduceKernelBuilder:
     def build(self) -> Kernel:
         w, em, layout = self.w, self.em, self.layout
         size = layout.workgroup_size
-        varies: dict[Instruction, bool] = {}
-        levels: dict[Instruction, int] = {}
-        body = [ins for ins in self.module if not ins.is_param and not ins.is_return]
-        output = self.module.return_instruction.args[0]
-        reductions = [ins for ins in body if ins.op.defn in REDUCTIONS]
-        for ins in body:
-            self._level(ins, levels)
-            self._varies(ins, varies)
-        passes = sorted({levels[r] for r in reductions})
+        plan = self.plan
+        varies = {s.instruction: s.per_element for s in plan.steps}
+        levels = {s.instruction: s.level for s in plan.steps}
+        body = [s.instruction for s in plan.steps]
+        output = plan.result
+        reductions = [r.instruction for r in plan.reductions]
+        self.reducers = {r.instruction: r.reducer for r in plan.reductions}
+        passes = list(plan.passes)
         ro, ri = layout.outer_rank, layout.inner_rank
         groups, count = w.word("groups"), w.word("count")
         outer_lens = [w.word(f"outer_lens[{d}]") for d in range(ro)]
@@ -635,7 +567,7 @@ class ReduceKernelBuilder:
                 w.b.variable(w.b.pointer("Workgroup", array), "Workgroup", "partials"),
                 w.b.pointer("Workgroup", em.type_of(kind)),
             )
-        layout.shared_bytes = 4 * size * len(reductions)
+        layout.shared_bytes = size * sum(8 if self._partial_kind(r) in ("d", "l") else 4 for r in reductions)
 
         def group_body(group: str, carried: list[Value]) -> list[Value]:
             row_offsets = w.offsets(group, outer_lens, outer_strides, bases)
@@ -660,15 +592,11 @@ class ReduceKernelBuilder:
                 for valid, ctx in slots:
                     for n, r in enumerate(members):
                         x = self._partial_input(r, ctx)
-                        partials[n] = em.select(
-                            Value(valid, "b"), REDUCTIONS[r.op.defn].combine(em, partials[n], x), partials[n]
-                        )
+                        partials[n] = em.select(Value(valid, "b"), self._combine(r, partials[n], x), partials[n])
 
                 def rest(j: str, acc: list[Value], members: list[Instruction] = members) -> list[Value]:
                     ctx = _Context(element_offsets(j))
-                    return [
-                        REDUCTIONS[r.op.defn].combine(em, a, self._partial_input(r, ctx)) for r, a in zip(members, acc)
-                    ]
+                    return [self._combine(r, a, self._partial_input(r, ctx)) for r, a in zip(members, acc)]
 
                 partials = w.loop(beyond, count, w.uint(size), partials, rest)
                 for r, partial in zip(members, partials):
@@ -717,18 +645,34 @@ class ReduceKernelBuilder:
         ctx = _Context(row_offsets)
         for ins in body:
             if not varies[ins] and ins not in self.row_values and levels[ins] <= known:
-                if ins.op.defn not in REDUCTIONS:
+                if ins not in self.reducers:
                     self.row_values[ins] = self.value(ins, ctx)
 
     def _partial_kind(self, r: Instruction) -> Kind:
-        return REDUCTIONS[r.op.defn].kind or element_type(r.args[0].shape.dtype).kind
+        """Partials are of the input's compute kind; truthy folds (any/all) and folds of bools
+        fold 0/1 ints (bool cannot live in workgroup memory portably); integer means fold 64-bit
+        partials where 32-bit ones could wrap before the division (MIGraphX divides the 64-bit
+        sum; sums and products need not: they wrap modulo the type anyway)."""
+        reducer, source = self.reducers[r], r.args[0].shape.dtype
+        kind = element_type(source).kind
+        if reducer.truthy or kind == "b":
+            return "i"
+        if reducer.mean and kind == "i" and self.plan.row_length >= 2 ** (32 - 8 * source.itemsize):
+            return "l"
+        return kind
 
     def _identity(self, r: Instruction) -> Value:
         kind = self._partial_kind(r)
-        return self.em.const(kind, REDUCTIONS[r.op.defn].identity(kind))
+        return self.em.const(kind, self.reducers[r].identity(_KIND_TYPES[kind]))
+
+    def _combine(self, r: Instruction, a: Value, b: Value) -> Value:
+        return COMBINERS[self.reducers[r].combine](self.em, a, b)
 
     def _partial_input(self, r: Instruction, ctx: _Context) -> Value:
-        return self.em.astype(self.value(r.args[0], ctx), self._partial_kind(r))
+        x = self.value(r.args[0], ctx)
+        if self.reducers[r].truthy:
+            x = self.em.truthy(x)
+        return self.em.astype(x, self._partial_kind(r))
 
     def _tree(self, r: Instruction, partial: Value, scratch: tuple[str, str], local: str, count: str) -> Value:
         """Combines the workgroup's partials in workgroup memory; every invocation gets the total."""
@@ -736,7 +680,6 @@ class ReduceKernelBuilder:
         variable, pointer_type = scratch
         kind = partial.kind
         value_type = em.type_of(kind)
-        combine = REDUCTIONS[r.op.defn].combine
 
         def at(index: str) -> str:
             return w.b.emit("OpAccessChain", variable, index, type=pointer_type, name="s")
@@ -750,18 +693,18 @@ class ReduceKernelBuilder:
                 mine = Value(w.b.emit("OpLoad", at(local), type=value_type, name="s"), kind)
                 other = w.u("OpIAdd", local, w.uint(half), name="peer")
                 theirs = Value(w.b.emit("OpLoad", at(other), type=value_type, name="s"), kind)
-                w.b.emit("OpStore", at(local), combine(em, mine, theirs).id)
+                w.b.emit("OpStore", at(local), self._combine(r, mine, theirs).id)
 
             w.if_then(w.cond("OpULessThan", local, w.uint(half)), fold)
             w.barrier()
             half //= 2
         total = Value(w.b.emit("OpLoad", at(w.uint(0)), type=value_type, name="total"), kind)
         w.barrier()  # everyone has read the total before the partials are overwritten
-        if REDUCTIONS[r.op.defn].mean:
+        if self.reducers[r].mean:
             if kind in ("f", "d"):
                 total = em.op("OpFDiv", kind, total, em.op("OpConvertUToF", kind, count))
             else:
-                total = em.op("OpSDiv", "i", total, Value(count, "i"))
+                total = em.op("OpSDiv", kind, total, em.astype(Value(count, "i"), kind))
         result = element_type(r.shape.dtype)
         return em.round_to(em.astype(total, result.kind), result)
 

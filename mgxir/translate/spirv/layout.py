@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from mgxir.analysis import kernel_plan
+from mgxir.analysis.kernel_plan import collapse
 from mgxir.translate.spirv.types import ElementType, Unsupported
 
 # Vulkan guarantees 128 bytes of push constants on every device
@@ -129,37 +131,10 @@ class KernelLayout:
 
 def broadcast_strides(view: View, lens: Sequence[int]) -> list[int]:
     """The view's strides over `lens`: 0 along dimensions it has length 1 in (broadcast)."""
-    if len(view.lens) != len(lens):
-        raise Unsupported(f"a buffer of rank {len(view.lens)} in a kernel of rank {len(lens)}")
-    out = []
-    for n, want, stride in zip(view.lens, lens, view.strides):
-        if n == want:
-            out.append(stride if want != 1 else 0)
-        elif n == 1:
-            out.append(0)
-        else:
-            raise Unsupported(f"a buffer of lens {list(view.lens)} in a kernel over {list(lens)}")
-    return out
-
-
-def collapse(lens: Sequence[int], strides: Sequence[Sequence[int]]) -> tuple[list[int], list[list[int]]]:
-    """Drops dimensions of length 1 and merges neighbours contiguous in every buffer (at least one
-    dimension is left)."""
-    keep = [d for d in range(len(lens)) if lens[d] != 1]
-    out_lens: list[int] = []
-    out_strides: list[list[int]] = [[] for _ in strides]
-    for d in keep:
-        if out_lens and all(s[-1] == bs[d] * lens[d] for s, bs in zip(out_strides, strides)):
-            out_lens[-1] *= lens[d]
-            for s, bs in zip(out_strides, strides):
-                s[-1] = bs[d]
-            continue
-        out_lens.append(lens[d])
-        for s, bs in zip(out_strides, strides):
-            s.append(bs[d])
-    if not out_lens:
-        return [1], [[0] for _ in strides]
-    return out_lens, out_strides
+    try:
+        return kernel_plan.broadcast_strides(view.lens, view.strides, lens)
+    except kernel_plan.Unplannable as e:
+        raise Unsupported(str(e)) from None
 
 
 def _padded(lens: list[int], strides: list[list[int]], rank: int, name: str) -> tuple[list[int], list[list[int]]]:

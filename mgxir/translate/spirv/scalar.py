@@ -19,7 +19,7 @@ from mgxir.ir.dtype import DType
 from mgxir.ir.operation import Operation
 from mgxir.ops.scalar import NoScalarMeaning, emit
 from mgxir.translate.spirv.builder import ModuleBuilder
-from mgxir.translate.spirv.types import ElementType, Kind, Unsupported, element_type
+from mgxir.translate.spirv.types import FP8_FORMATS, ElementType, Kind, Unsupported, element_type
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
@@ -95,25 +95,33 @@ class ScalarEmitter:
             return self.truthy(v)
         if v.kind == "b":
             return self.select(v, self.const(kind, 1), self.const(kind, 0))
-        if kind == "f":
-            return self.to_float(v)
-        # numpy's cast (x86's cvttss2si): NaN and out-of-range values become INT32_MIN, which
-        # SPIR-V leaves undefined (NVIDIA gives 0)
+        integers = ("i", "l")
+        if v.kind in integers and kind in integers:  # widened by sign, narrowed to the low bits
+            return self.op("OpSConvert", kind, v)
+        if v.kind in integers:
+            return self.op("OpConvertSToF", kind, v)
+        if kind in ("f", "d"):
+            return self.op("OpFConvert", kind, v)
+        # numpy's cast (x86's cvttss2si): NaN and out-of-range values become the type's minimum,
+        # which SPIR-V leaves undefined (NVIDIA gives 0)
+        bits = 31 if kind == "i" else 63
         inside = self.op(
             "OpLogicalAnd",
             "b",
-            self.compare("GreaterThanEqual", v, self.const("f", -(2.0**31))),
-            self.compare("LessThan", v, self.const("f", 2.0**31)),
+            self.compare("GreaterThanEqual", v, self.const(v.kind, -(2.0**bits))),
+            self.compare("LessThan", v, self.const(v.kind, 2.0**bits)),
         )
-        return self.select(inside, self.op("OpConvertFToS", "i", v), self.const("i", INT32_MIN))
+        return self.select(inside, self.op("OpConvertFToS", kind, v), self.const(kind, -(2**bits)))
 
     def round_to(self, v: Value, t: ElementType) -> Value:
-        """A float value rounded to the storage width of `t` (half, bf16), so later ops see what
-        numpy sees."""
+        """A float value rounded to the storage width of `t` (half, bf16, fp8), so later ops see
+        what numpy sees."""
         if v.kind != "f" or t.width == 32:
             return v
         if t.dtype is DType.bf16:
             return self.round_to_bf16(v)
+        if t.dtype.is_fp8:
+            return self.fp8_to_float(self.float_to_fp8(v, t.dtype), t.dtype)
         if t.capability and t.extension:  # a half value where no binding is half
             self.b.capability(t.capability)
             self.b.extension(t.extension)
@@ -138,6 +146,79 @@ class ScalarEmitter:
         )
         return self.select(self.is_nan(v), v, self.op("OpBitcast", "f", rounded))
 
+    def _u32(self, opname: str, *args: str) -> str:
+        return self.b.emit(opname, *args, type=self.b.int_type(32, False), name="u")
+
+    def _test(self, opname: str, *args: str) -> str:
+        return self.b.emit(opname, *args, type=self.b.boolean(), name="c")
+
+    def fp8_to_float(self, bits: str, t: DType) -> Value:
+        """The float value of fp8 bits (a uint32 id holding the byte) of type `t`."""
+        e_bits, m_bits, bias, kind = FP8_FORMATS[t]
+        u, test, k = self._u32, self._test, self.b.const_uint
+        top = (1 << e_bits) - 1
+        field = u("OpBitwiseAnd", u("OpShiftRightLogical", bits, k(m_bits)), k(top))
+        mantissa = u("OpBitwiseAnd", bits, k((1 << m_bits) - 1))
+        normal = test("OpINotEqual", field, k(0))
+        significand = u("OpSelect", normal, u("OpBitwiseOr", mantissa, k(1 << m_bits)), mantissa)
+        # 2^(max(field, 1) - bias - m_bits) built from its float bits: in float's normal range
+        exponent = u("OpSelect", normal, field, k(1))
+        scale = u("OpShiftLeftLogical", u("OpIAdd", exponent, k(127 - bias - m_bits)), k(23))
+        magnitude = self.op("OpFMul", "f", self.op("OpConvertUToF", "f", significand), self.op("OpBitcast", "f", scale))
+        if kind == 0:  # the top field: infinities
+            infinite = test("OpIEqual", field, k(top))
+            magnitude = self.select(Value(infinite, "b"), self.const("f", math.inf), magnitude)
+        negative = Value(test("OpINotEqual", u("OpBitwiseAnd", bits, k(0x80)), k(0)), "b")
+        value = self.select(negative, self.op("OpFNegate", "f", magnitude), magnitude)
+        if kind == 2:
+            nan = test("OpIEqual", bits, k(0x80))
+        elif kind == 1:
+            nan = test("OpIEqual", u("OpBitwiseAnd", bits, k(0x7F)), k(0x7F))
+        else:
+            nan = test("OpLogicalAnd", test("OpIEqual", field, k(top)), test("OpINotEqual", mantissa, k(0)))
+        quiet = self.op("OpBitcast", "f", u("OpSelect", negative.id, k(0xFFC00000), k(0x7FC00000)))  # signed
+        return self.select(Value(nan, "b"), quiet, value)
+
+    def float_to_fp8(self, v: Value, t: DType) -> str:
+        """The fp8 bits (a uint32 id) of float `v` rounded to type `t` as ml_dtypes rounds: to
+        nearest, ties to even; NaN, infinities and what overflows as the format has them."""
+        e_bits, m_bits, bias, kind = FP8_FORMATS[t]
+        u, test, k = self._u32, self._test, self.b.const_uint
+        top, mantissas, drop = (1 << e_bits) - 1, 1 << m_bits, 23 - m_bits
+        bits = u("OpBitcast", v.id)
+        sign = u("OpBitwiseAnd", u("OpShiftRightLogical", bits, k(24)), k(0x80))
+        magnitude_bits = u("OpBitwiseAnd", bits, k(0x7FFFFFFF))
+        magnitude = self.op("OpBitcast", "f", magnitude_bits)
+        # below the smallest normal: multiples of the smallest subnormal, rounded to even (may
+        # round up to the smallest normal, whose bits follow the subnormals')
+        subnormal = self.compare("LessThan", magnitude, self.const("f", 2.0 ** (1 - bias)))
+        scaled = self.op("OpFMul", "f", magnitude, self.const("f", 2.0 ** (bias - 1 + m_bits)))
+        small = u("OpConvertFToU", self.glsl("RoundEven", "f", scaled).id)
+        # normal: round the float's bits at the format's last mantissa bit (a carry moves the field)
+        odd = u("OpBitwiseAnd", u("OpShiftRightLogical", magnitude_bits, k(drop)), k(1))
+        rounded = u("OpIAdd", magnitude_bits, u("OpIAdd", k((1 << (drop - 1)) - 1), odd))
+        field = u("OpISub", u("OpShiftRightLogical", rounded, k(23)), k(127 - bias))
+        mantissa = u("OpBitwiseAnd", u("OpShiftRightLogical", rounded, k(drop)), k(mantissas - 1))
+        large = u("OpBitwiseOr", u("OpShiftLeftLogical", field, k(m_bits)), mantissa)
+        over = test("OpUGreaterThan", field, k(top - 1 if kind == 0 else top))
+        if kind == 1:
+            at_nan = test("OpIEqual", u("OpBitwiseAnd", large, k(0x7F)), k(0x7F))
+            over = test("OpLogicalOr", over, at_nan)
+        over = test("OpLogicalAnd", over, test("OpLogicalNot", subnormal.id))
+        infinite = test("OpIEqual", magnitude_bits, k(0x7F800000))
+        nan_bits = (
+            k(0x80)
+            if kind == 2
+            else u("OpBitwiseOr", sign, k(0x7F if kind == 1 else (top << m_bits) | (mantissas >> 1)))
+        )
+        overflow_bits = u("OpBitwiseOr", sign, k(top << m_bits)) if kind == 0 else nan_bits
+        result = u("OpBitwiseOr", sign, u("OpSelect", subnormal.id, small, large))
+        if kind == 2:  # no negative zero
+            zero = test("OpIEqual", u("OpBitwiseAnd", result, k(0x7F)), k(0))
+            result = u("OpSelect", zero, k(0), result)
+        result = u("OpSelect", test("OpLogicalOr", over, infinite), overflow_bits, result)
+        return u("OpSelect", self.is_nan(v).id, nan_bits, result)
+
     # -- helpers ------------------------------------------------------------------------------
 
     def select(self, cond: Value, a: Value, b: Value) -> Value:
@@ -156,8 +237,8 @@ class ScalarEmitter:
 
     def extremum(self, a: Value, b: Value, largest: bool) -> Value:
         """numpy's maximum/minimum: a NaN on either side is the result."""
-        if a.kind == "i":
-            return self.glsl("SMax" if largest else "SMin", "i", a, b)
+        if a.kind in ("i", "l"):
+            return self.glsl("SMax" if largest else "SMin", a.kind, a, b)
         if a.kind == "b":
             return self.op("OpLogicalOr" if largest else "OpLogicalAnd", "b", a, b)
         picked = self.glsl("FMax" if largest else "FMin", a.kind, a, b)
@@ -181,6 +262,7 @@ KINDS: dict[DType, Kind] = {
     DType.int16: "i",
     DType.uint16: "i",
     DType.bool: "b",
+    **{t: "f" for t in DType if t.is_fp8},
 }
 _ORDERED = {"eq": "Equal", "lt": "LessThan", "le": "LessThanEqual", "gt": "GreaterThan", "ge": "GreaterThanEqual"}
 _FLOAT_ARITHMETIC = {"add": "OpFAdd", "sub": "OpFSub", "mul": "OpFMul", "div": "OpFDiv"}
@@ -239,7 +321,7 @@ class SpirvEmitter:
     def _typed(self, v: Value, t: DType) -> Typed:
         """`v` as a value of `t`: half rounded, 8- and 16-bit integers wrapped to their width."""
         em = self.em
-        if t in (DType.half, DType.bf16) and v.kind == "f":
+        if (t in (DType.half, DType.bf16) or t.is_fp8) and v.kind == "f":
             v = em.round_to(v, element_type(t))
         elif v.kind in ("i", "l") and t.itemsize < (4 if v.kind == "i" else 8):
             bits, width = 8 * t.itemsize, (32 if v.kind == "i" else 64)
@@ -352,10 +434,45 @@ class SpirvEmitter:
         return Typed(self.em.op("OpIsInf", "b", x).id, "b", DType.bool)
 
     def reinterpret(self, v: Typed, t: DType) -> Typed:
-        kind = _kind(t)
-        if {v.kind, kind} != {"f", "i"} or v.dtype.itemsize != 4 or t.itemsize != 4:
-            raise NoScalarMeaning(f"no bit cast from {v.dtype.type_name} to {t.type_name} in SPIR-V")
-        return Typed(self.em.op("OpBitcast", kind, v).id, kind, t)
+        """The bits of `v` as a value of `t` (of its size): 64-bit values directly, narrower ones
+        through a uint32 holding their bits. Not between half and integers (16-bit integer types
+        need the Int16 capability) nor to or from bool (a bool's bytes are 0 or 1)."""
+        kind, source = _kind(t), v.dtype
+        unsupported = {DType.half, DType.bool}
+        if source.itemsize != t.itemsize or source in unsupported or t in unsupported:
+            raise NoScalarMeaning(f"no bit cast from {source.type_name} to {t.type_name} in SPIR-V")
+        if t.itemsize == 8:
+            return Typed(self.em.op("OpBitcast", kind, v).id, kind, t)
+        return self._from_bits(self._bits(v), t)
+
+    def _bits(self, v: Typed) -> str:
+        """A uint32 holding the bits of `v` (of a type up to 32 bits but half) in its low bytes."""
+        em, t = self.em, v.dtype
+        u, k = em._u32, em.b.const_uint
+        if t.is_fp8:
+            return em.float_to_fp8(v, t)
+        if t is DType.bf16:  # held in float, rounded: its upper half
+            return u("OpShiftRightLogical", u("OpBitcast", v.id), k(16))
+        if v.kind == "l":  # uint32 in 64-bit int: the low word
+            return u("OpUConvert", v.id)
+        bits = u("OpBitcast", v.id)
+        return bits if t.itemsize == 4 else u("OpBitwiseAnd", bits, k((1 << (8 * t.itemsize)) - 1))
+
+    def _from_bits(self, bits: str, t: DType) -> Typed:
+        """The value of type `t` whose bits a uint32 holds in its low bytes."""
+        em, kind = self.em, _kind(t)
+        if t.is_fp8:
+            return Typed(em.fp8_to_float(bits, t).id, "f", t)
+        if t is DType.bf16:
+            return Typed(em.op("OpBitcast", "f", em._u32("OpShiftLeftLogical", bits, em.b.const_uint(16))).id, "f", t)
+        if kind == "l":
+            wide = em.b.emit("OpUConvert", bits, type=em.b.int_type(64, False), name="w")
+            return Typed(em.op("OpBitcast", "l", wide).id, "l", t)
+        value = em.op("OpBitcast", kind, bits)
+        if kind == "i" and t.itemsize < 4 and not t.is_unsigned:  # sign-extend the low bytes
+            shift = em.const("i", 32 - 8 * t.itemsize)
+            value = em.op("OpShiftRightArithmetic", "i", em.op("OpShiftLeftLogical", "i", value, shift), shift)
+        return Typed(value.id, kind, t)
 
     def extremum(self, a: Typed, b: Typed, largest: bool) -> Typed:
         em = self.em

@@ -48,6 +48,17 @@ ELEMENT_TYPES: dict[DType, ElementType] = {
     DType.int16: ElementType(DType.int16, "i", "int", 16, "StorageBuffer16BitAccess", "SPV_KHR_16bit_storage"),
     DType.uint16: ElementType(DType.uint16, "i", "uint", 16, "StorageBuffer16BitAccess", "SPV_KHR_16bit_storage"),
     DType.bool: ElementType(DType.bool, "b", "uint", 8, "StorageBuffer8BitAccess", "SPV_KHR_8bit_storage"),
+    # fp8: bytes, computed in float and rounded to the format after every operation
+    **{t: ElementType(t, "f", "uint", 8, "StorageBuffer8BitAccess", "SPV_KHR_8bit_storage") for t in DType if t.is_fp8},
+}
+# each fp8 format as ml_dtypes has it: (exponent bits, mantissa bits, bias, kind): kind 0 has
+# infinities (e5m2), 1 is "fn" (S.1111.111 is NaN, what overflows is NaN), 2 is "fnuz" (0x80 is
+# NaN and what overflows, no -0)
+FP8_FORMATS: dict[DType, tuple[int, int, int, int]] = {
+    DType.fp8e4m3fn: (4, 3, 7, 1),
+    DType.fp8e4m3fnuz: (4, 3, 8, 2),
+    DType.fp8e5m2: (5, 2, 15, 0),
+    DType.fp8e5m2fnuz: (5, 2, 16, 2),
 }
 
 

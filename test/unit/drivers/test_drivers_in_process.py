@@ -862,7 +862,8 @@ def test_spirv_of_a_program_without_kernels_needs_no_spirv_tools(
     warning = (
         "warning: no SPIR-V kernel for '@1' (main:pointwise0): element type uint64_type (kernels handle "
         "float_type, half_type, bf16_type, double_type, int32_type, int64_type, uint32_type, int8_type, "
-        "uint8_type, int16_type, uint16_type, bool_type); it runs on the reference interpreter\n"
+        "uint8_type, int16_type, uint16_type, bool_type, fp8e4m3fnuz_type, fp8e4m3fn_type, fp8e5m2_type, "
+        "fp8e5m2fnuz_type); it runs on the reference interpreter\n"
     )
     kernels = tmp_path / "kernels"
     assert translate_main(TranslateOptions(input=path, to="spirv", output=str(kernels))) == 0

@@ -196,6 +196,17 @@ def test_reductions(name: str, onnx_name: str) -> None:
     np.testing.assert_allclose(run(name, [x], axes=(0, -1)), want, rtol=1e-5)
 
 
+def test_integer_mean_is_migraphx_64_bit_sum_divided() -> None:
+    """MIGraphX's reduce_mean of integers: the 64-bit sum (wrapping), divided as C++ divides
+    (truncated toward zero); of bools the count divided (true only where all are)."""
+    x = np.array([[-7, 2], [7, -2], [2**63 - 1, 3]], np.int64)
+    assert run("reduce_mean", [x], axes=(1,)).reshape(-1).tolist() == [-2, 2, -(2**62) + 1]
+    small = np.array([[250, 255, 255]], np.uint8)
+    assert run("reduce_mean", [small], axes=(1,)).reshape(-1).tolist() == [253]
+    flags = np.array([[True, False], [True, True]])
+    assert run("reduce_mean", [flags], axes=(1,)).reshape(-1).tolist() == [False, True]
+
+
 @pytest.mark.parametrize("last", [False, True])
 def test_argmax_argmin(last: bool) -> None:
     x = np.array([[1, 3, 3], [2, 2, 0]], np.float32)

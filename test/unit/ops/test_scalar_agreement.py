@@ -8,6 +8,10 @@ functions, which may differ by ULP_BOUND ulp of the result type.
 - spirv: the SPIR-V generator's kernels (mgxir/translate/spirv/) on the Vulkan device (lavapipe
   here); the cases of one operand signature share kernels (ten results each: lavapipe compiles a
   kernel in about 0.2 s whatever its size).
+
+Reductions likewise: every reduce op x every type x rows of edge values (scalar_cases.py), one
+fused_reduce kernel each, compared by `reduce_disagreement` (float sums within the rounding of
+their accumulation order).
 """
 
 from __future__ import annotations
@@ -16,13 +20,35 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
-from gpu_host import HostKernels, have_clang
-from scalar_cases import Case, cases, disagreement, is_inexact, numpy_meaning, reference
+from gpu_host import DeviceKernels, HostKernels, have_clang
+from scalar_cases import (
+    Case,
+    ReduceCase,
+    cases,
+    disagreement,
+    is_inexact,
+    numpy_meaning,
+    reduce_cases,
+    reduce_disagreement,
+    reduce_reference,
+    reference,
+)
 from spirv_support import program, require_vulkan, run_vulkan, translate
 
+from mgxir.analysis.kernel_plan import accumulator_type
+from mgxir.ir.dtype import DType
 from mgxir.ir.module import Module
 from mgxir.ir.shape import Shape
-from mgxir.targets.gpu.kernels import Kernel, Tensor, Unsupported, pointwise_kernel
+from mgxir.targets.gpu.compiler import device_arch
+from mgxir.targets.gpu.kernels import (
+    PRELUDE,
+    Kernel,
+    Tensor,
+    Unsupported,
+    pointwise_kernel,
+    reduce_kernel,
+    storage_type,
+)
 
 CASES = [c for c in cases() if reference(c) is not None and numpy_meaning(c) is not None]
 
@@ -48,18 +74,42 @@ def _gpu_kernel(case: Case) -> tuple[Kernel, list[Tensor], Tensor] | None:
         return None
 
 
+gpu = pytest.mark.gpu
+needs_gpu = pytest.mark.skipif(device_arch() is None, reason="no GPU")
+
+
+def _batch(kind: type, kernels: dict[str, tuple[Kernel, list[Tensor], Tensor] | None]) -> tuple[object, dict[str, int]]:
+    """The generated kernels (by case name; None: no kernel) in one library of `kind` (HostKernels
+    or DeviceKernels), with each case's index in it."""
+    generated = [(name, k) for name, k in kernels.items() if k is not None]
+    return kind([k for _, k in generated]), {name: i for i, (name, _) in enumerate(generated)}
+
+
 @pytest.fixture(scope="module")
 def host_kernels() -> tuple[HostKernels, dict[str, int]]:
     if not have_clang():
         pytest.skip("no clang++ to compile the GPU kernels for the host")
-    built = {c.name: _gpu_kernel(c) for c in CASES}
-    generated = [(c.name, k) for c, k in zip(CASES, built.values()) if k is not None]
-    return HostKernels([k for _, k in generated]), {name: i for i, (name, _) in enumerate(generated)}
+    return _batch(HostKernels, {c.name: _gpu_kernel(c) for c in CASES})
+
+
+@pytest.fixture(scope="module")
+def device_kernels() -> tuple[DeviceKernels, dict[str, int]]:
+    return _batch(DeviceKernels, {c.name: _gpu_kernel(c) for c in CASES})
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_gpu_kernel_on_host_agrees(case: Case, host_kernels: tuple[HostKernels, dict[str, int]]) -> None:
-    library, index = host_kernels
+    _check_gpu_kernel(case, *host_kernels)
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_gpu_kernel_on_device_agrees(case: Case, device_kernels: tuple[DeviceKernels, dict[str, int]]) -> None:
+    _check_gpu_kernel(case, *device_kernels)
+
+
+def _check_gpu_kernel(case: Case, library: HostKernels | DeviceKernels, index: dict[str, int]) -> None:
     if case.name not in index:
         pytest.skip("the GPU generator leaves these types to the host")
     want = reference(case)
@@ -169,3 +219,151 @@ def test_gpu_kernel_rounds_every_step(dtype: type) -> None:
     with np.errstate(all="ignore"):
         want = (z < (x + y)).astype(dtype)
     assert got.tolist() == want.tolist()
+
+
+# -- reductions ------------------------------------------------------------------------------------
+
+REDUCE_CASES = list(reduce_cases())
+
+
+def _accumulator(case: ReduceCase) -> DType:
+    return accumulator_type(case.dtype, case.reducer)
+
+
+def _reduce_gpu_kernel(case: ReduceCase) -> tuple[Kernel, list[Tensor], Tensor] | None:
+    """The case as the fused_reduce module fuse_reduce makes: one parameter, the reduce op."""
+    module = Module("fused_reduce")
+    shape = Shape.make(case.dtype, case.rows.shape)
+    module.add_return([module.insert(None, case.op, [module.add_parameter("x0", shape)])])
+    inputs = [Tensor.of(shape)]
+    output = Tensor.of(Shape.make(case.dtype, (case.rows.shape[0], 1)))
+    try:
+        return reduce_kernel(module, [1], inputs, output), inputs, output
+    except Unsupported:
+        return None
+
+
+@pytest.fixture(scope="module")
+def host_reduce_kernels() -> tuple[HostKernels, dict[str, int]]:
+    if not have_clang():
+        pytest.skip("no clang++ to compile the GPU kernels for the host")
+    return _batch(HostKernels, {c.name: _reduce_gpu_kernel(c) for c in REDUCE_CASES})
+
+
+@pytest.fixture(scope="module")
+def device_reduce_kernels() -> tuple[DeviceKernels, dict[str, int]]:
+    return _batch(DeviceKernels, {c.name: _reduce_gpu_kernel(c) for c in REDUCE_CASES})
+
+
+@pytest.mark.parametrize("case", REDUCE_CASES, ids=[c.name for c in REDUCE_CASES])
+def test_gpu_reduce_kernel_on_host_agrees(case: ReduceCase, host_reduce_kernels: tuple[HostKernels, dict]) -> None:
+    _check_gpu_reduce_kernel(case, *host_reduce_kernels)
+
+
+@gpu
+@needs_gpu
+@pytest.mark.parametrize("case", REDUCE_CASES, ids=[c.name for c in REDUCE_CASES])
+def test_gpu_reduce_kernel_on_device_agrees(
+    case: ReduceCase, device_reduce_kernels: tuple[DeviceKernels, dict]
+) -> None:
+    _check_gpu_reduce_kernel(case, *device_reduce_kernels)
+
+
+def _check_gpu_reduce_kernel(case: ReduceCase, library: HostKernels | DeviceKernels, index: dict[str, int]) -> None:
+    if case.name not in index:
+        pytest.skip("the GPU generator leaves these types to the host")
+    out = np.empty(case.rows.shape[0], case.dtype.numpy)
+    got = library.run(index[case.name], [case.rows], out)
+    problem = reduce_disagreement(case, got, reduce_reference(case), _accumulator(case))
+    assert problem is None, problem
+
+
+def _reduce_text(batch: list[ReduceCase]) -> str:
+    """`main` with one fused_reduce per case over the same parameter (no fusion pass needed)."""
+    t, (rows, n) = batch[0].dtype, batch[0].rows.shape
+    lines = ['module: "main"', f"x = @param:x -> {t.type_name}, {{{rows}, {n}}}"]
+    lines += [f"@{k} = fused_reduce[axes={{1}}](x), [m{k}]" for k in range(len(batch))]
+    lines.append(f"@ret = @return({','.join(f'@{k}' for k in range(len(batch)))})")
+    for k, case in enumerate(batch):
+        lines += ["", f'module: "m{k}"', f"m{k}:x0 = @param:x0 -> {t.type_name}, {{{rows}, {n}}}"]
+        lines += [f"m{k}:@1 = {case.op.text}(m{k}:x0)", f"m{k}:@2 = @return(m{k}:@1)"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.fixture(scope="module")
+def spirv_reduce_results() -> dict[str, np.ndarray]:
+    """Each reduction case's result on the Vulkan device, by case name (those without a kernel
+    left out): the cases of one type and row length in one program."""
+    require_vulkan()
+    groups: dict[tuple, list[ReduceCase]] = defaultdict(list)
+    for case in REDUCE_CASES:
+        groups[(case.dtype, case.rows.shape)].append(case)
+    results: dict[str, np.ndarray] = {}
+    for batch in groups.values():
+        translation = translate(program(_reduce_text(batch)), fuse=False)
+        outputs = translation.program.main.return_instruction.args
+        with_kernels = [k for k, ins in enumerate(outputs) if ins in translation.kernels]
+        if not with_kernels:
+            continue
+        got = run_vulkan(translation, {"x": batch[0].rows})
+        for k in with_kernels:
+            results[batch[k].name] = got[k]
+    return results
+
+
+@pytest.mark.parametrize("case", REDUCE_CASES, ids=[c.name for c in REDUCE_CASES])
+def test_spirv_reduce_kernel_agrees(case: ReduceCase, spirv_reduce_results: dict[str, np.ndarray]) -> None:
+    if case.name not in spirv_reduce_results:
+        pytest.skip("the SPIR-V generator leaves these types to the host")
+    want = reduce_reference(case)
+    got = spirv_reduce_results[case.name]
+    problem = reduce_disagreement(case, got, want, _accumulator(case))
+    assert problem is None, problem
+
+
+FP8_TYPES = [t for t in DType if t.is_fp8]
+
+
+def _fp8_probe_values(t: DType) -> np.ndarray:
+    """float32 values around every value of fp8 type `t`: the values, the midpoints between
+    neighbours (ties round to even) and a float ulp either side, past the largest, infinities,
+    NaN, zeros and values below the smallest subnormal."""
+    every = np.arange(256, dtype=np.uint8).view(t.numpy).astype(np.float32)
+    finite = np.unique(every[np.isfinite(every)])
+    middles = ((finite[:-1].astype(np.float64) + finite[1:]) / 2).astype(np.float32)
+    largest = float(finite.max())
+    beyond = np.array([largest * 1.03, largest * 1.07, largest * 2, 1e6, 3e38, np.inf, np.nan], np.float32)
+    tiny = np.array([0.0, -0.0, 1e-30, -1e-30, float(finite[finite > 0].min()) / 2], np.float32)
+    values = np.concatenate([finite, middles, np.nextafter(middles, np.inf), np.nextafter(middles, -np.inf), beyond])
+    return np.concatenate([values, -values, tiny]).astype(np.float32)
+
+
+def _conversion_kernel(source: DType, target: DType, n: int) -> tuple[Kernel, list[Tensor], Tensor]:
+    """out[i] = x0[i] through the prelude's mgx_load and mgx_store alone (no operator's meaning)."""
+    symbol = f"convert_{source.name}_{target.name}"
+    code = (
+        f'extern "C" __global__ void {symbol}(const {storage_type(source)}* __restrict__ x0, '
+        f"{storage_type(target)}* __restrict__ out) {{\n"
+        f"  const long long i = (long long)blockIdx.x * 256 + threadIdx.x;\n"
+        f"  if (i < {n}LL) mgx_store(out + i, mgx_load(x0 + i));\n}}\n"
+    )
+    tensors = [Tensor.of(Shape.make(source, (n,))), Tensor.of(Shape.make(target, (n,)))]
+    return Kernel(symbol, PRELUDE + code, -(-n // 256) * 256, 256), tensors[:1], tensors[1]
+
+
+@pytest.mark.parametrize("t", FP8_TYPES, ids=lambda t: t.name)
+def test_gpu_fp8_conversions(t: DType) -> None:
+    """Every fp8 bit pattern into float, and float values around every fp8 value into fp8, as the
+    GPU kernels load and store them (the prelude's mgx_load/mgx_store), against ml_dtypes."""
+    if not have_clang():
+        pytest.skip("no clang++ to compile the GPU kernels for the host")
+    probes = _fp8_probe_values(t)
+    library = HostKernels([_conversion_kernel(t, DType.float, 256), _conversion_kernel(DType.float, t, probes.size)])
+    patterns = np.arange(256, dtype=np.uint8).view(t.numpy)
+    decoded = library.run(0, [patterns], np.empty(256, np.float32))
+    want = patterns.astype(np.float32)
+    assert np.array_equal(decoded, want, equal_nan=True), np.flatnonzero(~((decoded == want) | np.isnan(want)))
+    encoded = library.run(1, [probes], np.empty(probes.size, t.numpy)).view(np.uint8)
+    want_bits = probes.astype(t.numpy).view(np.uint8)
+    wrong = np.flatnonzero(encoded != want_bits)
+    assert wrong.size == 0, [(float(probes[k]), hex(encoded[k]), hex(want_bits[k])) for k in wrong[:8]]

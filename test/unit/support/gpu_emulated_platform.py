@@ -1,8 +1,8 @@
 """A GPU platform on the CPU, for running whole lowered programs through GpuExecutable (its host
 steps, its outer values, its memory plan) without a GPU: device memory is host memory, each kernel
-launch runs the kernel's source compiled by gpu_emulator (so only kernels whose threads are
-independent), a graph is its steps in order, and a gemm is numpy's product of the operands read
-through their strides. The kernels' sources come from the program's code objects, by binary."""
+launch runs the kernel's source compiled by gpu_host (cooperating threads as fibers), a graph is
+its steps in order, and a gemm is numpy's product of the operands read through their strides. The
+kernels' sources come from the program's code objects, by binary."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import ctypes
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from gpu_emulator import COOPERATING, _library
+from gpu_host import kernel_library
 from numpy.lib.stride_tricks import as_strided
 
 from mgxir.ir.program import Program
@@ -58,10 +58,7 @@ class EmulatedPlatform(Platform):
         pass
 
     def launcher(self, binary: bytes, symbol: str, grid: int, block: int, args: Sequence[int]) -> Callable[[], None]:
-        source = self._sources[binary]
-        if any(word in source[source.index('extern "C"') :] for word in COOPERATING):
-            raise NotImplementedError(f"{symbol}: its threads cooperate")
-        library = _library(source, symbol, len(args))
+        library = kernel_library(self._sources[binary], symbol, len(args))
         pointers = (ctypes.c_void_p * len(args))(*args)
         return lambda: library.mgx_emulate(pointers, ctypes.c_longlong(grid), ctypes.c_int(block))
 

@@ -17,6 +17,7 @@ from mgxir.ir.dtype import DType
 from mgxir.ir.operation import Operation, ShapeError
 from mgxir.ir.registry import all_ops, lookup
 from mgxir.ir.shape import Shape
+from mgxir.ops.nn import REDUCTIONS, Reducer
 from mgxir.ops.scalar import EXACT_MATH, NoScalarMeaning, emit, has_scalar_meaning
 from mgxir.ops.scalar_numpy import NumpyEmitter
 
@@ -167,9 +168,10 @@ def disagreement(
     case: Case, got: np.ndarray, want: np.ndarray, inexact: bool, exact_zeros_and_denormals: bool = True
 ) -> str | None:
     """None where `got` is `want` (bit for bit; NaNs equal; within ULP_BOUND ulp of the result
-    type for an `inexact` meaning), else a line naming the first operands that differ. A target
-    without `exact_zeros_and_denormals` (Vulkan without float controls) may flush denormal
-    operands and results to zero and give either sign of zero: those elements are not compared."""
+    type for an `inexact` meaning, or within one where it is an integer), else a line naming the
+    first operands that differ. A target without `exact_zeros_and_denormals` (Vulkan without float
+    controls) may flush denormal operands and results to zero and give either sign of zero: those
+    elements are not compared."""
     got, want = np.asarray(got).reshape(-1), np.asarray(want).reshape(-1)
     if got.dtype != want.dtype or got.shape != want.shape:
         return f"{case.name}: {got.dtype}{got.shape} for {want.dtype}{want.shape}"
@@ -184,6 +186,8 @@ def disagreement(
             same |= _near_zero(want) | np.logical_or.reduce([_near_zero(x) for x in case.operands])
     else:
         same = got == want
+        if inexact:  # a function's ulp of error may cross an integer before the truncation
+            same |= np.abs(got.astype(np.float64) - want.astype(np.float64)) <= 1
     if same.all():
         return None
     k = int(np.argmin(same))
@@ -210,3 +214,105 @@ def _ulp(x: np.ndarray) -> np.ndarray:
 
 def is_inexact(functions: set[str]) -> bool:
     return bool(functions - EXACT_MATH)
+
+
+# -- reductions ------------------------------------------------------------------------------------
+
+# row lengths: a size-1 axis, short rows (one row per 32 lanes on the GPU: within 16 lanes, then
+# over all 32), a long ragged row (one block per row, the threads meeting at barriers)
+ROW_LENGTHS = (1, 8, 100, 3000)
+
+
+@dataclasses.dataclass
+class ReduceCase:
+    """A reduce op over axis 1 of `rows` (each row one reduction), of type `dtype`."""
+
+    op: Operation
+    dtype: DType
+    rows: np.ndarray
+
+    @property
+    def name(self) -> str:
+        return f"{self.op.name}:{self.dtype.name}:{self.rows.shape[1]}"
+
+    @property
+    def reducer(self) -> Reducer:
+        return REDUCTIONS[self.op.name]
+
+
+def _reduce_rows(t: DType, n: int) -> np.ndarray:
+    """Rows of edge values: for short rows every rotation of the type's edge values (each value at
+    each position: NaN anywhere in a row, +-inf and the largest values together, +-0), rows of the
+    largest value alone (overflowing sums and products) and of zeros of both signs; for long rows
+    the finite edge values tiled, then with NaN (or the type's largest value) last and -inf (or its
+    smallest) in the middle."""
+    edges = edge_values(t)
+    if n == 1:
+        return edges.reshape(-1, 1)
+    finite = edges[np.isfinite(edges.astype(np.float64))] if t.is_float else edges
+    if n > len(edges):
+        tiled = np.resize(finite, n)
+        last, middle = tiled.copy(), tiled.copy()
+        last[-1] = edges[-1] if t.is_float else edges.max()  # NaN is the last float edge value
+        middle[n // 2] = -np.inf if t.is_float else edges.min()
+        return np.stack([tiled, last, middle]).astype(t.numpy)
+    rotations = [np.roll(edges, -k)[:n] for k in range(len(edges))]
+    largest = np.full(n, edges.max() if not t.is_float else finite.max(), t.numpy)
+    zeros = np.resize(np.array([0, -0.0] if t.is_float else [0]), n).astype(t.numpy)
+    negative_zeros = np.full(n, -0.0 if t.is_float else 0, t.numpy)
+    return np.stack([*rotations, largest, zeros, negative_zeros]).astype(t.numpy)
+
+
+def reduce_cases() -> Iterator[ReduceCase]:
+    """Every reduce op x every type x every row length."""
+    for name in sorted(REDUCTIONS):
+        for t in TYPES:
+            for n in ROW_LENGTHS:
+                yield ReduceCase(lookup(name).make(axes=(1,)), t, _reduce_rows(t, n))
+
+
+def reduce_reference(case: ReduceCase) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return np.asarray(case.op.defn.compute(case.op, [case.rows], [], lambda m, a: []))
+
+
+def reduce_disagreement(case: ReduceCase, got: np.ndarray, want: np.ndarray, accumulator: DType) -> str | None:
+    """None where `got` is the reference's `want`, else a line naming the first row that differs.
+    Integers and the order-free folds (max, min, any, all) are exact (either sign of zero for max
+    and min); float sums, means and products, which a kernel folds in `accumulator` in its own
+    order where the reference folds in double in row order, are NaN where the reference is and
+    else within the rounding error of summation, n eps of the accumulator times the sum of magnitudes
+    (the product of magnitudes for products) plus one ulp of the result type; where the partial
+    results may leave the accumulator's range in some order, any value that is inf or NaN or within
+    that bound is taken."""
+    got, want = np.asarray(got).reshape(-1), np.asarray(want).reshape(-1)
+    if got.dtype != want.dtype or got.shape != want.shape:
+        return f"{case.name}: {got.dtype}{got.shape} for {want.dtype}{want.shape}"
+    if not case.dtype.is_float or case.reducer.truthy:
+        same = got == want
+    else:
+        g, w = got.astype(np.float64), want.astype(np.float64)
+        with np.errstate(all="ignore"):
+            same = (g == w) | (np.isnan(g) & np.isnan(w))
+            if case.reducer.combine in ("sum", "product"):
+                x = np.abs(case.rows.astype(np.float64))
+                n = case.rows.shape[1]
+                if case.reducer.combine == "sum":
+                    scale = x.sum(axis=1) / (n if case.reducer.mean else 1)
+                    leaves = x.sum(axis=1) > float(ml_dtypes.finfo(accumulator.numpy).max)
+                else:
+                    scale = np.abs(w)
+                    big = np.where(x > 1, x, 1).prod(axis=1)
+                    small = np.where((x < 1) & (x > 0), x, 1).prod(axis=1)
+                    limits = ml_dtypes.finfo(accumulator.numpy)
+                    leaves = (big > float(limits.max)) | (small < float(limits.smallest_subnormal))
+                eps = float(ml_dtypes.finfo(accumulator.numpy).eps)
+                bound = (n + 1) * eps * scale + _ulp(want)
+                close = np.abs(g - w) <= bound
+                same |= (np.isfinite(w) & close) | (leaves & ~np.isfinite(g))
+    if same.all():
+        return None
+    k = int(np.argmin(same))
+    row = case.rows[k][:12].tolist()
+    more = "..." if case.rows.shape[1] > 12 else ""
+    return f"{case.name} row {row}{more} = {got[k]!r}, reference {want[k]!r}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gpu_emulator import COMPILER
+from gpu_host import COMPILER
 from test_gpu_target import _program
 
 from mgxir.drivers.run import flatten_outputs

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gpu_emulator import COMPILER, run_emulated
+from gpu_host import COMPILER, run_emulated
 from test_gpu_target import _inputs, _program
 
 from mgxir.diagnostics import MgxError
@@ -120,7 +120,7 @@ d = @param:d -> int8_type, {3, 4}, {4, 1}
 @5 = quant_dot(d,c)
 @6 = @return(@4,@5)
 """,
-    # a channels-last convolution result whose consumer has no kernel (fp8 has no GPU type) and
+    # a channels-last convolution result whose consumer has no kernel (a bit cast into bool) and
     # runs on the host: it reads a standard copy (the float16 ShuffleNet failure:
     # `pass 'gpu_lowering' left invalid IR`)
     "channels_last_into_host_step": """
@@ -128,9 +128,10 @@ x = @param:x -> half_type, {1, 8, 6, 6}, {288, 36, 6, 1}
 w = @param:w -> half_type, {8, 8, 3, 3}, {72, 9, 3, 1}
 @2 = convolution[padding={1, 1},stride={1, 1},dilation={1, 1},group=1](x,w)
 @3 = pooling[mode=max,padding={0, 0},stride={2, 2},lengths={2, 2}](@2)
-@4 = convert[target_type=12](@3)
-@5 = convert[target_type=1](@4)
-@6 = @return(@5)
+@4 = convert[target_type=5](@3)
+@5 = bit_cast[target_type=0](@4)
+@6 = convert[target_type=1](@5)
+@7 = @return(@6)
 """,
 }
 
@@ -260,7 +261,7 @@ def test_perf_batch_size_is_the_first_inputs_leading_dimension() -> None:
 )
 def test_generated_convolutions_emulated_on_the_cpu_match_reference(lowered: dict, name: str) -> None:
     """The generated depthwise, transposed and int8 convolution and int8 product kernels (programs
-    with no library call) run on the CPU (gpu_emulator.py) against the reference."""
+    with no library call) run on the CPU (gpu_host.py) against the reference."""
     program = _program(PROGRAMS[name])
     params = _inputs(program, seed=3)
     got = run_emulated(lowered[name], params)

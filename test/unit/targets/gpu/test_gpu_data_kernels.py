@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from gpu_emulator import COMPILER, run_emulated
+from gpu_host import COMPILER, run_emulated
 from test_gpu_target import _program
 
 from mgxir.interp import Interpreter
@@ -266,7 +266,7 @@ def test_matches_reference(lowered: dict, name: str) -> None:
 @pytest.mark.skipif(COMPILER is None, reason="no C++ compiler to emulate kernels with")
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_emulated_on_the_cpu_matches_reference(lowered: dict, name: str) -> None:
-    """The same comparison with each kernel run on the CPU (gpu_emulator.py): every element of
+    """The same comparison with each kernel run on the CPU (gpu_host.py): every element of
     every output, no GPU needed."""
     text, _, make_inputs = PROGRAMS[name]
     program = _program(text)
@@ -281,7 +281,7 @@ def test_emulated_on_the_cpu_matches_reference(lowered: dict, name: str) -> None
 
 
 # The GPU target's generated kernels at corners that hand-made mutants showed untested (issues 20
-# and 23), run on the CPU through gpu_emulator.py (no GPU needed) against the reference interpreter.
+# and 23), run on the CPU through gpu_host.py (no GPU needed) against the reference interpreter.
 
 pytest.importorskip("cuda.core")
 pytestmark = pytest.mark.skipif(COMPILER is None, reason="no C++ compiler to emulate kernels with")

@@ -2,7 +2,7 @@
 argmin (ONNX ArgMax/ArgMin, Hardmax) as index-reduction kernels, and bodies reading an input of the
 reduced shape (skip layernorm's and dynamic quantization's second reduction) through the reduce
 kernels with that input broadcast along the rows. Each lowers with no host step; the index
-reductions give the reference's results run on the CPU (gpu_emulator.py), everything on a GPU
+reductions give the reference's results run on the CPU (gpu_host.py), everything on a GPU
 (`gpu` mark)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gpu_emulator import COMPILER, run_emulated
+from gpu_host import COMPILER, run_emulated
 from test_gpu_target import _program
 
 from mgxir.diagnostics import DiagnosticSink

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gpu_emulator import COMPILER
+from gpu_host import COMPILER
 
 from mgxir.diagnostics import DiagnosticSink
 from mgxir.drivers.run import flatten_outputs

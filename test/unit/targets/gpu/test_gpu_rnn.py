@@ -2,7 +2,7 @@
 `exact_gates`, clip and LSTM's input_forget too), and the sequence-length helpers it leaves for
 lengths that differ (rnn_var_sl_*) are generated kernels (mgxir/targets/gpu/rnn_kernels.py). MIGraphX's
 RNN test models lower with no host step; the helpers give the reference's results run on the CPU
-(gpu_emulator.py), and whole models give them on a GPU (`gpu` mark)."""
+(gpu_host.py), and whole models give them on a GPU (`gpu` mark)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gpu_emulator import COMPILER, run_emulated
+from gpu_host import COMPILER, run_emulated
 from test_gpu_target import _program
 
 from mgxir.diagnostics import DiagnosticSink

@@ -102,3 +102,28 @@ def test_spirv_tools_rejections_are_reported_with_the_tool_name() -> None:
     # assembles, but is not a valid Vulkan module (no memory model, no entry point)
     with pytest.raises(SpirvToolError, match=r"^spirv-val: "):
         assemble("OpCapability Shader\n")
+
+
+@pytest.mark.parametrize("name", ["fp8e4m3fn", "fp8e4m3fnuz", "fp8e5m2", "fp8e5m2fnuz"])
+def test_fp8_values_load_and_round_as_ml_dtypes(name: str) -> None:
+    """fp8 is bytes computed in float: every bit pattern read into float, and float values around
+    every fp8 value converted into fp8 (rounded to nearest even, saturated as MIGraphX's convert
+    saturates), bit for bit as the reference's convert computes them."""
+    from mgxir.ir.dtype import DType
+    from mgxir.ops.elementwise import convert_values
+
+    require_vulkan()
+    t = DType[name]
+    patterns = np.arange(256, dtype=np.uint8).view(t.numpy)
+    finite = np.unique(patterns.astype(np.float32)[np.isfinite(patterns.astype(np.float32))])
+    middles = ((finite[:-1].astype(np.float64) + finite[1:]) / 2).astype(np.float32)
+    probes = np.concatenate([finite, middles, np.nextafter(middles, np.inf), np.nextafter(middles, -np.inf)])
+    probes = np.concatenate([probes, [np.inf, -np.inf, np.nan, 1e-30, -1e-30, 3e38]]).astype(np.float32)
+    for source, target, values in ((t, DType.float, patterns), (DType.float, t, probes)):
+        body = [f"m:@1 = convert[target_type={int(target)}](m:x0)", "m:@2 = @return(m:@1)"]
+        prog = program(_pointwise([source.type_name], body, f"{{{values.size}}}"))
+        (got,) = run_vulkan(translate(prog, fuse=False), {"x0": values})
+        want = convert_values(values, target)
+        nan = np.isnan(got.astype(np.float32)) & np.isnan(want.astype(np.float32))
+        same = (got.view(target.bits_dtype) == want.view(target.bits_dtype)) | nan
+        assert same.all(), [(values[k], got[k], want[k]) for k in np.flatnonzero(~same)[:6]]
