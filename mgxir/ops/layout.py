@@ -453,6 +453,8 @@ class Unsqueeze(OpDef):
         if inputs[0].is_dynamic:  # the lens come from each run's input
             return super().kernel(op, inputs, modules, run_module)
         lens = self.shape(op, inputs, modules).lens
+        if inputs[0].scalar:  # {1}, {0} becomes a standard {1}: no longer a stride-0 scalar (gather's index rule)
+            return lambda x: np.array(x).reshape(lens)
         return lambda x: x.reshape(lens)
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
