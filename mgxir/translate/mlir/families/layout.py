@@ -50,6 +50,10 @@ def _reshape(lowering: Lowering, ins: Instruction, args: Values) -> ir.Value:
     if len(args) != 1:
         raise CannotLower("the variable-input form has no lowering")
     if not dynamic:
+        if source.scalar and not ins.shape.scalar and source.lens == ins.shape.lens:
+            # the same tensor type, but no longer MIGraphX's scalar {1}, {0} (a gather index keeps its
+            # axis after it): a cast of its own keeps the instruction, which the read-back rebuilds
+            return tensor.cast(lowering.types.of_shape(ins.shape), args[0])
         return e.reshape(args[0], source.lens, ins.shape.lens)
     if ins.op.name not in ("squeeze", "unsqueeze"):
         raise CannotLower("a dynamic input has no lowering in the one-input form (MIGraphX takes the two-input form)")

@@ -128,7 +128,9 @@ def iree_results(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
     selected = {
         item.callspec.params["case"].name
         for item in request.session.items
-        if hasattr(item, "callspec") and "case" in item.callspec.params
+        if item.path == request.path
+        and hasattr(item, "callspec")
+        and isinstance(item.callspec.params.get("case"), Case)
     }
     by_types: dict[tuple, list[Case]] = defaultdict(list)
     for case in CASES:
