@@ -229,6 +229,82 @@ def test_mlir_that_makes_the_reader_loop_forever_is_stopped(monkeypatch: pytest.
         api.program_from_mlir(data, "endless.mlirbc")
 
 
+def _mlir_program() -> tuple[str, bytes]:
+    """A program with a large literal (it comes back through the .npz) and a small one (in the text),
+    its lossless text, and its --to-mlirbc bytecode."""
+    from mgxir.text.printer import PrintOptions, print_program
+    from mgxir.translate.mlir.api import mlir_bytecode
+    from mgxir.verifier import verify
+
+    weights = np.arange(64, dtype=np.float32).reshape(8, 8) / 7
+    text = (
+        'module: "main"\nx = @param:x -> float_type, {8, 8}, {8, 1}\n'
+        "@1 = @literal{hex:" + weights.tobytes().hex() + "} -> float_type, {8, 8}, {8, 1}\n"
+        "@2 = @literal{0.1, -0, nan} -> half_type, {3}, {1}\n@3 = add(x,@1)\n@4 = @return(@3,@2)\n"
+    )
+    program = parse_program(text)
+    verify(program)
+    return print_program(program, PrintOptions(lossless=True)), mlir_bytecode(program)
+
+
+def test_mlir_is_read_in_a_child_and_handed_back_losslessly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MLIR's reader runs only in the child (heap corruption there once went unnoticed and the same
+    file was parsed again in this process, which then crashed): this process never calls it, and
+    the program it gets back is the one that was written, bit for bit."""
+    api = pytest.importorskip("mgxir.translate.mlir.api")
+    from mgxir.text.printer import PrintOptions, print_program
+
+    lossless, data = _mlir_program()
+    parsed_in: list[int] = []
+    parse = api.parse_mlir
+
+    def recording(*args: object) -> object:
+        parsed_in.append(os.getpid())  # the child's list is its own copy
+        return parse(*args)
+
+    monkeypatch.setattr(api, "parse_mlir", recording)
+    back = api.program_from_mlir(data, "x.mlirbc")
+    assert parsed_in == []
+    assert print_program(back, PrintOptions(lossless=True)) == lossless
+
+
+def test_an_unexpected_exception_in_the_mlir_child_is_an_internal_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug in the reader (not the user's mistake) comes back as such, with the child's traceback."""
+    api = pytest.importorskip("mgxir.translate.mlir.api")
+
+    def broken(*args: object) -> None:
+        raise IndexError("a bug in readback")
+
+    monkeypatch.setattr(api, "from_mlir", broken)
+    with pytest.raises(api.ChildReaderFailed, match=r"(?s)^reading x.mlirbc in a child process:.*IndexError: a bug"):
+        api.program_from_mlir(_mlir_program()[1], "x.mlirbc")
+
+
+def test_a_user_error_in_the_mlir_child_keeps_its_line_and_column() -> None:
+    api = pytest.importorskip("mgxir.translate.mlir.api")
+    with pytest.raises(MgxError) as caught:
+        api.program_from_mlir(b"func.func @main() {\n  %0 = bogus\n}\n", "bad.mlir")
+    where = caught.value.location
+    assert (where.file, where.line, where.column) == ("bad.mlir", 2, 8), caught.value.render()
+    assert caught.value.diagnostic.source_line == "  %0 = bogus"
+
+
+def test_a_blocked_mlir_child_is_stopped_by_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child that blocks before its own alarm is set (forked while another thread held a lock)
+    is killed by this process after CHILD_SECONDS + 1, not waited for forever."""
+    api = pytest.importorskip("mgxir.translate.mlir.api")
+    import signal
+    import time
+
+    monkeypatch.setattr(api, "CHILD_SECONDS", 1)
+    monkeypatch.setattr(signal, "alarm", lambda seconds: 0)  # the child's own alarm never comes
+    monkeypatch.setattr(api, "_read_here", lambda data, filename: time.sleep(3600))
+    started = time.monotonic()
+    with pytest.raises(MgxError, match=r"^error: x.mlirbc: MLIR's reader did not finish within 1 s$"):
+        api.program_from_mlir(_mlir_program()[1], "x.mlirbc")
+    assert time.monotonic() - started < 30
+
+
 # -- files written -----------------------------------------------------------------------------------
 
 
