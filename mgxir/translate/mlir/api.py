@@ -78,6 +78,8 @@ def parse_mlir(data: bytes, filename: str, context: ir.Context) -> ir.Module:
             return ir.Module.parse(data if is_bytecode(data) else data.decode("utf-8"))
         except UnicodeDecodeError:
             raise MgxError(f"{filename}: neither MLIR text (UTF-8) nor MLIR bytecode") from None
+        except RuntimeError as e:  # the bindings: MLIR's diagnostic about a damaged file is not UTF-8
+            raise MgxError(f"{filename}: MLIR's reader rejected this file ({e})") from None
         except ir.MLIRError as e:
             first = e.error_diagnostics[0] if e.error_diagnostics else None
             if first is None:
