@@ -53,6 +53,8 @@ from mgxir.verifier import verify  # noqa: E402
 
 KINDS = ("ok", "user error", "internal error", "memory", "crash", "hang")
 BAD = frozenset({"internal error", "memory", "crash", "hang"})
+# a user error that is MLIR's reader crashing in the tool's child: kept too (regression inputs), not bad
+CONTAINED_CRASH = "reader crashed on this file"
 
 # -- seeds -------------------------------------------------------------------------------------------
 
@@ -384,7 +386,10 @@ class Finder:
 
     def record(self, kind: str, data: bytes, stderr: str, note: str = "") -> None:
         self.counts[kind] += 1
-        if kind in BAD and self.findings is not None:
+        if kind == "user error" and CONTAINED_CRASH in stderr:
+            kind = "contained crash"
+            self.counts[kind] += 1
+        if (kind in BAD or kind == "contained crash") and self.findings is not None:
             self.findings.mkdir(parents=True, exist_ok=True)
             keep = self.findings / f"{kind.replace(' ', '-')}-{self.counts[kind]}{self.reader.suffix}"
             keep.write_bytes(data)
@@ -646,7 +651,7 @@ def main(argv: list[str] | None = None) -> int:
         started = time.monotonic()
         counts = fuzz(name, args.count, args.seed, args.jobs, limits, args.findings / name, args.in_process)
         bad += sum(counts[k] for k in BAD)
-        figures = ", ".join(f"{k}: {counts[k]}" for k in KINDS)
+        figures = ", ".join(f"{k}: {counts[k]}" for k in (*KINDS, "contained crash"))
         seconds = time.monotonic() - started
         print(f"{name}: {args.count} inputs in {seconds:.0f} s ({args.count / seconds:.1f}/s); {figures}", flush=True)
     return 1 if bad else 0
