@@ -5,8 +5,8 @@ bytecode), `--input` specs and files, and literal sidecars.
     python fuzz/run.py --count=20                           # every reader, briefly (CI does this)
 
 Each input runs the tool's driver (mgx-translate or mgx-run, as a user would) in a forked child
-(or, with `--in-process`, in a worker process that runs one input after another: 10 to 20 times
-as many inputs a second) under an address-space limit (RLIMIT_AS, `--memory` GiB more than the
+(or, with `--in-process`, in a worker process that runs one input after another: about 10 times
+as many inputs a second, 2 to 4 times for MLIR) under an address-space limit (RLIMIT_AS, `--memory` GiB more than the
 harness holds) and a processor-time limit (`--seconds`), and the end is classified: `ok` (exit 0),
 `user error` (exit 1, one line), `internal error` (exit 2), `memory` (exit 2 with a MemoryError:
 something allocated past the limit), `crash` (killed by a signal), `hang` (past the time limit).
