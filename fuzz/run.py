@@ -23,6 +23,7 @@ the edges of integer types, nesting, truncation, splicing two seeds) are a few l
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import io
 import math
 import os
@@ -347,6 +348,7 @@ def _child(reader: Reader, path: str, folder: str, limits: Limits) -> None:
         _limit_mlir_child(limits)
         sys.stdout = open(1, "w", closefd=False)
         sys.stderr = open(2, "w", closefd=False)
+        faulthandler.enable(sys.stderr)  # a crash's Python stack goes with the finding
         code = reader.run(path, folder)
         sys.stdout.flush()
         sys.stderr.flush()
@@ -510,6 +512,7 @@ class Worker:
             os.dup2(err, 2)
             sys.stdout = open(1, "w", closefd=False)
             sys.stderr = open(2, "w", closefd=False)
+            faulthandler.enable(sys.stderr)  # a crash's Python stack goes with the finding
             _limit_mlir_child(self.limits)
             with open(commands, "rb", buffering=0) as pipe:
                 for line in pipe:
