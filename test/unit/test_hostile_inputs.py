@@ -221,7 +221,7 @@ def test_a_stride_0_literal_is_unfolded_only_where_memory_allows() -> None:
 
 def test_mlir_that_makes_the_reader_loop_forever_is_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
     """A mutation of --to-mlirbc's output on which MLIR's bytecode reader never returns: the
-    child that parses it first is stopped after CHILD_SECONDS."""
+    child that reads it is stopped after CHILD_SECONDS."""
     api = pytest.importorskip("mgxir.translate.mlir.api")
     monkeypatch.setattr(api, "CHILD_SECONDS", 2)
     data = (ROOT / "test/translate/mlir/Inputs/endless.mlirbc").read_bytes()
@@ -289,9 +289,16 @@ def test_a_user_error_in_the_mlir_child_keeps_its_line_and_column() -> None:
     assert caught.value.diagnostic.source_line == "  %0 = bogus"
 
 
+def test_a_large_mlir_file_gets_more_time_to_be_read() -> None:
+    """The child reads the program back too (about 1 s a megabyte): 60 s stopped valid files."""
+    api = pytest.importorskip("mgxir.translate.mlir.api")
+    assert api.child_seconds(b"x" * 1000) == api.CHILD_SECONDS
+    assert api.child_seconds(b"x" * (100 << 20)) == api.CHILD_SECONDS + 100 * api.CHILD_SECONDS_PER_MIB
+
+
 def test_a_blocked_mlir_child_is_stopped_by_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
     """A child that blocks before its own alarm is set (forked while another thread held a lock)
-    is killed by this process after CHILD_SECONDS + 1, not waited for forever."""
+    is killed by this process after child_seconds + 1, not waited for forever."""
     api = pytest.importorskip("mgxir.translate.mlir.api")
     import signal
     import time

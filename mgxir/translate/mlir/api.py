@@ -93,7 +93,15 @@ def parse_mlir(data: bytes, filename: str, context: ir.Context) -> ir.Module:
             raise MgxError(first.message, Location(filename, line, column), source_line) from None
 
 
-CHILD_SECONDS = 60  # a read that takes longer is a hang (fuzzed bytecode made MLIR loop forever)
+# A read that takes longer is a hang (fuzzed bytecode made MLIR loop forever). The child also reads
+# the program back, about 1 s a megabyte of MLIR: a large file gets more time.
+CHILD_SECONDS = 60
+CHILD_SECONDS_PER_MIB = 20
+
+
+def child_seconds(data: bytes) -> int:
+    """How long the child may take to read `data`."""
+    return CHILD_SECONDS + CHILD_SECONDS_PER_MIB * (len(data) >> 20)
 
 
 class ChildReaderFailed(RuntimeError):
@@ -105,7 +113,7 @@ def program_from_mlir(data: bytes, filename: str) -> Program:
 
     MLIR's C++ readers abort, loop or corrupt the heap on some damaged files (bytecode above all),
     and heap corruption need not end the process it happens in. So the whole file is read in a
-    forked child (with the memory this process may still use, and CHILD_SECONDS), which hands the
+    forked child (with the memory this process may still use, and `child_seconds`), which hands the
     program back as mgxir's lossless text and an .npz of its larger literals (read with the checks
     of any sidecar): MLIR's reader never runs in this process. Where there is no fork, it does."""
     if is_bytecode(data):
@@ -137,11 +145,12 @@ def _read_in_child(data: bytes, filename: str) -> Program:
         pid = os.fork()
         if pid == 0:
             _child_reads(data, filename, folder, available)  # never returns
-        status = _wait(pid, CHILD_SECONDS + 1)
+        seconds = child_seconds(data)
+        status = _wait(pid, seconds + 1)
         if os.WIFSIGNALED(status):
             number = os.WTERMSIG(status)
             if number in (signal.SIGALRM, signal.SIGKILL):
-                raise MgxError(f"{filename}: MLIR's reader did not finish within {CHILD_SECONDS} s")
+                raise MgxError(f"{filename}: MLIR's reader did not finish within {seconds} s")
             kind = "bytecode" if is_bytecode(data) else "text"
             raise MgxError(
                 f"{filename}: MLIR's {kind} reader crashed on this file ({signal.Signals(number).name}): "
@@ -192,7 +201,7 @@ def _child_reads(data: bytes, filename: str, folder: str, available: int) -> Non
 
     code = _INTERNAL_ERROR
     try:
-        signal.alarm(CHILD_SECONDS)
+        signal.alarm(child_seconds(data))
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 2)
         _, address_space = process_memory()
