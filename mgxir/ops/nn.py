@@ -514,6 +514,9 @@ class Resize(OpDef):
         if op["mode"] not in ("nearest", "linear", "cubic"):
             raise fail(self.name, "Only 'nearest', 'linear', and 'cubic' modes are supported")
         sizes, scales = op["sizes"], op["scales"]
+        bad = next((f for f in scales if not math.isfinite(f) or f < 0), None)
+        if bad is not None:  # a NaN's int() was a ValueError (fuzz/run.py, text reader)
+            raise fail(self.name, f"scale {bad} is not a finite, non-negative number")
         if len(inputs) == 2:
             return self._runtime_shape(x, inputs[1], scales)
         require_static(self.name, x)

@@ -434,3 +434,19 @@ def test_a_member_with_an_empty_name_is_read_as_named() -> None:
         assert str(e)
     else:
         assert isinstance(arrays, dict)
+
+
+@pytest.mark.parametrize("scale", ["nan", "inf", "-2"])
+def test_a_resize_scale_that_is_not_a_finite_non_negative_number_is_the_users_error(scale: str) -> None:
+    # int() of NaN in the shape rule was a ValueError: an internal error (fuzz/run.py, text)
+    from mgxir.verifier import verify
+
+    text = f'module: "main"\nx = @param:x -> float_type, {{1, 2}}, {{2, 1}}\n@1 = resize[scales={{1, {scale}}}](x)\n'
+    with pytest.raises(MgxError, match=rf"resize: scale {scale}\S* is not a finite"):
+        verify(parse_program(text, "x.mgx"))
+
+
+def test_the_stride_of_a_dimension_of_1_is_never_stepped() -> None:
+    # a stride past what numpy takes on it was an OverflowError: an internal error (fuzz/run.py, json)
+    value = {"shape": {"lens": [1, 2], "strides": [(1 << 63) - 1, 1]}, "data": np.float32([1.5, 2.5]).tobytes()}
+    assert literal_from_value(value, "x").data.tolist() == [[1.5, 2.5]]
