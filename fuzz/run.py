@@ -371,7 +371,7 @@ def classify(status: int, stderr: str) -> str:
     code = os.WEXITSTATUS(status)
     if code == 0:
         return "ok"
-    if code == 1 and "Traceback" not in stderr:
+    if code == 1 and "Traceback (most recent call last)" not in stderr:  # not a quoted line's word
         return "user error"
     if "MemoryError" in stderr:
         return "memory"

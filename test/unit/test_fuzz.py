@@ -44,6 +44,8 @@ def test_the_classification() -> None:
     # exit statuses as os.wait gives them
     assert fuzz_run.classify(0, "") == "ok"
     assert fuzz_run.classify(1 << 8, "x.mgx:1:1: error: ...") == "user error"
+    # a quoted source line with the word in it (the test suite's `CHECK-NOT: Traceback` as seeds)
+    assert fuzz_run.classify(1 << 8, "x.mgx:2:7: error: ...\nx = @paCHECK-NOT: Traceback\n      ^") == "user error"
     assert fuzz_run.classify(2 << 8, "internal error: KeyError: 'x'") == "internal error"
     assert fuzz_run.classify(2 << 8, "internal error: MemoryError: ") == "memory"
     assert fuzz_run.classify(6, "") == "crash"  # SIGABRT
