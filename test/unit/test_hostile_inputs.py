@@ -450,3 +450,16 @@ def test_the_stride_of_a_dimension_of_1_is_never_stepped() -> None:
     # a stride past what numpy takes on it was an OverflowError: an internal error (fuzz/run.py, json)
     value = {"shape": {"lens": [1, 2], "strides": [(1 << 63) - 1, 1]}, "data": np.float32([1.5, 2.5]).tobytes()}
     assert literal_from_value(value, "x").data.tolist() == [[1.5, 2.5]]
+
+
+@pytest.mark.parametrize("op", ["allocate[buf_type=float_type](d)", "broadcast_with_dims(x,d)"])
+def test_a_rank_read_from_an_input_length_is_bounded(op: str) -> None:
+    # a list of 2^40 dimensions was a MemoryError (2^64: OverflowError); fuzz/run.py, --from-py
+    from mgxir.verifier import verify
+
+    text = (
+        'module: "main"\nx = @param:x -> float_type, {2}, {1}\nd = @param:d -> int64_type, {1099511627776}, {1}\n'
+        f"@2 = {op}\n"
+    )
+    with pytest.raises(MgxError, match=r"1099511627776 output dimensions are more than mgxir holds \(4096\)"):
+        verify(parse_program(text, "x.mgx"))
