@@ -463,3 +463,15 @@ def test_a_rank_read_from_an_input_length_is_bounded(op: str) -> None:
     )
     with pytest.raises(MgxError, match=r"1099511627776 output dimensions are more than mgxir holds \(4096\)"):
         verify(parse_program(text, "x.mgx"))
+
+
+def test_a_float_attribute_past_float_range_is_an_infinity_without_a_warning() -> None:
+    # numpy's RuntimeWarning was a second line on standard error (fuzz/run.py, --from-py)
+    import warnings
+
+    text = 'module: "main"\nx = @param:x -> float_type, {1, 2}, {2, 1}\n@1 = resize[scales={1, 1e308}](x)\n'
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        program = parse_program(text, "x.mgx")
+    resize = next(ins for ins in program.main if ins.op.name == "resize")
+    assert resize.op["scales"] == (1.0, float("inf"))
