@@ -475,3 +475,13 @@ def test_a_float_attribute_past_float_range_is_an_infinity_without_a_warning() -
         program = parse_program(text, "x.mgx")
     resize = next(ins for ins in program.main if ins.op.name == "resize")
     assert resize.op["scales"] == (1.0, float("inf"))
+
+
+@pytest.mark.parametrize("literal", ["@literal", "@literal -> float_type, {1}, {0}"])
+def test_a_literal_without_its_values_is_the_users_error(literal: str) -> None:
+    # the shape rule's IndexError was an internal error (fuzz/run.py, text)
+    from mgxir.verifier import verify
+
+    program = parse_program(f'module: "main"\n@0 = {literal}\n@1 = @return(@0)\n', "x.mgx")
+    with pytest.raises(MgxError, match=r"^x\.mgx:2:1: error: @literal: a literal needs its values"):
+        verify(program)
