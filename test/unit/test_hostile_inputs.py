@@ -485,3 +485,42 @@ def test_a_literal_without_its_values_is_the_users_error(literal: str) -> None:
     program = parse_program(f'module: "main"\n@0 = {literal}\n@1 = @return(@0)\n', "x.mgx")
     with pytest.raises(MgxError, match=r"^x\.mgx:2:1: error: @literal: a literal needs its values"):
         verify(program)
+
+
+def test_a_sidecar_is_streamed_into_its_file(tmp_path: Path) -> None:
+    """A program whose literals fit in memory is written: the sidecar was built in memory first,
+    twice the literals' memory (MemoryError, an internal error; fuzz/run.py, json). Under an
+    address-space limit 160 MiB above what the child holds, 100 MiB of literal are written."""
+    code = (
+        "import resource\nimport numpy as np\nfrom mgxir.diagnostics import process_memory\n"
+        "from mgxir.text.parser import parse_program\nfrom mgxir.text.writer import write_program\n"
+        "from mgxir.ir.literal import Literal\n"
+        "from mgxir.ir.shape import Shape\nfrom mgxir.ir.dtype import DType\n"
+        "program = parse_program('module: \"main\"\\nx = @param:x -> float_type, {1}, {1}\\n@1 = @return(x)\\n')\n"
+        "limit = process_memory()[1] + (160 << 20)\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (limit, limit))\n"
+        "shape = Shape.make(DType.float, [25 << 20])\n"
+        "program.main.add_literal(Literal(shape, np.ones(shape.lens, np.float32)))\n"
+        f"write_program(program, {str(tmp_path / 'big.mgx')!r}, lossless=True)\n"
+        "print('written')\n"
+    )
+    out = _in_limited_child(code)
+    assert out.returncode == 0 and out.stdout == "written\n", out.stderr[-2000:]
+    assert (tmp_path / "big.npz").stat().st_size > 100 << 20
+
+
+def test_a_target_that_is_no_regular_file_is_written_in_place(tmp_path: Path) -> None:
+    """`-o /dev/null` (run as root) put a regular file where the device was: the rename of the
+    temporary replaced it. A FIFO stands in for the device here."""
+    from mgxir.text.writer import write_atomically
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        write_atomically(fifo, "written\n")
+        assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+        assert os.read(reader, 100) == b"written\n"
+    finally:
+        os.close(reader)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo"]
