@@ -528,8 +528,11 @@ class Resize(OpDef):
             return Shape.make(x.dtype, sizes)
         if len(scales) != x.ndim:
             raise fail(self.name, f"{len(scales)} scales do not match input rank {x.ndim}")
-        lens = [int(np.float32(n) * np.float32(f)) for n, f in zip(x.lens, scales)]
-        return x.with_lens(lens)
+        with np.errstate(over="ignore"):  # as MIGraphX, in float; past its range is refused below
+            scaled = [np.float32(n) * np.float32(f) for n, f in zip(x.lens, scales)]
+        if not all(math.isfinite(n) for n in scaled):  # int() of it was an OverflowError (fuzz/run.py, json)
+            raise fail(self.name, f"scales {list(scales)} take a dimension past float's range")
+        return x.with_lens([int(n) for n in scaled])
 
     @staticmethod
     def _runtime_shape(x: Shape, given: Shape, scales: Sequence[float]) -> Shape:

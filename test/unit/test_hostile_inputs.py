@@ -436,6 +436,15 @@ def test_a_member_with_an_empty_name_is_read_as_named() -> None:
         assert isinstance(arrays, dict)
 
 
+def test_a_resize_scale_past_floats_range_is_the_users_error() -> None:
+    # 2 x 3e38 in float is infinite: int() of it was an OverflowError (fuzz/run.py, json and py)
+    from mgxir.verifier import verify
+
+    text = 'module: "main"\nx = @param:x -> float_type, {1, 2}, {2, 1}\n@1 = resize[scales={1, 3e38}](x)\n'
+    with pytest.raises(MgxError, match=r"resize: scales \[1\.0, [\d.]+e\+38\] take a dimension past float's range"):
+        verify(parse_program(text, "x.mgx"))
+
+
 @pytest.mark.parametrize("scale", ["nan", "inf", "-2"])
 def test_a_resize_scale_that_is_not_a_finite_non_negative_number_is_the_users_error(scale: str) -> None:
     # int() of NaN in the shape rule was a ValueError: an internal error (fuzz/run.py, text)
