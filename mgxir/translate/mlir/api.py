@@ -80,6 +80,8 @@ def parse_mlir(data: bytes, filename: str, context: ir.Context) -> ir.Module:
             raise MgxError(f"{filename}: neither MLIR text (UTF-8) nor MLIR bytecode") from None
         except RuntimeError as e:  # the bindings: MLIR's diagnostic about a damaged file is not UTF-8
             raise MgxError(f"{filename}: MLIR's reader rejected this file ({e})") from None
+        except MemoryError:  # std::bad_alloc under the child's memory limit: a damaged size, most likely
+            raise MgxError(f"{filename}: MLIR's reader ran out of memory on this file") from None
         except ir.MLIRError as e:
             first = e.error_diagnostics[0] if e.error_diagnostics else None
             if first is None:
