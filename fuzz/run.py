@@ -1,16 +1,17 @@
 """Mutation fuzzing of every reader of mgxir (issue 24): text, mxr, json, py, onnx, mlir (text and
 bytecode), `--input` specs and files, and literal sidecars.
 
-    python fuzz/run.py --reader=py --count=100000 -j 1     # a long run, by hand
+    python fuzz/run.py --reader=py --count=100000 --in-process     # a long run, by hand
     python fuzz/run.py --count=20                           # every reader, briefly (CI does this)
 
 Each input runs the tool's driver (mgx-translate or mgx-run, as a user would) in a forked child
-under an address-space limit (RLIMIT_AS, `--memory` GiB more than the harness holds) and a time
-limit (`--seconds`), and the child's end is classified: `ok` (exit 0), `user error` (exit 1, one
-line), `internal error` (exit 2), `memory` (exit 2 with a MemoryError: something allocated past
-the limit), `crash` (killed by a signal), `hang` (past the time limit). Inputs of the last four
-kinds are kept in `--findings` (default fuzz/findings/READER/) to reproduce by hand; the exit code
-is 1 when there are any.
+(or, with `--in-process`, in a worker process that runs one input after another: about 10 times
+as many inputs a second, 2 to 4 times for MLIR) under an address-space limit (RLIMIT_AS, `--memory` GiB more than the
+harness holds) and a processor-time limit (`--seconds`), and the end is classified: `ok` (exit 0),
+`user error` (exit 1, one line), `internal error` (exit 2), `memory` (exit 2 with a MemoryError:
+something allocated past the limit), `crash` (killed by a signal), `hang` (past the time limit).
+Inputs of the last four kinds are kept in `--findings` (default fuzz/findings/READER/) to
+reproduce by hand; the exit code is 1 when there are any.
 
 The mutator is this file's own, seeded (the same `--seed` gives the same inputs): atheris is
 libFuzzer for CPython, which needs a clang-built extension on this Python 3.11 and runs in-process,
@@ -22,17 +23,20 @@ the edges of integer types, nesting, truncation, splicing two seeds) are a few l
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import io
+import math
 import os
 import random
 import re
 import resource
+import select
 import signal
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +54,8 @@ from mgxir.verifier import verify  # noqa: E402
 
 KINDS = ("ok", "user error", "internal error", "memory", "crash", "hang")
 BAD = frozenset({"internal error", "memory", "crash", "hang"})
+# a user error that is MLIR's reader crashing in the tool's child: kept too (regression inputs), not bad
+CONTAINED_CRASH = "reader crashed on this file"
 
 # -- seeds -------------------------------------------------------------------------------------------
 
@@ -304,10 +310,29 @@ def mutate(data: bytes, seeds: list[bytes], rng: random.Random, textual: bool) -
 # -- running in a child ------------------------------------------------------------------------------
 
 
+# The time limit is processor time (RLIMIT_CPU, SIGXCPU): at `nice -n 19` on a shared machine an
+# input can wait many times its own time for a processor, and a wall-clock limit took such inputs
+# for hangs (the four of the third long run finished in under a second by hand). A wall-clock
+# limit of WALL_FACTOR times as long still ends an input blocked without using the processor.
+WALL_FACTOR = 10
+
+
 @dataclass
 class Limits:
     memory_bytes: int
-    seconds: int
+    seconds: int  # of processor time
+
+    @property
+    def wall_seconds(self) -> int:
+        return self.seconds * WALL_FACTOR
+
+
+def _limit_time(limits: Limits) -> None:
+    """From now on: `limits.seconds` more of processor time, `limits.wall_seconds` of wall clock."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    used = math.ceil(usage.ru_utime + usage.ru_stime)
+    resource.setrlimit(resource.RLIMIT_CPU, (used + limits.seconds, resource.RLIM_INFINITY))
+    signal.alarm(limits.wall_seconds)
 
 
 def _child(reader: Reader, path: str, folder: str, limits: Limits) -> None:
@@ -315,16 +340,15 @@ def _child(reader: Reader, path: str, folder: str, limits: Limits) -> None:
     code = 3
     try:
         resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
-        signal.alarm(limits.seconds)
+        _limit_time(limits)
         out = os.open(os.path.join(folder, "stdout"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         err = os.open(os.path.join(folder, "stderr"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(out, 1)
         os.dup2(err, 2)
-        mlir_api = sys.modules.get("mgxir.translate.mlir.api")
-        if mlir_api is not None:  # the tool's own limit on MLIR's reader ends before the harness's
-            mlir_api.CHILD_SECONDS = max(1, limits.seconds // 2)
+        _limit_mlir_child(limits)
         sys.stdout = open(1, "w", closefd=False)
         sys.stderr = open(2, "w", closefd=False)
+        faulthandler.enable(sys.stderr)  # a crash's Python stack goes with the finding
         code = reader.run(path, folder)
         sys.stdout.flush()
         sys.stderr.flush()
@@ -334,61 +358,256 @@ def _child(reader: Reader, path: str, folder: str, limits: Limits) -> None:
         os._exit(code)
 
 
+def _limit_mlir_child(limits: Limits) -> None:
+    """The tool's own limit on MLIR's reader ends before the harness's."""
+    mlir_api = sys.modules.get("mgxir.translate.mlir.api")
+    if mlir_api is not None:
+        mlir_api.CHILD_SECONDS = max(1, limits.wall_seconds // 2)
+
+
 def classify(status: int, stderr: str) -> str:
     if os.WIFSIGNALED(status):
-        return "hang" if os.WTERMSIG(status) == signal.SIGALRM else "crash"
+        return "hang" if os.WTERMSIG(status) in (signal.SIGALRM, signal.SIGXCPU) else "crash"
     code = os.WEXITSTATUS(status)
     if code == 0:
         return "ok"
-    if code == 1 and "Traceback" not in stderr:
+    if code == 1 and "Traceback (most recent call last)" not in stderr:  # not a quoted line's word
         return "user error"
     if "MemoryError" in stderr:
         return "memory"
     return "internal error"
 
 
-def fuzz(name: str, count: int, seed: int, jobs: int, limits: Limits, findings: Path | None) -> Counter[str]:
-    """Runs `count` mutated inputs of reader `name`; returns how many ended in each kind."""
+class Finder:
+    """Counts how each input ended and keeps the inputs of the bad kinds (with their standard error)."""
+
+    def __init__(self, reader: Reader, findings: Path | None) -> None:
+        self.reader = reader
+        self.findings = findings
+        self.counts: Counter[str] = Counter()
+
+    def record(self, kind: str, data: bytes, stderr: str, note: str = "") -> None:
+        self.counts[kind] += 1
+        if kind == "user error" and CONTAINED_CRASH in stderr:
+            kind = "contained crash"
+            self.counts[kind] += 1
+        if (kind in BAD or kind == "contained crash") and self.findings is not None:
+            self.findings.mkdir(parents=True, exist_ok=True)
+            keep = self.findings / f"{kind.replace(' ', '-')}-{self.counts[kind]}{self.reader.suffix}"
+            keep.write_bytes(data)
+            keep.with_suffix(".stderr").write_text(note + stderr[-4000:])
+
+
+def _fresh_folder(scratch: str, name: str) -> str:
+    folder = os.path.join(scratch, name)
+    if os.path.isdir(folder):
+        for leftover in os.listdir(folder):
+            os.remove(os.path.join(folder, leftover))
+    else:
+        os.mkdir(folder)
+    return folder
+
+
+def _inputs(name: str, count: int, seed: int) -> Iterator[bytes]:
     reader = READERS[name]
     seeds = reader.seeds()
     rng = random.Random(f"{name}:{seed}")
-    counts: Counter[str] = Counter()
-    running: dict[int, tuple[str, str]] = {}
+    for _ in range(count):
+        yield mutate(rng.choice(seeds), seeds, rng, reader.textual)
+
+
+def fuzz(
+    name: str,
+    count: int,
+    seed: int,
+    jobs: int,
+    limits: Limits,
+    findings: Path | None,
+    in_process: bool = False,
+) -> Counter[str]:
+    """Runs `count` mutated inputs of reader `name`; returns how many ended in each kind."""
+    finder = Finder(READERS[name], findings)
+    inputs = _inputs(name, count, seed)
     with tempfile.TemporaryDirectory(prefix=f"mgxir-fuzz-{name}-") as scratch:
+        if in_process:
+            _fuzz_in_workers(finder, inputs, jobs, limits, scratch)
+        else:
+            _fuzz_forking(finder, inputs, jobs, limits, scratch)
+    return finder.counts
 
-        def finish() -> None:
-            pid, status = os.wait()
-            folder, path = running.pop(pid)
-            stderr = Path(folder, "stderr").read_text(errors="replace") if Path(folder, "stderr").exists() else ""
-            kind = classify(status, stderr)
-            counts[kind] += 1
-            if kind in BAD and findings is not None:
-                findings.mkdir(parents=True, exist_ok=True)
-                keep = findings / f"{kind.replace(' ', '-')}-{counts[kind]}{reader.suffix}"
-                keep.write_bytes(Path(path).read_bytes() if Path(path).exists() else b"")
-                keep.with_suffix(".stderr").write_text(stderr[-4000:])
 
-        for index in range(count):
-            while len(running) >= jobs:
-                finish()
-            data = mutate(rng.choice(seeds), seeds, rng, reader.textual)
-            folder = os.path.join(scratch, str(index % (jobs * 2 + 2)))
-            if os.path.isdir(folder):
-                for leftover in os.listdir(folder):
-                    os.remove(os.path.join(folder, leftover))
-            else:
-                os.mkdir(folder)
-            path = os.path.join(folder, "input" + reader.suffix)
-            Path(path).write_bytes(data)
-            copy = os.path.join(folder, "kept" + reader.suffix)
-            Path(copy).write_bytes(data)  # the reader may move or replace its input
-            pid = os.fork()
-            if pid == 0:
-                _child(reader, path, folder, limits)
-            running[pid] = (folder, copy)
-        while running:
+def _fuzz_forking(finder: Finder, inputs: Iterator[bytes], jobs: int, limits: Limits, scratch: str) -> None:
+    """Each input in a child forked for it alone."""
+    reader = finder.reader
+    running: dict[int, tuple[str, bytes]] = {}
+
+    def finish() -> None:
+        pid, status = os.wait()
+        folder, data = running.pop(pid)
+        stderr = Path(folder, "stderr").read_text(errors="replace") if Path(folder, "stderr").exists() else ""
+        finder.record(classify(status, stderr), data, stderr)
+
+    for index, data in enumerate(inputs):
+        while len(running) >= jobs:
             finish()
-    return counts
+        folder = _fresh_folder(scratch, str(index % (jobs * 2 + 2)))
+        path = os.path.join(folder, "input" + reader.suffix)
+        Path(path).write_bytes(data)
+        pid = os.fork()
+        if pid == 0:
+            _child(reader, path, folder, limits)
+        running[pid] = (folder, data)
+    while running:
+        finish()
+
+
+def run_fresh(reader: Reader, data: bytes, limits: Limits) -> tuple[str, str]:
+    """One input in a child forked for it alone: its kind and standard error."""
+    with tempfile.TemporaryDirectory(prefix="mgxir-fuzz-again-") as folder:
+        path = os.path.join(folder, "input" + reader.suffix)
+        Path(path).write_bytes(data)
+        pid = os.fork()
+        if pid == 0:
+            _child(reader, path, folder, limits)
+        _, status = os.waitpid(pid, 0)
+        stderr = Path(folder, "stderr").read_text(errors="replace") if Path(folder, "stderr").exists() else ""
+        return classify(status, stderr), stderr
+
+
+# -- running in a worker ------------------------------------------------------------------------------
+
+RECYCLE_AFTER = 2000  # inputs a worker runs before a fresh one takes over (memory and caches drift)
+
+
+class Worker:
+    """A forked process that runs one input after another through the reader, in-process, under the
+    address-space limit; each input under the time limit (its own alarm, and a kill from the
+    harness a few seconds later). The harness sends an input's folder down a pipe and reads back
+    the exit code the tool's driver returned; the worker's standard error goes to a file that is
+    emptied before each input. A crash, a hang or a bad result ends the worker; a fresh one follows."""
+
+    def __init__(self, reader: Reader, home: str, limits: Limits) -> None:
+        self.reader = reader
+        self.limits = limits
+        self.stderr_path = os.path.join(home, "worker.stderr")
+        self.runs = 0
+        to_worker, self._from_harness = os.pipe()
+        self._to_harness, from_worker = os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            os.close(self._from_harness)
+            os.close(self._to_harness)
+            self._serve(to_worker, from_worker)  # never returns
+        os.close(to_worker)
+        os.close(from_worker)
+        self.started = 0.0
+
+    def _serve(self, commands: int, results: int) -> None:
+        code = 3
+        try:
+            resource.setrlimit(resource.RLIMIT_AS, (self.limits.memory_bytes, self.limits.memory_bytes))
+            err = os.open(self.stderr_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            out = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(out, 1)
+            os.dup2(err, 2)
+            sys.stdout = open(1, "w", closefd=False)
+            sys.stderr = open(2, "w", closefd=False)
+            faulthandler.enable(sys.stderr)  # a crash's Python stack goes with the finding
+            _limit_mlir_child(self.limits)
+            with open(commands, "rb", buffering=0) as pipe:
+                for line in pipe:
+                    folder = line.decode().rstrip("\n")
+                    os.ftruncate(2, 0)
+                    os.lseek(2, 0, os.SEEK_SET)
+                    _limit_time(self.limits)
+                    try:
+                        result = self.reader.run(os.path.join(folder, "input" + self.reader.suffix), folder)
+                    except BaseException:  # the driver catches everything: this is the harness's failure
+                        result = 3
+                    signal.alarm(0)
+                    sys.stdout.flush()
+                    sys.stderr.flush()
+                    os.write(results, b"%d\n" % result)
+            code = 0
+        finally:
+            os._exit(code)
+
+    def send(self, folder: str) -> None:
+        self.runs += 1
+        self.started = time.monotonic()
+        os.write(self._from_harness, folder.encode() + b"\n")
+
+    @property
+    def result_pipe(self) -> int:
+        return self._to_harness
+
+    def result(self) -> tuple[str, str]:
+        """After the result pipe is readable: the input's kind and standard error; a dead worker's
+        kind is from its wait status (a signal: crash, SIGALRM: hang)."""
+        answer = os.read(self._to_harness, 64)
+        stderr = Path(self.stderr_path).read_text(errors="replace")
+        if answer:
+            code = int(answer)
+            return classify((code & 0xFF) << 8, stderr), stderr
+        _, status = os.waitpid(self.pid, 0)
+        self.pid = 0
+        return classify(status, stderr), stderr
+
+    def overdue(self) -> bool:
+        return time.monotonic() - self.started > self.limits.wall_seconds + 5
+
+    def stop(self) -> None:
+        os.close(self._from_harness)
+        os.close(self._to_harness)
+        if self.pid:
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+            self.pid = 0
+
+
+def _fuzz_in_workers(finder: Finder, inputs: Iterator[bytes], jobs: int, limits: Limits, scratch: str) -> None:
+    """Inputs through `jobs` workers. An input that ends badly is run again in a fresh process: the
+    finding is kept either way, noted `in-process only` where the fresh run ends well (state that
+    earlier inputs left in the worker, then, not the input alone)."""
+    reader = finder.reader
+    homes = [_fresh_folder(scratch, f"worker{i}") for i in range(jobs)]
+    idle = [Worker(reader, home, limits) for home in homes]
+    busy: dict[int, tuple[Worker, bytes]] = {}
+
+    def settle(worker: Worker, data: bytes, kind: str, stderr: str) -> None:
+        note = ""
+        if kind in BAD:
+            again, _ = run_fresh(reader, data, limits)
+            note = f"(in a fresh process: {again}{'' if again in BAD else '; in-process only'})\n"
+        finder.record(kind, data, stderr, note)
+        if kind in BAD or worker.runs >= RECYCLE_AFTER or not worker.pid:
+            home = os.path.dirname(worker.stderr_path)
+            worker.stop()
+            worker = Worker(reader, home, limits)
+        idle.append(worker)
+
+    def wait_one() -> None:
+        ready, _, _ = select.select(list(busy), [], [], 1.0)
+        for pipe in ready:
+            worker, data = busy.pop(pipe)
+            kind, stderr = worker.result()
+            settle(worker, data, kind, stderr)
+        for pipe in [p for p, (w, _) in busy.items() if w.overdue()]:
+            worker, data = busy.pop(pipe)
+            settle(worker, data, "hang", Path(worker.stderr_path).read_text(errors="replace"))
+
+    for data in inputs:
+        while not idle:
+            wait_one()
+        worker = idle.pop()
+        folder = _fresh_folder(scratch, f"input{worker.pid}")
+        Path(folder, "input" + reader.suffix).write_bytes(data)
+        worker.send(folder)
+        busy[worker.result_pipe] = (worker, data)
+    while busy:
+        wait_one()
+    for worker in idle:
+        worker.stop()
 
 
 def warm_up() -> None:
@@ -411,8 +630,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("-j", "--jobs", type=int, default=1)
     parser.add_argument("--memory", type=float, default=3.0, help="GiB a child may allocate past the harness")
-    parser.add_argument("--seconds", type=int, default=10, help="time limit per input")
+    parser.add_argument(
+        "--seconds", type=int, default=10, help=f"processor seconds per input (wall clock: {WALL_FACTOR} times)"
+    )
     parser.add_argument("--findings", type=Path, default=ROOT / "fuzz/findings")
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run inputs one after another in worker processes (recycled after a bad end or "
+        f"{RECYCLE_AFTER} inputs) instead of a fresh process each",
+    )
     parser.add_argument(
         "--more-seeds", action="store_true", help="also the programs of test/**/*.mgx and ../shared's ONNX models"
     )
@@ -425,10 +652,11 @@ def main(argv: list[str] | None = None) -> int:
     bad = 0
     for name in args.reader or sorted(READERS):
         started = time.monotonic()
-        counts = fuzz(name, args.count, args.seed, args.jobs, limits, args.findings / name)
+        counts = fuzz(name, args.count, args.seed, args.jobs, limits, args.findings / name, args.in_process)
         bad += sum(counts[k] for k in BAD)
-        figures = ", ".join(f"{k}: {counts[k]}" for k in KINDS)
-        print(f"{name}: {args.count} inputs in {time.monotonic() - started:.0f} s; {figures}", flush=True)
+        figures = ", ".join(f"{k}: {counts[k]}" for k in (*KINDS, "contained crash"))
+        seconds = time.monotonic() - started
+        print(f"{name}: {args.count} inputs in {seconds:.0f} s ({args.count / seconds:.1f}/s); {figures}", flush=True)
     return 1 if bad else 0
 
 

@@ -96,9 +96,16 @@ class BoolKind(Kind):
         return "1" if x else "0"
 
 
+def _float32(x: Any) -> float:
+    """`x` rounded to float (MIGraphX's attributes are float): past its range, silently an infinity
+    as in C++ (numpy's RuntimeWarning was a second line on standard error)."""
+    with np.errstate(over="ignore"):
+        return float(np.float32(x))
+
+
 def _read_float(text: str) -> float:
     try:
-        return float(np.float32(float(text)))
+        return _float32(float(text))
     except ValueError:
         raise AttributeError_(f"expected a number, got '{text}'") from None
 
@@ -110,7 +117,7 @@ class FloatKind(Kind):
         return _read_float(_atom(v, self.description))
 
     def coerce(self, x: Any) -> float:
-        return float(np.float32(x))
+        return _float32(x)
 
     def format(self, x: float) -> str:
         return format_float(x)
@@ -152,7 +159,7 @@ class FloatListKind(Kind):
         return tuple(FloatKind().read(x) for x in list_items(v, self.description))
 
     def coerce(self, x: Any) -> tuple[float, ...]:
-        return tuple(float(np.float32(i)) for i in x)
+        return tuple(_float32(i) for i in x)
 
     def format(self, x: Sequence[float]) -> str:
         return "{" + ", ".join(format_float(f) for f in x) + "}"

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from mgxir.ir.attributes import STRING, Attr
 from mgxir.ir.instruction import Instruction
-from mgxir.ir.operation import OpDef, Operation
+from mgxir.ir.operation import OpDef, Operation, ShapeError
 from mgxir.ir.registry import opaque, register_instance
 from mgxir.ir.shape import Shape
 
@@ -37,6 +37,8 @@ class LiteralOp(OpDef):
         return "@literal"
 
     def shape(self, op: Operation, inputs: Sequence[Shape], modules: Sequence[Module]) -> Shape:
+        if not op.values:  # `@literal` written without its values (IndexError; fuzz/run.py, text)
+            raise ShapeError("@literal: a literal needs its values: '@literal{...} -> shape'")
         return op.values[0].shape
 
 

@@ -89,6 +89,14 @@ def lens_text(lens: Sequence[int]) -> str:
 SIZE_MAX = (1 << 64) - 1
 
 
-def unknown_dims(dtype: DType, rank: int, limit: int = SIZE_MAX) -> Shape:
+# Where a rank is read from an input's length (allocate's dims, broadcast_with_dims), a rank past
+# this is refused: MIGraphX would build the list of 2^40 dimensions and fail to allocate it (mgxir
+# raised MemoryError or OverflowError; found by fuzz/run.py on --from-py). numpy holds 64 at most.
+MAX_RANK_FROM_INPUT = 4096
+
+
+def unknown_dims(op: str, dtype: DType, rank: int, limit: int = SIZE_MAX) -> Shape:
     """A dynamic shape of `rank` dimensions each in [0, limit]: a size only known at run time."""
+    if rank > MAX_RANK_FROM_INPUT:
+        raise fail(op, f"{rank} output dimensions are more than mgxir holds ({MAX_RANK_FROM_INPUT})")
     return Shape.dynamic(dtype, [DynamicDimension(0, limit)] * rank)

@@ -38,7 +38,7 @@ class Allocate(OpDef):
             raise fail(self.name, "shape and buf_type attributes both not set")
         if len(inputs) != 1 or inputs[0].ndim != 1 or inputs[0].is_dynamic:
             raise fail(self.name, "without a shape it takes one static 1-D input: the output dimensions")
-        return unknown_dims(buf_type, inputs[0].lens[0])
+        return unknown_dims(self.name, buf_type, inputs[0].lens[0])
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> np.ndarray:
         s = op["shape"]

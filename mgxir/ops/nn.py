@@ -570,6 +570,9 @@ class Resize(OpDef):
         if op["mode"] not in ("nearest", "linear", "cubic"):
             raise fail(self.name, "Only 'nearest', 'linear', and 'cubic' modes are supported")
         sizes, scales = op["sizes"], op["scales"]
+        bad = next((f for f in scales if not math.isfinite(f) or f < 0), None)
+        if bad is not None:  # a NaN's int() was a ValueError (fuzz/run.py, text reader)
+            raise fail(self.name, f"scale {bad} is not a finite, non-negative number")
         if len(inputs) == 2:
             return self._runtime_shape(x, inputs[1], scales)
         require_static(self.name, x)
@@ -581,8 +584,11 @@ class Resize(OpDef):
             return Shape.make(x.dtype, sizes)
         if len(scales) != x.ndim:
             raise fail(self.name, f"{len(scales)} scales do not match input rank {x.ndim}")
-        lens = [int(np.float32(n) * np.float32(f)) for n, f in zip(x.lens, scales)]
-        return x.with_lens(lens)
+        with np.errstate(over="ignore"):  # as MIGraphX, in float; past its range is refused below
+            scaled = [np.float32(n) * np.float32(f) for n, f in zip(x.lens, scales)]
+        if not all(math.isfinite(n) for n in scaled):  # int() of it was an OverflowError (fuzz/run.py, json)
+            raise fail(self.name, f"scales {list(scales)} take a dimension past float's range")
+        return x.with_lens([int(n) for n in scaled])
 
     @staticmethod
     def _runtime_shape(x: Shape, given: Shape, scales: Sequence[float]) -> Shape:

@@ -397,7 +397,7 @@ class BroadcastWithDims(_TrustedShape):
             raise fail(self.name, "the dims input must have a static shape")
         if not dims.lens:
             raise fail(self.name, "the dims input must have rank 1 or more")
-        return unknown_dims(x.dtype, max(x.ndim, dims.lens[0]))
+        return unknown_dims(self.name, x.dtype, max(x.ndim, dims.lens[0]))
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
         dims = [int(d) for d in inputs[1].reshape(-1)]
@@ -445,7 +445,7 @@ class DynamicRange(_TrustedShape):
     def shape(self, op: Operation, inputs: Shapes, modules: Modules) -> Shape:
         if len({s.dtype for s in inputs}) != 1:
             raise fail(self.name, "start, limit and delta must have the same type")
-        return unknown_dims(inputs[0].dtype, 1, op["max_output"])
+        return unknown_dims(self.name, inputs[0].dtype, 1, op["max_output"])
 
     def compute(self, op: Operation, inputs: Arrays, modules: Modules, run_module: RunModule) -> RuntimeValue:
         start, limit, delta = (x.reshape(-1)[0] for x in inputs)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import os
 import sys
 from typing import TYPE_CHECKING
@@ -14,7 +13,9 @@ from mgxir.ir.program import Program
 from mgxir.text.printer import PrintOptions, print_program
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
+    from typing import BinaryIO
 
 # pathlib (with fnmatch, urllib.parse, ipaddress) is imported only where a file is written: a tool
 # that reads a program and prints it does not pay for it
@@ -43,13 +44,23 @@ def user_cache_folder(env: str, name: str) -> str | None:
     )
 
 
-def write_atomically(path: str | Path, data: str | bytes) -> None:
+def write_atomically(path: str | Path, data: str | bytes | Callable[[BinaryIO], object]) -> None:
     """Writes through a temporary file in the same folder and a rename: a reader never sees a
-    half-written file, and a failure leaves whatever was there before."""
+    half-written file, and a failure leaves whatever was there before. `data` may be a function
+    that writes to the open file (a sidecar streamed, not built in memory first). A target that
+    exists and is no regular file (`-o /dev/null`, a FIFO) is written in place: the rename put a
+    regular file where the device was (as root, /dev/null itself)."""
     import tempfile  # here: tempfile imports shutil, random, bz2, lzma; most runs print to stdout
     from pathlib import Path
 
     target = Path(path)
+    if _is_special(target):
+        try:
+            with open(target, "wb") as f:
+                _write_to(f, data)
+        except OSError as e:
+            raise MgxError(f"cannot write {target}: {e.strerror or e}") from None
+        return
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as e:
@@ -57,7 +68,7 @@ def write_atomically(path: str | Path, data: str | bytes) -> None:
     try:
         os.fchmod(fd, _mode_for(target))
         with os.fdopen(fd, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
+            _write_to(f, data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)
@@ -67,6 +78,23 @@ def write_atomically(path: str | Path, data: str | bytes) -> None:
     except BaseException:
         _remove(tmp)
         raise
+
+
+def _write_to(f: BinaryIO, data: str | bytes | Callable[[BinaryIO], object]) -> None:
+    if callable(data):
+        data(f)
+    else:
+        f.write(data.encode() if isinstance(data, str) else data)
+
+
+def _is_special(target: os.PathLike[str]) -> bool:
+    import stat
+
+    try:
+        mode = os.stat(target).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
 def _mode_for(target: os.PathLike[str]) -> int:
@@ -140,9 +168,9 @@ def write_program(program: Program, output: str | None, lossless: bool = False, 
     if arrays:
         target = sidecar if sidecar is not None or output is None else sidecar_path(output)
         assert target is not None  # arrays go to a sidecar only where there is one
-        buf = io.BytesIO()
-        np.savez(buf, **arrays)
-        write_atomically(target, buf.getvalue())
+        # streamed into the file: a copy in memory first doubled the literals' memory (MemoryError
+        # on a program whose literals fit; fuzz/run.py, json)
+        write_atomically(target, lambda f: np.savez(f, **arrays))
     if output is None or output == "-":
         sys.stdout.write(text)
         sys.stdout.flush()

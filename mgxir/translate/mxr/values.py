@@ -237,6 +237,12 @@ def dynamic_dimension_from_value(v: Any, what: str = "dynamic dimension") -> Dyn
 # -- literals ------------------------------------------------------------------------------------
 
 
+def _byte_strides(shape: Shape, itemsize: int) -> list[int]:
+    """numpy's strides of a laid-out shape; a dimension of 1 is never stepped, so its stride is 0
+    (the shape's may be past what numpy takes: OverflowError, found by fuzz/run.py on .json)."""
+    return [s * itemsize if n > 1 else 0 for n, s in zip(shape.lens, shape.strides)]
+
+
 def literal_memory_bytes(literal: Literal) -> bytes:
     """The bytes MIGraphX keeps for a literal: `shape.bytes()` of memory laid out by the strides."""
     shape = literal.shape
@@ -245,7 +251,7 @@ def literal_memory_bytes(literal: Literal) -> bytes:
     values = np.zeros(shape.lens, bits) if data is None else np.ascontiguousarray(data).view(bits)
     if not shape.standard and shape.elements:
         memory = np.zeros(shape.element_space, bits)
-        view = as_strided(memory, shape=shape.lens, strides=[s * bits.itemsize for s in shape.strides])
+        view = as_strided(memory, shape=shape.lens, strides=_byte_strides(shape, bits.itemsize))
         view[...] = values
         values = memory
     return values.astype(bits.newbyteorder("<"), copy=False).tobytes()
@@ -288,7 +294,7 @@ def array_from_memory(shape: Shape, raw: bytes, what: str = "literal") -> np.nda
     except MgxError as e:
         raise ValueError_(e.message) from None
     memory = np.frombuffer(raw, bits.newbyteorder("<"), count=shape.element_space).astype(bits)
-    view = as_strided(memory, shape=shape.lens, strides=[s * bits.itemsize for s in shape.strides])
+    view = as_strided(memory, shape=shape.lens, strides=_byte_strides(shape, bits.itemsize))
     return np.array(view).view(dtype)
 
 

@@ -145,8 +145,8 @@ def test_unary_result() -> None:
 def test_lens_text_and_unknown_dims() -> None:
     assert lens_text([2, 3, 4]) == "{2, 3, 4}"
     assert lens_text([]) == "{}"
-    assert unknown_dims(F, 2) == Shape.dynamic(F, [DynamicDimension(0, SIZE_MAX)] * 2)
-    assert unknown_dims(F, 1, 7) == Shape.dynamic(F, [DynamicDimension(0, 7)])
+    assert unknown_dims("op", F, 2) == Shape.dynamic(F, [DynamicDimension(0, SIZE_MAX)] * 2)
+    assert unknown_dims("op", F, 1, 7) == Shape.dynamic(F, [DynamicDimension(0, 7)])
     assert SIZE_MAX == 2**64 - 1
 
 

@@ -221,12 +221,95 @@ def test_a_stride_0_literal_is_unfolded_only_where_memory_allows() -> None:
 
 def test_mlir_that_makes_the_reader_loop_forever_is_stopped(monkeypatch: pytest.MonkeyPatch) -> None:
     """A mutation of --to-mlirbc's output on which MLIR's bytecode reader never returns: the
-    child that parses it first is stopped after CHILD_SECONDS."""
+    child that reads it is stopped after CHILD_SECONDS."""
     api = pytest.importorskip("mgxir.translate.mlir.api")
     monkeypatch.setattr(api, "CHILD_SECONDS", 2)
     data = (ROOT / "test/translate/mlir/Inputs/endless.mlirbc").read_bytes()
     with pytest.raises(MgxError, match=r"^error: endless.mlirbc: MLIR's reader did not finish within 2 s$"):
         api.program_from_mlir(data, "endless.mlirbc")
+
+
+def _mlir_program() -> tuple[str, bytes]:
+    """A program with a large literal (it comes back through the .npz) and a small one (in the text),
+    its lossless text, and its --to-mlirbc bytecode."""
+    from mgxir.text.printer import PrintOptions, print_program
+    from mgxir.translate.mlir.api import mlir_bytecode
+    from mgxir.verifier import verify
+
+    weights = np.arange(64, dtype=np.float32).reshape(8, 8) / 7
+    text = (
+        'module: "main"\nx = @param:x -> float_type, {8, 8}, {8, 1}\n'
+        "@1 = @literal{hex:" + weights.tobytes().hex() + "} -> float_type, {8, 8}, {8, 1}\n"
+        "@2 = @literal{0.1, -0, nan} -> half_type, {3}, {1}\n@3 = add(x,@1)\n@4 = @return(@3,@2)\n"
+    )
+    program = parse_program(text)
+    verify(program)
+    return print_program(program, PrintOptions(lossless=True)), mlir_bytecode(program)
+
+
+def test_mlir_is_read_in_a_child_and_handed_back_losslessly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MLIR's reader runs only in the child (heap corruption there once went unnoticed and the same
+    file was parsed again in this process, which then crashed): this process never calls it, and
+    the program it gets back is the one that was written, bit for bit."""
+    api = pytest.importorskip("mgxir.translate.mlir.api")
+    from mgxir.text.printer import PrintOptions, print_program
+
+    lossless, data = _mlir_program()
+    parsed_in: list[int] = []
+    parse = api.parse_mlir
+
+    def recording(*args: object) -> object:
+        parsed_in.append(os.getpid())  # the child's list is its own copy
+        return parse(*args)
+
+    monkeypatch.setattr(api, "parse_mlir", recording)
+    back = api.program_from_mlir(data, "x.mlirbc")
+    assert parsed_in == []
+    assert print_program(back, PrintOptions(lossless=True)) == lossless
+
+
+def test_an_unexpected_exception_in_the_mlir_child_is_an_internal_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug in the reader (not the user's mistake) comes back as such, with the child's traceback."""
+    api = pytest.importorskip("mgxir.translate.mlir.api")
+
+    def broken(*args: object) -> None:
+        raise IndexError("a bug in readback")
+
+    monkeypatch.setattr(api, "from_mlir", broken)
+    with pytest.raises(api.ChildReaderFailed, match=r"(?s)^reading x.mlirbc in a child process:.*IndexError: a bug"):
+        api.program_from_mlir(_mlir_program()[1], "x.mlirbc")
+
+
+def test_a_user_error_in_the_mlir_child_keeps_its_line_and_column() -> None:
+    api = pytest.importorskip("mgxir.translate.mlir.api")
+    with pytest.raises(MgxError) as caught:
+        api.program_from_mlir(b"func.func @main() {\n  %0 = bogus\n}\n", "bad.mlir")
+    where = caught.value.location
+    assert (where.file, where.line, where.column) == ("bad.mlir", 2, 8), caught.value.render()
+    assert caught.value.diagnostic.source_line == "  %0 = bogus"
+
+
+def test_a_large_mlir_file_gets_more_time_to_be_read() -> None:
+    """The child reads the program back too (about 1 s a megabyte): 60 s stopped valid files."""
+    api = pytest.importorskip("mgxir.translate.mlir.api")
+    assert api.child_seconds(b"x" * 1000) == api.CHILD_SECONDS
+    assert api.child_seconds(b"x" * (100 << 20)) == api.CHILD_SECONDS + 100 * api.CHILD_SECONDS_PER_MIB
+
+
+def test_a_blocked_mlir_child_is_stopped_by_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A child that blocks before its own alarm is set (forked while another thread held a lock)
+    is killed by this process after child_seconds + 1, not waited for forever."""
+    api = pytest.importorskip("mgxir.translate.mlir.api")
+    import signal
+    import time
+
+    monkeypatch.setattr(api, "CHILD_SECONDS", 1)
+    monkeypatch.setattr(signal, "alarm", lambda seconds: 0)  # the child's own alarm never comes
+    monkeypatch.setattr(api, "_read_here", lambda data, filename: time.sleep(3600))
+    started = time.monotonic()
+    with pytest.raises(MgxError, match=r"^error: x.mlirbc: MLIR's reader did not finish within 1 s$"):
+        api.program_from_mlir(_mlir_program()[1], "x.mlirbc")
+    assert time.monotonic() - started < 30
 
 
 # -- files written -----------------------------------------------------------------------------------
@@ -351,3 +434,115 @@ def test_a_member_with_an_empty_name_is_read_as_named() -> None:
         assert str(e)
     else:
         assert isinstance(arrays, dict)
+
+
+def test_a_resize_scale_past_floats_range_is_the_users_error() -> None:
+    # 2 x 3e38 in float is infinite: int() of it was an OverflowError (fuzz/run.py, json and py)
+    from mgxir.verifier import verify
+
+    text = 'module: "main"\nx = @param:x -> float_type, {1, 2}, {2, 1}\n@1 = resize[scales={1, 3e38}](x)\n'
+    with pytest.raises(MgxError, match=r"resize: scales \[1\.0, [\d.]+e\+38\] take a dimension past float's range"):
+        verify(parse_program(text, "x.mgx"))
+
+
+@pytest.mark.parametrize("scale", ["nan", "inf", "-2"])
+def test_a_resize_scale_that_is_not_a_finite_non_negative_number_is_the_users_error(scale: str) -> None:
+    # int() of NaN in the shape rule was a ValueError: an internal error (fuzz/run.py, text)
+    from mgxir.verifier import verify
+
+    text = f'module: "main"\nx = @param:x -> float_type, {{1, 2}}, {{2, 1}}\n@1 = resize[scales={{1, {scale}}}](x)\n'
+    with pytest.raises(MgxError, match=rf"resize: scale {scale}\S* is not a finite"):
+        verify(parse_program(text, "x.mgx"))
+
+
+def test_the_stride_of_a_dimension_of_1_is_never_stepped() -> None:
+    # a stride past what numpy takes on it was an OverflowError: an internal error (fuzz/run.py, json)
+    value = {"shape": {"lens": [1, 2], "strides": [(1 << 63) - 1, 1]}, "data": np.float32([1.5, 2.5]).tobytes()}
+    assert literal_from_value(value, "x").data.tolist() == [[1.5, 2.5]]
+
+
+@pytest.mark.parametrize("op", ["allocate[buf_type=float_type](d)", "broadcast_with_dims(x,d)"])
+def test_a_rank_read_from_an_input_length_is_bounded(op: str) -> None:
+    # a list of 2^40 dimensions was a MemoryError (2^64: OverflowError); fuzz/run.py, --from-py
+    from mgxir.verifier import verify
+
+    text = (
+        'module: "main"\nx = @param:x -> float_type, {2}, {1}\nd = @param:d -> int64_type, {1099511627776}, {1}\n'
+        f"@2 = {op}\n"
+    )
+    with pytest.raises(MgxError, match=r"1099511627776 output dimensions are more than mgxir holds \(4096\)"):
+        verify(parse_program(text, "x.mgx"))
+
+
+def test_a_float_attribute_past_float_range_is_an_infinity_without_a_warning() -> None:
+    # numpy's RuntimeWarning was a second line on standard error (fuzz/run.py, --from-py)
+    import warnings
+
+    text = 'module: "main"\nx = @param:x -> float_type, {1, 2}, {2, 1}\n@1 = resize[scales={1, 1e308}](x)\n'
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        program = parse_program(text, "x.mgx")
+    resize = next(ins for ins in program.main if ins.op.name == "resize")
+    assert resize.op["scales"] == (1.0, float("inf"))
+
+
+@pytest.mark.parametrize("literal", ["@literal", "@literal -> float_type, {1}, {0}"])
+def test_a_literal_without_its_values_is_the_users_error(literal: str) -> None:
+    # the shape rule's IndexError was an internal error (fuzz/run.py, text)
+    from mgxir.verifier import verify
+
+    program = parse_program(f'module: "main"\n@0 = {literal}\n@1 = @return(@0)\n', "x.mgx")
+    with pytest.raises(MgxError, match=r"^x\.mgx:2:1: error: @literal: a literal needs its values"):
+        verify(program)
+
+
+def test_a_sidecar_is_streamed_into_its_file(tmp_path: Path) -> None:
+    """A program whose literals fit in memory is written: the sidecar was built in memory first,
+    twice the literals' memory (MemoryError, an internal error; fuzz/run.py, json). Under an
+    address-space limit 160 MiB above what the child holds, 100 MiB of literal are written."""
+    code = (
+        "import resource\nimport numpy as np\nfrom mgxir.diagnostics import process_memory\n"
+        "from mgxir.text.parser import parse_program\nfrom mgxir.text.writer import write_program\n"
+        "from mgxir.ir.literal import Literal\n"
+        "from mgxir.ir.shape import Shape\nfrom mgxir.ir.dtype import DType\n"
+        "program = parse_program('module: \"main\"\\nx = @param:x -> float_type, {1}, {1}\\n@1 = @return(x)\\n')\n"
+        "limit = process_memory()[1] + (160 << 20)\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (limit, limit))\n"
+        "shape = Shape.make(DType.float, [25 << 20])\n"
+        "program.main.add_literal(Literal(shape, np.ones(shape.lens, np.float32)))\n"
+        f"write_program(program, {str(tmp_path / 'big.mgx')!r}, lossless=True)\n"
+        "print('written')\n"
+    )
+    out = _in_limited_child(code)
+    assert out.returncode == 0 and out.stdout == "written\n", out.stderr[-2000:]
+    assert (tmp_path / "big.npz").stat().st_size > 100 << 20
+
+
+def test_a_target_that_is_no_regular_file_is_written_in_place(tmp_path: Path) -> None:
+    """`-o /dev/null` (run as root) put a regular file where the device was: the rename of the
+    temporary replaced it. A FIFO stands in for the device here."""
+    from mgxir.text.writer import write_atomically
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        write_atomically(fifo, "written\n")
+        assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+        assert os.read(reader, 100) == b"written\n"
+    finally:
+        os.close(reader)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo"]
+
+
+def test_mlir_running_out_of_memory_in_the_child_is_the_users_error() -> None:
+    # MLIR's std::bad_alloc on a damaged size comes up as MemoryError in the child that reads the
+    # file: it was an internal error (fuzz/run.py, mlirbc, under the harness's 3 GiB limit)
+    pytest.importorskip("iree.compiler")
+    path = ROOT / "test/translate/mlir/Inputs/bad_alloc.mlirbc"
+    out = _in_limited_child(
+        "from mgxir.diagnostics import MgxError\nfrom mgxir.translate.mlir.api import program_from_mlir\n"
+        f"try:\n    program_from_mlir(open({str(path)!r}, 'rb').read(), 'bad_alloc.mlirbc')\n"
+        "except MgxError as e:\n    print(e.message)\n"
+    )
+    assert out.stdout == "bad_alloc.mlirbc: MLIR's reader ran out of memory on this file\n", out.stderr[-2000:]
