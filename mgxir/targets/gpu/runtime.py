@@ -18,7 +18,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from mgxir.diagnostics import DiagnosticSink, MgxError
 from mgxir.ir.instruction import Instruction
-from mgxir.ir.operation import RuntimeValue
+from mgxir.ir.operation import ComputeError, RuntimeValue, ShapeError
 from mgxir.ir.program import Program
 from mgxir.ir.shape import Shape
 from mgxir.passes.memory_coloring import outer_values
@@ -217,8 +217,13 @@ class GpuExecutable:
             for value in outer:
                 interpreter_values[value] = self._host_value(value)
             inputs = [self._host_value(a) for a in ins.args]
-            with np.errstate(all="ignore"):
-                result = reference(*inputs)
+            try:
+                with np.errstate(all="ignore"):
+                    result = reference(*inputs)
+            except (ComputeError, ShapeError) as e:  # what the inputs' values make of the op, as on ref
+                raise MgxError(f"'{ins.op.name}' (on the host): {e}") from None
+            except (ValueError, TypeError, IndexError, ZeroDivisionError) as e:  # the interpreter's rule
+                raise MgxError(f"'{ins.op.name}' (on the host): {ins.op.name} failed: {e}") from None
             self.host_values[ins] = result
             if ins in self.pointer and isinstance(result, np.ndarray):
                 self._upload(self.pointer[ins], result, shape)
