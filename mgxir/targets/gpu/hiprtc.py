@@ -29,13 +29,21 @@ def ok(result: object, what: str) -> object:  # pragma: no cover - needs ROCm
     return rest[0] if len(rest) == 1 else rest
 
 
+def _unusable(e: BaseException) -> MgxError:
+    """hip-python's loader error in one plain line (it quotes the library's name as bytes, b'...')."""
+    import re
+
+    reason = re.sub(r"""b(['"])(.*?)\1""", r"\2", str(e).splitlines()[0])
+    return MgxError(f"hiprtc is not usable here (ROCm's libhiprtc: {reason})")
+
+
 @functools.cache
 def hiprtc_version() -> str:
     _, hiprtc = bindings()
     try:
         version = hiprtc.hiprtcVersion()
     except (RuntimeError, OSError) as e:  # the binding loads libhiprtc at the first call
-        raise MgxError(f"hiprtc is not usable here ({str(e).splitlines()[0]})") from None
+        raise _unusable(e) from None
     major, minor = ok(version, "hiprtcVersion")  # pragma: no cover - needs ROCm's hiprtc library
     return f"hiprtc-{major}.{minor}"  # pragma: no cover
 
@@ -46,7 +54,7 @@ def hiprtc_compile(source: str, symbol: str, arch: str) -> bytes:  # pragma: no 
     try:
         program = ok(hiprtc.hiprtcCreateProgram(source.encode(), f"{symbol}.hip".encode(), 0, [], []), "hiprtc")
     except (RuntimeError, OSError) as e:  # the binding loads libhiprtc lazily
-        raise MgxError(f"hiprtc is not usable here ({str(e).splitlines()[0]})") from None
+        raise _unusable(e) from None
     try:
         options = [f"--offload-arch={arch}".encode(), *(o.encode() for o in HIPRTC_OPTIONS)]
         status = hiprtc.hiprtcCompileProgram(program, len(options), options)[0]

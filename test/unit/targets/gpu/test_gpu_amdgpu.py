@@ -76,3 +76,14 @@ def test_front_end_error_is_one_line() -> None:
 def test_elf_symbols_of_a_non_amdgpu_object_says_so() -> None:
     compiled = amdgpu.AmdgpuObject("gfx942", b"\x7fELF" + bytes(60), (), ())
     assert not compiled.machine_is_amdgpu
+
+
+def test_hiprtc_missing_is_one_plain_line() -> None:
+    """hip-python quotes the library as bytes (b'libhiprtc.so'); the user reads its name plainly."""
+    from mgxir.targets.gpu.hiprtc import _unusable
+
+    error = OSError("failed to dlopen 'b'libhiprtc.so'': b'libhiprtc.so: cannot open shared object file'\nmore")
+    assert str(_unusable(error)) == (
+        "error: hiprtc is not usable here (ROCm's libhiprtc: failed to dlopen 'libhiprtc.so': "
+        "libhiprtc.so: cannot open shared object file)"
+    )
